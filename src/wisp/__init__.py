@@ -1,0 +1,147 @@
+"""wisp: an experiment tracker that costs nothing to import and never stalls training.
+
+    import wisp
+    run = wisp.init(project="mnist", config={"lr": 1e-3})
+    for step in range(100):
+        wisp.log({"loss": 1 / (step + 1)})
+    run.finish()
+
+Only the names below load with ``import wisp``; everything else (the writer,
+numpy support, the reader, the server) is imported on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from wisp.errors import RunStateError, UsageError, WispError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from wisp._reader import RunData, open_run
+    from wisp._run import Config, Run, Summary
+    from wisp._settings import Settings
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Config",
+    "Run",
+    "RunData",
+    "RunStateError",
+    "Settings",
+    "Summary",
+    "UsageError",
+    "WispError",
+    "config",
+    "define_metric",
+    "doctor",
+    "finish",
+    "init",
+    "log",
+    "open_run",
+    "run",
+    "summary",
+]
+
+#: The current run (set by :func:`init`, cleared by :func:`finish`), or None.
+run: Run | None = None
+
+_LAZY = {
+    "Run": ("wisp._run", "Run"),
+    "Config": ("wisp._run", "Config"),
+    "Summary": ("wisp._run", "Summary"),
+    "Settings": ("wisp._settings", "Settings"),
+    "open_run": ("wisp._reader", "open_run"),
+    "RunData": ("wisp._reader", "RunData"),
+    "doctor": ("wisp._doctor", "doctor"),
+    "errors": ("wisp.errors", None),
+}
+
+
+def init(
+    project: str | None = None,
+    name: str | None = None,
+    config: Mapping[str, Any] | Any | None = None,
+    tags: list[str] | tuple[str, ...] | None = None,
+    notes: str | None = None,
+    group: str | None = None,
+    job_type: str | None = None,
+    dir: str | None = None,  # noqa: A002 - the public name users expect
+    mode: str | None = None,
+    id: str | None = None,  # noqa: A002
+    resume: str | bool | None = None,
+    settings: Settings | Mapping[str, Any] | None = None,
+    ranks: str | None = None,
+) -> Run:
+    """Start a run (finishing the current one first) and make it the current run."""
+    from wisp._init import start_run
+
+    new = start_run(
+        project=project,
+        name=name,
+        config=config,
+        tags=tags,
+        notes=notes,
+        group=group,
+        job_type=job_type,
+        dir=dir,
+        mode=mode,
+        id=id,
+        resume=resume,
+        settings=settings,
+        ranks=ranks,
+    )
+    global run
+    run = new
+    return new
+
+
+def _current(what: str) -> Run:
+    if run is None:
+        raise RunStateError(f"wisp.{what} needs a run: call wisp.init() first")
+    return run
+
+
+def log(data: Mapping[str, Any], step: int | None = None, commit: bool | None = None) -> None:
+    """Log ``data`` to the current run (see :meth:`Run.log`)."""
+    r = run
+    if r is None:
+        raise RunStateError("wisp.log() needs a run: call wisp.init() first")
+    r.log(data, step, commit)
+
+
+def define_metric(
+    name: str, step_metric: str | None = None, summary: str = "last", *, hidden: bool = False
+) -> None:
+    """Describe metrics of the current run (see :meth:`Run.define_metric`)."""
+    _current("define_metric()").define_metric(name, step_metric, summary, hidden=hidden)
+
+
+def finish(exit_code: int = 0) -> None:
+    """Finish the current run, if any.  Safe to call twice."""
+    global run
+    r = run
+    if r is not None:
+        run = None
+        r.finish(exit_code)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("config", "summary"):
+        return getattr(_current(name), name)
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'wisp' has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(target[0])
+    value = module if target[1] is None else getattr(module, target[1])
+    if name not in ("config", "summary"):
+        globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,166 @@
+"""``wisp.init()``: settings, the run directory, process hooks, then a Run."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from wisp import _run
+from wisp._run import Run
+from wisp._settings import Settings
+from wisp.errors import UsageError
+
+__all__ = ["start_run"]
+
+_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+_ADJECTIVES = (
+    "amber autumn bold brisk calm crisp dapper eager fancy gentle glad hardy icy jolly keen "
+    "lively lucid mellow misty noble olive proud quiet rapid rosy silent snowy sunny swift "
+    "tidy vivid warm witty"
+).split()
+_NOUNS = (
+    "badger breeze brook canyon cedar comet dawn delta ember falcon fern forest galaxy grove "
+    "harbor heron island lagoon maple meadow nebula oasis orbit otter pine prairie quartz "
+    "river sparrow summit tundra willow"
+).split()
+
+_hooks_installed = False
+
+
+def new_run_id() -> str:
+    return "".join(_ALPHABET[b % 36] for b in os.urandom(8))
+
+
+def _default_name(run_id: str) -> str:
+    raw = os.urandom(2)
+    return f"{_ADJECTIVES[raw[0] % len(_ADJECTIVES)]}-{_NOUNS[raw[1] % len(_NOUNS)]}-{run_id[:4]}"
+
+
+def _check_str(what: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"init() {what} must be a string, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _install_hooks() -> None:
+    """Once per process, at the first init(): fork handler and exit hook."""
+    global _hooks_installed
+    if _hooks_installed:
+        return
+    _hooks_installed = True
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_run.after_fork_in_child)
+    atexit.register(_finish_at_exit)
+
+
+def _exit_state() -> tuple[int, str]:
+    """Best guess of how the interpreter is exiting, for runs nobody finished."""
+    if getattr(sys, "last_value", None) is not None and "ipykernel" not in sys.modules:
+        exc = sys.last_value
+        if isinstance(exc, KeyboardInterrupt):
+            return 130, "killed"
+        return 1, "failed"
+    return 0, "finished"
+
+
+def _finish_at_exit() -> None:
+    code, state = _exit_state()
+    for run in _run.live_runs():
+        if run._pid != os.getpid():
+            continue
+        run._settings = run._settings.replace(finish_timeout=run._settings.exit_timeout)
+        try:
+            run.finish(code, state=state)
+        except Exception as exc:  # noqa: BLE001 - exit must never hang or crash on us
+            sys.stderr.write(f"wisp: run {run.id} did not finish cleanly at exit: {exc}\n")
+
+
+def start_run(
+    *,
+    project: str | None,
+    name: str | None,
+    config: Any,
+    tags: Any,
+    notes: str | None,
+    group: str | None,
+    job_type: str | None,
+    dir: str | None,  # noqa: A002
+    mode: str | None,
+    id: str | None,  # noqa: A002
+    resume: str | bool | None,
+    settings: Settings | Mapping[str, Any] | None,
+    ranks: str | None,
+) -> Run:
+    overrides: dict[str, Any] = {}
+    if mode is not None:
+        overrides["mode"] = mode
+    if dir is not None:
+        overrides["dir"] = os.fspath(dir)
+    if ranks is not None:
+        overrides["ranks"] = ranks
+    s = Settings.resolve(settings)
+    if overrides:
+        s = s.replace(**overrides)
+    if s.mode is None:
+        s = s.replace(mode="online" if s.server_url else "offline")
+
+    project = _check_str("project", project) or os.environ.get("WISP_PROJECT") or "uncategorized"
+    name = _check_str("name", name)
+    notes = _check_str("notes", notes)
+    group = _check_str("group", group)
+    job_type = _check_str("job_type", job_type)
+    if id is not None:
+        _check_str("id", id)
+        if not id or any(c not in _ALPHABET + "-_" for c in id.lower()) or len(id) > 64:
+            raise UsageError(
+                f"init() id must be 1-64 letters, digits, '-' or '_', got {id!r}"
+            )
+    tag_list: list[str] = []
+    if tags is not None:
+        if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
+            raise UsageError(f"init() tags must be a list of strings, got {tags!r}")
+        tag_list = list(dict.fromkeys(tags))
+    if config is not None and not isinstance(config, Mapping):
+        if hasattr(config, "__dict__"):
+            config = vars(config)
+        else:
+            raise UsageError(f"init() config must be a dict, got {type(config).__name__}")
+    if resume not in (None, False, True, "allow", "must", "never", "auto"):
+        raise UsageError(f"init() resume must be 'allow', 'must' or 'never', got {resume!r}")
+
+    # a second init() in one process finishes the current run first (notebook cells re-run)
+    import wisp
+
+    if wisp.run is not None:
+        previous, wisp.run = wisp.run, None
+        previous.finish()
+
+    run_id = id or new_run_id()
+    name = name or _default_name(run_id)
+    if s.mode == "disabled":
+        return Run(
+            settings=s, project=project, name=name, run_id=run_id, run_dir=None, tags=tag_list,
+            notes=notes, group=group, job_type=job_type, config=config, disabled=True,
+        )
+    _install_hooks()
+    base = os.path.abspath(s.dir or os.getcwd())
+    stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime())
+    run_dir = os.path.join(base, "wisp", f"run-{stamp}-{run_id}")
+    try:
+        os.makedirs(run_dir, exist_ok=True)
+    except OSError as exc:
+        from wisp.errors import RunFileError
+
+        raise RunFileError(f"cannot create run directory {run_dir}: {exc}") from exc
+    run = Run(
+        settings=s, project=project, name=name, run_id=run_id, run_dir=run_dir, tags=tag_list,
+        notes=notes, group=group, job_type=job_type, config=config,
+    )
+    _run._register(run)
+    return run

@@ -1,0 +1,532 @@
+"""The Run object: the calling-thread half of a run (the writer thread is the other)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import Any
+
+from wisp import _runfile
+from wisp._runfile import RecordType
+from wisp._settings import Settings
+from wisp._values import RESERVED_KEYS, SCALAR_TYPES, prepare_row
+from wisp._writer import CALL, METRIC, RECORD, ROW, ROW_DEFERRED, SUMMARY_SET, Writer
+from wisp.errors import RunStateError, UsageError, WispWarning, WriterError
+
+__all__ = ["Config", "Run", "Summary"]
+
+RUN_FILE = "run.wisp"
+META_FILE = "run.json"
+_FAST_REJECT = RESERVED_KEYS | {""}
+_SUMMARY_KINDS = ("last", "min", "max", "mean", "none")
+
+
+def _jsonable(key: str, value: Any) -> Any:
+    """Config values: JSON types as they are, common Python objects converted, others refused."""
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise UsageError(f"config key under {key!r} must be a string, got {k!r}")
+            out[k] = _jsonable(f"{key}.{k}", v)
+        return out
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return [_jsonable(f"{key}[{i}]", v) for i, v in enumerate(items)]
+    if isinstance(value, (bool, int, float, str)):
+        return type(value).__mro__[1](value) if not isinstance(value, bool) else bool(value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    mod = type(value).__module__ or ""
+    if mod.startswith("numpy") and hasattr(value, "tolist"):
+        return _jsonable(key, value.tolist())
+    if hasattr(value, "value") and type(value).__mro__[-2].__name__ == "Enum":
+        return _jsonable(key, value.value)
+    if hasattr(value, "__dict__") and type(value).__name__ == "Namespace":
+        return _jsonable(key, vars(value))
+    if hasattr(value, "__dataclass_fields__"):
+        return _jsonable(key, {f: getattr(value, f) for f in value.__dataclass_fields__})
+    raise UsageError(
+        f"config value for {key!r} has type {type(value).__name__}; expected a JSON-like value "
+        "(str, number, bool, None, list, dict), a path, an enum, a dataclass or a Namespace"
+    )
+
+
+class Config(MutableMapping[str, Any]):
+    """The run's configuration: ``run.config.lr`` and ``run.config["lr"]`` alike.
+
+    Every change writes a full snapshot to the run file.  Values are converted to
+    JSON-like data when set, so later changes to the caller's objects don't leak.
+    """
+
+    def __init__(self, run: Run | None) -> None:
+        object.__setattr__(self, "_run", run)
+        object.__setattr__(self, "_data", {})
+
+    def _changed(self) -> None:
+        run = self._run
+        if run is not None:
+            run._record(RecordType.CONFIG, {"config": self.as_dict()})
+
+    def update(self, other: Any = (), /, **kwargs: Any) -> None:  # type: ignore[override]
+        if other is not None and not isinstance(other, Mapping) and hasattr(other, "__dict__"):
+            other = vars(other)  # argparse.Namespace and friends
+        items = dict(other or (), **kwargs)
+        converted = {str(k): _jsonable(str(k), v) for k, v in items.items()}
+        self._data.update(converted)
+        if converted:
+            self._changed()
+
+    def as_dict(self) -> dict[str, Any]:
+        import copy
+
+        return copy.deepcopy(self._data)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if not isinstance(key, str) or not key:
+            raise UsageError(f"config keys must be non-empty strings, got {key!r}")
+        self._data[key] = _jsonable(key, value)
+        self._changed()
+
+    def __delitem__(self, key: str) -> None:
+        del self._data[key]
+        self._changed()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._data[name]
+        except KeyError:
+            raise AttributeError(f"config has no key {name!r}") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        try:
+            del self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"Config({self._data!r})"
+
+
+class Summary(MutableMapping[str, Any]):
+    """The run's summary: last value per key unless ``define_metric`` says otherwise.
+
+    Reading waits until the writer has processed everything logged so far, so
+    ``run.summary["loss"]`` right after ``log({"loss": x})`` is ``x``.  Values set
+    here override the computed ones.
+    """
+
+    def __init__(self, run: Run) -> None:
+        self._run = run
+
+    def _view(self) -> dict[str, Any]:
+        run = self._run
+        w = run._writer
+        if w is None:
+            return dict(run._final_summary)
+        run._commit_pending()
+        w.barrier(timeout=run._settings.finish_timeout)
+        return {**w.summary, **w._summary_user}
+
+    def __getitem__(self, key: str) -> Any:
+        return self._view()[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if not isinstance(key, str) or not key:
+            raise UsageError(f"summary keys must be non-empty strings, got {key!r}")
+        self.update({key: value})
+
+    def update(self, other: Any = (), /, **kwargs: Any) -> None:  # type: ignore[override]
+        items = dict(other, **kwargs)
+        row, _ = prepare_row(items)
+        self._run._send((SUMMARY_SET, row, ()))
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self._view():
+            raise KeyError(key)
+        self._run._send((SUMMARY_SET, {}, (key,)))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._view())
+
+    def __len__(self) -> int:
+        return len(self._view())
+
+    def __repr__(self) -> str:
+        return f"Summary({self._view()!r})"
+
+
+_live_runs: list[Run] = []
+
+
+class Run:
+    """One run.  Made by :func:`wisp.init`; use it as a context manager to finish it."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        project: str,
+        name: str,
+        run_id: str,
+        run_dir: str | None,
+        tags: list[str],
+        notes: str | None,
+        group: str | None,
+        job_type: str | None,
+        config: Mapping[str, Any] | None,
+        disabled: bool = False,
+        get_time: Any = time.time,
+    ) -> None:
+        self._settings = settings
+        self.project = project
+        self.name = name
+        self.id = run_id
+        self.dir = run_dir
+        self.tags = tags
+        self.notes = notes
+        self.group = group
+        self.job_type = job_type
+        self.mode = "disabled" if disabled else (settings.mode or "offline")
+        self._get_time = get_time
+        self._pid = os.getpid()
+        self._step = 0
+        self._pending: dict[str, Any] | None = None
+        self._pending_deferred = False
+        self._finished = False
+        self._forked_warned = False
+        self._final_summary: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self.state = "running"
+        self.exit_code: int | None = None
+        self.url: str | None = None
+        self.config = Config(None)
+        self.summary = Summary(self)
+        self._writer: Writer | None = None
+        self._queue: Any = None
+        self._qsize = settings.queue_size
+        self._live = False
+        self.created_at = get_time()
+        if config:
+            self.config.update(config)
+        object.__setattr__(self.config, "_run", self)
+        if disabled:
+            return
+        assert run_dir is not None
+        os.makedirs(run_dir, exist_ok=True)
+        self._writer = Writer(
+            run_dir,
+            RUN_FILE,
+            flush_interval=settings.flush_interval,
+            fsync=settings.fsync,
+            queue_size=settings.queue_size,
+        )
+        self._queue = self._writer.queue
+        self._write_meta("running")
+        self._live = True
+        self._writer.start()
+        self._writer.put((CALL, self._write_start))
+        if self.config:
+            self._changed_config()
+
+    # -- recording ---------------------------------------------------------------------------
+
+    @property
+    def path(self) -> str | None:
+        """The run file."""
+        return None if self.dir is None else os.path.join(self.dir, RUN_FILE)
+
+    @property
+    def step(self) -> int:
+        """The step the next ``log()`` goes to."""
+        return self._step
+
+    def _write_start(self) -> None:
+        from wisp import _meta, __version__
+
+        assert self._writer is not None
+        payload = {
+            "run_id": self.id,
+            "writer_id": os.urandom(8).hex(),
+            "project": self.project,
+            "name": self.name,
+            "tags": self.tags,
+            "notes": self.notes,
+            "group": self.group,
+            "job_type": self.job_type,
+            "created_at": self.created_at,
+            "mode": self.mode,
+            "wisp_version": __version__,
+            **_meta.collect(git=self._settings.git),
+        }
+        self._writer._append(RecordType.RUN, payload)
+
+    def _changed_config(self) -> None:
+        self._record(RecordType.CONFIG, {"config": self.config.as_dict()})
+
+    def _record(self, rtype: int, payload: Any) -> None:
+        self._send((RECORD, rtype, payload))
+
+    def _send(self, item: tuple[Any, ...]) -> None:
+        if not self._live:
+            self._inactive("recording")
+            return
+        self._commit_pending()
+        self._writer.put(item)  # type: ignore[union-attr]
+
+    def _commit_pending(self) -> None:
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            kind = ROW_DEFERRED if self._pending_deferred else ROW
+            self._queue.append((kind, self._step, self._get_time(), pending))
+            self._step += 1
+
+    def _inactive(self, what: str) -> None:
+        if self._pid != os.getpid():
+            if not self._forked_warned:
+                self._forked_warned = True
+                warnings.warn(
+                    f"wisp: {what} on run {self.id} in a forked child process is ignored; "
+                    "call wisp.init() in the child to record a run of its own",
+                    WispWarning,
+                    stacklevel=3,
+                )
+        elif self._finished:
+            raise RunStateError(f"run {self.id} is finished; call wisp.init() to start a new one")
+
+    def log(
+        self, data: Mapping[str, Any], step: int | None = None, commit: bool | None = None
+    ) -> None:
+        """Record ``data`` at the current step.  Checks values and enqueues; never writes.
+
+        ``step`` sets the step explicitly (rows with the same step merge, and a
+        step lower than the current one is refused with a warning).  ``commit``
+        closes the row; it defaults to True without ``step`` and False with it
+        (the row closes when a later step arrives, or at finish).
+        """
+        if not self._live:
+            if self.mode == "disabled":
+                return
+            self._inactive("log()")
+            return
+        # fast path: a dict of str -> plain scalars
+        if type(data) is dict and _FAST_REJECT.isdisjoint(data):
+            for k, v in data.items():
+                if type(v) not in SCALAR_TYPES or type(k) is not str:
+                    row, deferred = prepare_row(data)
+                    break
+            else:
+                row = data.copy()
+                deferred = False
+        else:
+            row, deferred = prepare_row(data)
+        cur = self._step
+        if step is not None:
+            if type(step) is not int:
+                step = self._check_step(step)
+            if step != cur:
+                if step < cur:
+                    warnings.warn(
+                        f"wisp: log() at step {step} refused: the run is already at step {cur} "
+                        "and steps must not go back; these values were not recorded",
+                        WispWarning,
+                        stacklevel=2,
+                    )
+                    return
+                if self._pending is not None:
+                    self._commit_pending()
+                self._step = cur = step
+            if commit is None:
+                commit = False
+        elif commit is None:
+            commit = True
+        pending = self._pending
+        if pending is not None:
+            pending.update(row)
+            deferred = deferred or self._pending_deferred
+            row = pending
+        if commit:
+            queue = self._queue
+            queue.append((ROW_DEFERRED if deferred else ROW, cur, self._get_time(), row))
+            self._pending = None
+            self._step = cur + 1
+            if len(queue) >= self._qsize:
+                self._writer.wait_for_space()  # type: ignore[union-attr]
+        else:
+            self._pending = row
+            self._pending_deferred = deferred
+
+    @staticmethod
+    def _check_step(step: Any) -> int:
+        if isinstance(step, bool) or not hasattr(step, "__index__"):
+            raise UsageError(f"log() step must be an int, got {type(step).__name__} {step!r}")
+        step = int(step.__index__())
+        if step < 0:
+            raise UsageError(f"log() step must be >= 0, got {step}")
+        return step
+
+    def define_metric(
+        self,
+        name: str,
+        step_metric: str | None = None,
+        summary: str = "last",
+        *,
+        hidden: bool = False,
+    ) -> None:
+        """Describe metrics matching ``name`` (a glob like ``"val/*"``): x axis and summary."""
+        if not isinstance(name, str) or not name:
+            raise UsageError(f"define_metric() name must be a non-empty string, got {name!r}")
+        if summary not in _SUMMARY_KINDS:
+            raise UsageError(
+                f"define_metric({name!r}) summary must be one of {', '.join(_SUMMARY_KINDS)}, "
+                f"got {summary!r}"
+            )
+        if step_metric is not None and (not isinstance(step_metric, str) or not step_metric):
+            raise UsageError(f"define_metric({name!r}) step_metric must be a metric name")
+        spec = {"name": name, "step_metric": step_metric, "summary": summary, "hidden": hidden}
+        if self.mode == "disabled":
+            return
+        self._send((METRIC, spec))
+
+    # -- finishing ---------------------------------------------------------------------------
+
+    def finish(self, exit_code: int = 0, *, state: str | None = None) -> None:
+        """Flush everything and close the run.  Idempotent; raises WriterError if writes failed."""
+        with self._lock:
+            if self._finished or self._pid != os.getpid():
+                return
+            self._finished = True
+            _unregister(self)
+            if self._writer is None:
+                self.state = "finished"
+                return
+            self._live = False
+            self._commit_pending()
+            final_state = state or ("finished" if exit_code == 0 else "failed")
+            w = self._writer
+            w.put((CALL, w.write_summary))
+            w.put((RECORD, RecordType.FINISH, {
+                "state": final_state,
+                "exit_code": exit_code,
+                "finished_at": self._get_time(),
+                "last_step": self._step - 1 if self._step else None,
+                "backpressure_waits": w.backpressure_waits,
+                "failures": dict(w.failures),
+            }))
+            done = w.close(self._settings.finish_timeout)
+            self.state = final_state
+            self.exit_code = exit_code
+            self._final_summary = {**w.summary, **w._summary_user}
+            self._write_meta(final_state)
+        if not done:
+            raise WriterError(
+                f"run {self.id}: the writer did not finish within {self._settings.finish_timeout}s; "
+                f"{len(w.queue)} queued items are not in {self.path}"
+            )
+        if w.first_error is not None:
+            counts = ", ".join(f"{k}: {v}" for k, v in w.failures.items())
+            raise WriterError(
+                f"run {self.id}: background writes failed ({counts}); first error: "
+                f"{type(w.first_error).__name__}: {w.first_error}"
+            ) from w.first_error
+
+    def _write_meta(self, state: str) -> None:
+        import json
+
+        assert self.dir is not None
+        meta = {
+            "id": self.id,
+            "project": self.project,
+            "name": self.name,
+            "state": state,
+            "created_at": self.created_at,
+            "pid": self._pid,
+            "host": os.uname().nodename,
+            "file": RUN_FILE,
+            "format_version": _runfile.FORMAT_VERSION,
+            "exit_code": self.exit_code,
+        }
+        path = os.path.join(self.dir, META_FILE)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(meta, f, indent=1)
+        os.replace(tmp, path)
+
+    @property
+    def failures(self) -> dict[str, int]:
+        """Background failure counts by kind (empty when all is well)."""
+        return {} if self._writer is None else dict(self._writer.failures)
+
+    @property
+    def backpressure_waits(self) -> int:
+        """How often ``log()`` waited for room in a full queue."""
+        return 0 if self._writer is None else self._writer.backpressure_waits
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.finish()
+        elif issubclass(exc_type, KeyboardInterrupt):
+            self.finish(exit_code=130, state="killed")
+        else:
+            self.finish(exit_code=1)
+
+    def __repr__(self) -> str:
+        return f"<wisp.Run {self.project}/{self.name} id={self.id} state={self.state} dir={self.dir}>"
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        link = (
+            f' · <a href="{escape(self.url)}" target="_blank">dashboard</a>' if self.url else ""
+        )
+        return (
+            f"<div><b>wisp run</b> {escape(self.project)}/<b>{escape(self.name)}</b> "
+            f"<code>{escape(self.id)}</code> · {escape(self.state)}{link}<br>"
+            f"<small>{escape(str(self.dir))}</small></div>"
+        )
+
+
+def _register(run: Run) -> None:
+    _live_runs.append(run)
+
+
+def _unregister(run: Run) -> None:
+    try:
+        _live_runs.remove(run)
+    except ValueError:
+        pass
+
+
+def live_runs() -> list[Run]:
+    return list(_live_runs)
+
+
+def after_fork_in_child() -> None:
+    """Forked child: the parent's runs become inert no-ops that warn once."""
+    for run in _live_runs:
+        run._live = False
+        run._lock = threading.Lock()
+        if run._writer is not None:
+            run._writer.after_fork_in_child()
+    _live_runs.clear()

@@ -1,0 +1,183 @@
+"""Settings: one table of every knob, read at ``init()``, never at import.
+
+Precedence, lowest first: the defaults below, environment variables
+(``WISP_*``), then ``wisp.init(settings=Settings(...))`` or a plain dict.
+docs/settings.md lists the same table for users; keep them in step.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from wisp.errors import UsageError
+
+__all__ = ["Settings"]
+
+
+def _choice(*options: str) -> Callable[[str, Any], Any]:
+    def check(name: str, value: Any) -> Any:
+        if value not in options:
+            raise UsageError(
+                f"setting {name!r} must be one of {', '.join(map(repr, options))}, got {value!r}"
+            )
+        return value
+
+    return check
+
+
+def _positive(name: str, value: Any) -> Any:
+    if value <= 0:
+        raise UsageError(f"setting {name!r} must be > 0, got {value!r}")
+    return value
+
+
+def _nonneg(name: str, value: Any) -> Any:
+    if value < 0:
+        raise UsageError(f"setting {name!r} must be >= 0, got {value!r}")
+    return value
+
+
+def _any(name: str, value: Any) -> Any:
+    return value
+
+
+# name: (type, default, environment variable, check)
+_FIELDS: dict[str, tuple[type, Any, str | None, Callable[[str, Any], Any]]] = {
+    "mode": (str, None, "WISP_MODE", _choice("offline", "online", "disabled")),
+    "dir": (str, None, "WISP_DIR", _any),
+    "flush_interval": (float, 1.0, "WISP_FLUSH_INTERVAL", _positive),
+    "queue_size": (int, 10_000, "WISP_QUEUE_SIZE", _positive),
+    "fsync": (str, "finish", "WISP_FSYNC", _choice("never", "interval", "finish")),
+    "finish_timeout": (float, 30.0, "WISP_FINISH_TIMEOUT", _nonneg),
+    "exit_timeout": (float, 10.0, "WISP_EXIT_TIMEOUT", _nonneg),
+    "max_value_bytes": (int, 4 * 1024 * 1024, "WISP_MAX_VALUE_BYTES", _positive),
+    "git": (bool, True, "WISP_GIT", _any),
+    "server_url": (str, None, "WISP_SERVER_URL", _any),
+    "api_key": (str, None, "WISP_API_KEY", _any),
+    "init_timeout": (float, 5.0, "WISP_INIT_TIMEOUT", _nonneg),
+    "system_metrics": (bool, True, "WISP_SYSTEM_METRICS", _any),
+    "system_interval": (float, 10.0, "WISP_SYSTEM_INTERVAL", _positive),
+    "console": (str, None, "WISP_CONSOLE", _choice("wrap", "off")),
+    "ranks": (str, "zero", "WISP_RANKS", _choice("zero", "all")),
+    "signals": (bool, True, "WISP_SIGNALS", _any),
+    "heartbeat_interval": (float, 15.0, "WISP_HEARTBEAT_INTERVAL", _positive),
+}
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _coerce(name: str, kind: type, value: Any, source: str) -> Any:
+    if value is None:
+        return None
+    try:
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+                return value.strip().lower() in _TRUE
+            raise ValueError
+        if kind is float:
+            if isinstance(value, bool):
+                raise ValueError
+            return float(value)
+        if kind is int:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
+            return int(value)
+        if kind is str:
+            return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+    except (TypeError, ValueError):
+        pass
+    raise UsageError(f"setting {name!r} from {source} must be a {kind.__name__}, got {value!r}")
+
+
+class Settings:
+    """Every setting of a run.  Unknown names are refused.
+
+    >>> Settings(flush_interval=0.5).flush_interval
+    0.5
+    """
+
+    __slots__ = ("_values", "_explicit")
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._values: dict[str, Any] = {k: spec[1] for k, spec in _FIELDS.items()}
+        self._explicit: set[str] = set()
+        self._apply(kwargs, "Settings()")
+
+    def _apply(self, values: Mapping[str, Any], source: str) -> None:
+        for name, value in values.items():
+            spec = _FIELDS.get(name)
+            if spec is None:
+                known = ", ".join(sorted(_FIELDS))
+                raise UsageError(f"unknown setting {name!r} (known settings: {known})")
+            kind, _default, _env, check = spec
+            coerced = _coerce(name, kind, value, source)
+            if coerced is not None:
+                check(name, coerced)
+            self._values[name] = coerced
+            self._explicit.add(name)
+
+    @classmethod
+    def resolve(
+        cls,
+        explicit: Settings | Mapping[str, Any] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Settings:
+        """Defaults, then ``environ`` (default ``os.environ``), then ``explicit``."""
+        env = os.environ if environ is None else environ
+        out = cls()
+        out._explicit.clear()
+        from_env = {
+            name: env[spec[2]]
+            for name, spec in _FIELDS.items()
+            if spec[2] is not None and env.get(spec[2], "") != ""
+        }
+        for name, value in from_env.items():
+            out._apply({name: value}, f"environment variable {_FIELDS[name][2]}")
+        if isinstance(explicit, Settings):
+            out._apply({k: explicit._values[k] for k in explicit._explicit}, "settings")
+        elif explicit is not None:
+            if not isinstance(explicit, Mapping):
+                raise UsageError(
+                    f"settings must be a wisp.Settings or a dict, got {type(explicit).__name__}"
+                )
+            out._apply(explicit, "settings")
+        return out
+
+    def replace(self, **kwargs: Any) -> Settings:
+        """A copy with some settings changed."""
+        out = Settings()
+        out._values = dict(self._values)
+        out._explicit = set(self._explicit)
+        out._apply(kwargs, "Settings.replace()")
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"Settings has no setting {name!r}") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in Settings.__slots__:
+            object.__setattr__(self, name, value)
+        else:
+            self._apply({name: value}, "Settings")
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{k}={'***' if k == 'api_key' and v else repr(v)}" for k, v in self._values.items()
+        )
+        return f"Settings({shown})"
+
+    @staticmethod
+    def fields() -> dict[str, tuple[type, Any, str | None]]:
+        """Name -> (type, default, environment variable), for docs and doctor."""
+        return {k: (v[0], v[1], v[2]) for k, v in _FIELDS.items()}

@@ -1,0 +1,340 @@
+"""The writer thread: the only code that touches a run's file.
+
+``Run.log()`` appends tuples to :attr:`Writer.queue` (a deque: appending is
+atomic under the GIL and costs ~50 ns).  The writer drains it in small slices,
+so the training thread never waits long for the GIL, turns rows into framed
+history records, keeps the summary, and flushes every ``flush_interval``.
+
+Anything that fails here is counted and reported once (logging), never raised
+into the training loop; ``Run.finish()`` raises the first failure as a
+:class:`~wisp.errors.WriterError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from fnmatch import fnmatchcase
+from typing import Any
+
+from wisp._runfile import HEADER, RecordType, encode_record
+from wisp._values import Deferred
+
+__all__ = ["Writer"]
+
+log = logging.getLogger("wisp")
+
+# queue item kinds (first element of each tuple)
+ROW = 0  # (ROW, step, timestamp, values)
+ROW_DEFERRED = 1  # same, some values are Deferred
+RECORD = 2  # (RECORD, type, payload_object)
+SUMMARY_SET = 3  # (SUMMARY_SET, {key: value}, [keys to delete])
+METRIC = 4  # (METRIC, spec dict)
+BARRIER = 5  # (BARRIER, threading.Event)
+CALL = 6  # (CALL, fn) run fn() on the writer thread
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_BUFFER_LIMIT = 1024 * 1024
+SLICE = 256  # rows encoded per GIL hold, keeps the caller's p99 low
+_dumps = json.JSONEncoder(allow_nan=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+class _Agg:
+    __slots__ = ("min", "max", "sum", "count")
+
+    def __init__(self) -> None:
+        self.min = math.inf
+        self.max = -math.inf
+        self.sum = 0.0
+        self.count = 0
+
+
+class Writer:
+    """Owns the run file and drains the run's queue on its own thread."""
+
+    def __init__(
+        self,
+        run_dir: str,
+        file_name: str,
+        *,
+        flush_interval: float,
+        fsync: str,
+        queue_size: int,
+        get_time: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.run_dir = run_dir
+        self.path = os.path.join(run_dir, file_name)
+        self.media_dir = os.path.join(run_dir, "media")
+        self.flush_interval = flush_interval
+        self.fsync = fsync
+        self.queue_size = queue_size
+        self.queue: deque[tuple[Any, ...]] = deque()
+        self._get_time = get_time
+        self._wake = threading.Event()
+        self._stop = False
+        # Raw fd + our own buffer: no io object whose lock or buffer a fork could copy.
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC, 0o644)
+        self._buf = bytearray()
+        if os.fstat(self.fd).st_size == 0:
+            self._buf += HEADER
+            self._write_out()
+        self.thread = threading.Thread(target=self._main, name="wisp-writer", daemon=True)
+        # state owned by the writer thread
+        self.summary: dict[str, Any] = {}
+        self._summary_user: dict[str, Any] = {}
+        self._summary_dirty = False
+        self._metrics: list[dict[str, Any]] = []
+        self._key_spec: dict[str, dict[str, Any] | None] = {}
+        self._aggs: dict[str, _Agg] = {}
+        self._has_special = False
+        # counters, read by Run/doctor (ints: single writes are atomic)
+        self.rows_written = 0
+        self.records_written = 0
+        self.bytes_written = 0
+        self.backpressure_waits = 0
+        self.failures: dict[str, int] = {}
+        self.first_error: BaseException | None = None
+        self.last_step: int | None = None
+
+    # -- called from the user's thread -------------------------------------------------------
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def put(self, item: tuple[Any, ...]) -> None:
+        self.queue.append(item)
+        self._wake.set()
+
+    def wait_for_space(self) -> None:
+        """Backpressure: block the caller until the queue has room, and count it."""
+        self.backpressure_waits += 1
+        self._wake.set()
+        limit = self.queue_size
+        delay = 0.0002
+        while len(self.queue) >= limit and self.thread.is_alive():
+            time.sleep(delay)
+            delay = min(delay * 2, 0.01)
+
+    def barrier(self, timeout: float | None = None) -> bool:
+        """Wait until everything queued before this call is written (not fsynced)."""
+        if not self.thread.is_alive():
+            return not self.queue
+        done = threading.Event()
+        self.put((BARRIER, done))
+        return done.wait(timeout)
+
+    def close(self, timeout: float | None) -> bool:
+        """Drain, flush, fsync (per policy) and stop.  False if the timeout ran out."""
+        self._stop = True
+        self._wake.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout)
+        if self.thread.is_alive():
+            return False
+        return True
+
+    # -- the writer thread -------------------------------------------------------------------
+
+    def _main(self) -> None:
+        next_flush = self._get_time() + self.flush_interval
+        queue = self.queue
+        while True:
+            if queue:
+                self._guarded("write", self._drain_slice)
+                time.sleep(0)  # hand the GIL back to the training thread between slices
+            elif self._stop:
+                break
+            else:
+                now = self._get_time()
+                if now >= next_flush:
+                    self._guarded("flush", self._flush, self.fsync == "interval")
+                    next_flush = now + self.flush_interval
+                    continue
+                self._wake.wait(min(0.01, next_flush - now))
+                self._wake.clear()
+        self._guarded("flush", self._flush, self.fsync in ("interval", "finish"))
+        self._guarded("close", self._close_fd)
+
+    def _guarded(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
+        # The one boundary between the writer thread and the user: count, report once, go on.
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001
+            self.record_failure(what, exc)
+
+    def record_failure(self, what: str, exc: BaseException) -> None:
+        n = self.failures.get(what, 0) + 1
+        self.failures[what] = n
+        if self.first_error is None:
+            self.first_error = exc
+        if n == 1:
+            log.warning("wisp: background %s failed (%s: %s); counting further failures, "
+                        "finish() will report them", what, type(exc).__name__, exc)
+
+    def _drain_slice(self) -> None:
+        queue = self.queue
+        rows: list[list[Any]] = []
+        popleft = queue.popleft
+        for _ in range(SLICE):
+            if not queue:
+                break
+            item = popleft()
+            kind = item[0]
+            if kind == ROW:
+                rows.append([item[1], item[2], item[3]])
+            elif kind == ROW_DEFERRED:
+                rows.append([item[1], item[2], self._resolve(item[3])])
+            else:
+                if rows:
+                    self._write_rows(rows)
+                    rows = []
+                self._handle(item)
+        if rows:
+            self._write_rows(rows)
+
+    def _resolve(self, values: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for key, value in values.items():
+            if isinstance(value, Deferred):
+                try:
+                    value = value.resolve(self)
+                except Exception as exc:  # noqa: BLE001 - one bad value must not lose the row
+                    self.record_failure(f"value {key!r}", exc)
+                    continue
+            out[key] = value
+        return out
+
+    def _write_rows(self, rows: list[list[Any]]) -> None:
+        self._append(RecordType.HISTORY, {"rows": rows})
+        self.rows_written += len(rows)
+        self.last_step = rows[-1][0]
+        summary = self.summary
+        if self._has_special or self._metrics:
+            for row in rows:
+                self._update_special(row[2])
+        else:
+            for row in rows:
+                summary.update(row[2])
+        self._summary_dirty = True
+
+    def _spec_for(self, key: str) -> dict[str, Any] | None:
+        try:
+            return self._key_spec[key]
+        except KeyError:
+            spec = None
+            for m in reversed(self._metrics):
+                if fnmatchcase(key, m["name"]):
+                    spec = m
+                    break
+            self._key_spec[key] = spec
+            return spec
+
+    def _update_special(self, values: dict[str, Any]) -> None:
+        summary = self.summary
+        for key, value in values.items():
+            spec = self._spec_for(key)
+            how = spec.get("summary", "last") if spec else "last"
+            if how == "last":
+                summary[key] = value
+            elif how == "none":
+                continue
+            elif type(value) in (int, float) and not math.isnan(value):
+                agg = self._aggs.get(key)
+                if agg is None:
+                    agg = self._aggs[key] = _Agg()
+                agg.min = min(agg.min, value)
+                agg.max = max(agg.max, value)
+                agg.sum += value
+                agg.count += 1
+                summary[key] = (
+                    agg.min if how == "min" else agg.max if how == "max" else agg.sum / agg.count
+                )
+
+    def _handle(self, item: tuple[Any, ...]) -> None:
+        kind = item[0]
+        if kind == RECORD:
+            self._append(item[1], item[2])
+        elif kind == SUMMARY_SET:
+            self._summary_user.update(item[1])
+            self.summary.update(item[1])
+            for key in item[2]:
+                self._summary_user.pop(key, None)
+                self.summary.pop(key, None)
+            self._summary_dirty = True
+        elif kind == METRIC:
+            self._metrics.append(item[1])
+            self._key_spec.clear()
+            self._has_special = True
+            self._append(RecordType.METRIC, item[1])
+        elif kind == BARRIER:
+            self._write_out()
+            item[1].set()
+        elif kind == CALL:
+            item[1]()
+
+    def write_summary(self) -> None:
+        if self._summary_dirty:
+            self._append(RecordType.SUMMARY, {"summary": {**self.summary, **self._summary_user}})
+            self._summary_dirty = False
+
+    def _append(self, rtype: int, obj: Any) -> None:
+        data = encode_record(rtype, _dumps(obj).encode("utf-8"))
+        self._buf += data
+        self.records_written += 1
+        self.bytes_written += len(data)
+        if len(self._buf) >= _BUFFER_LIMIT:
+            self._write_out()
+
+    def _write_out(self) -> None:
+        buf = self._buf
+        if not buf:
+            return
+        view = memoryview(buf)
+        done = 0
+        try:
+            while done < len(buf):
+                done += os.write(self.fd, view[done:])
+        finally:
+            view.release()
+            del buf[:done]
+
+    def _flush(self, sync: bool) -> None:
+        self.write_summary()
+        self._write_out()
+        if sync:
+            os.fsync(self.fd)
+
+    def _close_fd(self) -> None:
+        os.close(self.fd)
+
+    def after_fork_in_child(self) -> None:
+        """Make this writer inert in a forked child: nothing the child does reaches the file."""
+        self._buf = bytearray()
+        self.queue = deque()
+        self._wake = threading.Event()
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, self.fd)
+        finally:
+            os.close(null)
+
+    # -- ResolveContext for Deferred values --------------------------------------------------
+
+    def save_media(self, data: bytes, suffix: str) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        name = f"{digest[:32]}{suffix}"
+        os.makedirs(self.media_dir, exist_ok=True)
+        path = os.path.join(self.media_dir, name)
+        if not os.path.exists(path):
+            tmp = f"{path}.tmp{threading.get_ident()}"
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        return f"media/{name}"
