@@ -108,7 +108,10 @@ def log(data: Mapping[str, Any], step: int | None = None, commit: bool | None = 
     """Log ``data`` to the current run (see :meth:`Run.log`)."""
     r = run
     if r is None:
-        raise RunStateError("wisp.log() needs a run: call wisp.init() first")
+        from wisp._hooks import log_without_run
+
+        log_without_run()  # raises RunStateError, except in a multiprocessing child
+        return
     r.log(data, step, commit)
 
 

@@ -3,12 +3,19 @@
 Works on a finished run, a run still being written, and a run whose process
 was killed: the reader stops at the first torn or corrupt record and reports
 how many bytes it ignored.
+
+A run recorded by several ranks (``init(ranks="all")``, see ``_ranks.py``) has
+one run file per rank in its directory; ``open_run(dir)`` merges them into one
+:class:`RunData` whose history keys, summary keys and metrics are prefixed
+``rank<N>/`` so per-rank series stay distinct.  ``RunData.ranks`` holds each
+rank's own, unprefixed RunData.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +25,7 @@ from wisp.errors import RunFileError
 __all__ = ["RunData", "find_run_file", "open_run"]
 
 RUN_FILE = "run.wisp"
+_RANK_FILE = re.compile(r"^run\.rank(\d+)\.wisp$")
 
 
 def _loads(payload: bytes) -> Any:
@@ -29,11 +37,24 @@ def find_run_file(path: str | os.PathLike[str]) -> str:
     if os.path.isdir(p):
         candidate = os.path.join(p, RUN_FILE)
         if not os.path.exists(candidate):
-            raise RunFileError(f"{p} is not a wisp run directory (no {RUN_FILE})")
+            ranks = _rank_files(p)
+            if not ranks:
+                raise RunFileError(f"{p} is not a wisp run directory (no {RUN_FILE})")
+            return ranks[min(ranks)]
         return candidate
     if not os.path.exists(p):
         raise RunFileError(f"no run file or run directory at {p}")
     return p
+
+
+def _rank_files(run_dir: str) -> dict[int, str]:
+    """rank -> run file, for every rank's file in ``run_dir`` (rank 0 is ``run.wisp``)."""
+    out: dict[int, str] = {}
+    for entry in os.listdir(run_dir):
+        m = _RANK_FILE.match(entry)
+        if m:
+            out[int(m.group(1))] = os.path.join(run_dir, entry)
+    return out
 
 
 class RunData:
@@ -42,6 +63,9 @@ class RunData:
     def __init__(self, path: str) -> None:
         self.path = path
         self.dir = os.path.dirname(os.path.abspath(path))
+        #: rank -> that rank's RunData, for runs recorded by several ranks (else empty)
+        self.ranks: dict[int, RunData] = {}
+        self._state: str | None = None  # set on merged multi-rank runs
         self.metadata: dict[str, Any] = {}
         self.config: dict[str, Any] = {}
         self.summary: dict[str, Any] = {}
@@ -90,7 +114,13 @@ class RunData:
 
     @property
     def state(self) -> str:
-        """finished / failed / killed from the finish record; running or crashed without one."""
+        """finished / failed / killed from the finish record; running or crashed without one.
+
+        A merged multi-rank run takes the most telling state of its ranks:
+        running, then failed, killed, crashed, finished.
+        """
+        if self._state is not None:
+            return self._state
         if self.finish is not None:
             return str(self.finish.get("state", "finished"))
         pid = self.metadata.get("pid")
@@ -100,35 +130,47 @@ class RunData:
 
     # -- history -----------------------------------------------------------------------------
 
-    def history(self, keys: list[str] | None = None) -> Iterator[dict[str, Any]]:
-        """Rows in logged order: ``{"_step": s, "_timestamp": t, key: value, ...}``."""
-        want = set(keys) if keys is not None else None
+    def _rows(self) -> Iterator[tuple[int, float, dict[str, Any]]]:
+        """(step, timestamp, values) in logged order; merged runs go rank by rank."""
+        if self.ranks:
+            for rank in sorted(self.ranks):
+                part = self.ranks[rank]
+                for step, ts, values in part._rows():
+                    yield step, ts, {f"rank{rank}/{k}": v for k, v in values.items()}
+            return
         for payload in self._history_payloads:
-            for step, ts, values in _loads(payload)["rows"]:
-                if want is not None:
-                    values = {k: v for k, v in values.items() if k in want}
-                    if not values:
-                        continue
-                row = {"_step": step, "_timestamp": ts}
-                row.update(values)
-                yield row
+            yield from _loads(payload)["rows"]
+
+    def history(self, keys: list[str] | None = None) -> Iterator[dict[str, Any]]:
+        """Rows in logged order: ``{"_step": s, "_timestamp": t, key: value, ...}``.
+
+        For a run recorded by several ranks, rank 0's rows come first, then rank
+        1's, and so on, with keys prefixed ``rank<N>/``.
+        """
+        want = set(keys) if keys is not None else None
+        for step, ts, values in self._rows():
+            if want is not None:
+                values = {k: v for k, v in values.items() if k in want}
+                if not values:
+                    continue
+            row = {"_step": step, "_timestamp": ts}
+            row.update(values)
+            yield row
 
     def scalars(self, key: str) -> tuple[list[int], list[Any]]:
         """(steps, values) of one metric."""
         steps: list[int] = []
         values: list[Any] = []
-        for payload in self._history_payloads:
-            for step, _ts, row in _loads(payload)["rows"]:
-                if key in row:
-                    steps.append(step)
-                    values.append(row[key])
+        for step, _ts, row in self._rows():
+            if key in row:
+                steps.append(step)
+                values.append(row[key])
         return steps, values
 
     def keys(self) -> list[str]:
         seen: dict[str, None] = {}
-        for payload in self._history_payloads:
-            for _s, _t, row in _loads(payload)["rows"]:
-                seen.update(dict.fromkeys(row))
+        for _s, _t, row in self._rows():
+            seen.update(dict.fromkeys(row))
         return list(seen)
 
     def to_pandas(self) -> Any:
@@ -155,6 +197,47 @@ def _alive(pid: int) -> bool:
     return True
 
 
+_STATE_ORDER = ("running", "failed", "killed", "crashed", "finished")
+
+
+def _merge_ranks(run_dir: str, files: dict[int, str]) -> RunData:
+    """One RunData over every rank's file; series keep their rank as a key prefix."""
+    parts = {rank: RunData(path) for rank, path in sorted(files.items())}
+    first = parts[min(parts)]
+    merged = RunData.__new__(RunData)
+    merged.__dict__.update(first.__dict__)
+    merged.ranks = parts
+    merged._history_payloads = []
+    merged.summary = {
+        f"rank{rank}/{k}": v for rank, part in parts.items() for k, v in part.summary.items()
+    }
+    merged.metrics = [
+        {**m, "name": f"rank{rank}/{m['name']}"}
+        for rank, part in parts.items()
+        for m in part.metrics
+    ]
+    merged.record_count = sum(p.record_count for p in parts.values())
+    merged.ignored_bytes = sum(p.ignored_bytes for p in parts.values())
+    merged.metadata = {**first.metadata, "ranks": sorted(parts)}
+    states = {p.state for p in parts.values()}
+    merged._state = next((s for s in _STATE_ORDER if s in states), first.state)
+    finishes = [p.finish for p in parts.values() if p.finish is not None]
+    worst = [f for f in finishes if f.get("state") == merged._state]
+    merged.finish = None if len(finishes) < len(parts) else (worst or finishes)[0]
+    return merged
+
+
 def open_run(path: str | os.PathLike[str]) -> RunData:
-    """Read a run directory (or its run file)."""
-    return RunData(find_run_file(path))
+    """Read a run directory (or one run file).
+
+    A directory written by several ranks is merged (see the module docstring);
+    a path to one rank's file reads that rank alone.
+    """
+    file = find_run_file(path)
+    if os.path.isdir(os.fspath(path)):
+        ranks = _rank_files(os.fspath(path))
+        if ranks:
+            if os.path.exists(file):
+                ranks[0] = file
+            return _merge_ranks(os.fspath(path), ranks)
+    return RunData(file)
