@@ -6,6 +6,7 @@ import os
 import threading
 import time
 import warnings
+from collections import deque
 from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
@@ -174,6 +175,7 @@ class Summary(MutableMapping[str, Any]):
 
 
 _live_runs: list[Run] = []
+_recent_runs: deque[Run] = deque(maxlen=5)  # finished runs, for doctor
 
 
 class Run:
@@ -521,6 +523,7 @@ def _register(run: Run) -> None:
 
 
 def _unregister(run: Run) -> None:
+    _recent_runs.append(run)
     try:
         _live_runs.remove(run)
     except ValueError:
@@ -529,6 +532,11 @@ def _unregister(run: Run) -> None:
 
 def live_runs() -> list[Run]:
     return list(_live_runs)
+
+
+def recent_runs() -> list[Run]:
+    """The last few runs finished in this process, newest last."""
+    return list(_recent_runs)
 
 
 def after_fork_in_child() -> None:
