@@ -45,9 +45,15 @@ def bench_import(rows: list[tuple[str, str, str]], runs: int = 15) -> None:
     bare = _proc_ms("pass", runs)
     imp = _proc_ms("import wisp", runs)
     out = subprocess.run(
-        [sys.executable, "-c",
-         "import sys; a=set(sys.modules); import wisp; print(len(set(sys.modules)-a))"],
-        check=True, env=ENV, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys; a=set(sys.modules); import wisp; print(len(set(sys.modules)-a))",
+        ],
+        check=True,
+        env=ENV,
+        capture_output=True,
+        text=True,
     )
     with tempfile.TemporaryDirectory() as d:
         code = (
@@ -116,8 +122,10 @@ def bench_throughput(rows: list[tuple[str, str, str]], tmp: str, points: int = 1
     nrows = points // 5
     t0 = time.perf_counter()
     for i in range(nrows):
-        run.log({"a": 0.1 * i, "b": math.nan if i % 1000 == 0 else 1.0, "c": 2.0, "d": 3, "e": 4.0},
-                step=i)
+        run.log(
+            {"a": 0.1 * i, "b": math.nan if i % 1000 == 0 else 1.0, "c": 2.0, "d": 3, "e": 4.0},
+            step=i,
+        )
     t_logged = time.perf_counter()
     run.finish()
     t_done = time.perf_counter()
@@ -127,8 +135,13 @@ def bench_throughput(rows: list[tuple[str, str, str]], tmp: str, points: int = 1
     n = sum(len(r) - 2 for r in data.history())
     assert n == points, (n, points)
     total = t_done - t0
-    rows.append(("durable throughput (log 1M points + finish)", f"{points / total:,.0f} pts/s",
-                 ">= 1,000,000"))
+    rows.append(
+        (
+            "durable throughput (log 1M points + finish)",
+            f"{points / total:,.0f} pts/s",
+            ">= 1,000,000",
+        )
+    )
     rows.append(("  log loop alone", f"{points / (t_logged - t0):,.0f} pts/s", ""))
     rows.append(("finish() after 1M points", f"{(t_done - t_logged) * 1000:.0f} ms", "<= 200 ms"))
     rows.append(("RSS growth after 1M points", f"{(rss1 - rss0) / 1024:.1f} MB", "<= 15 MB"))

@@ -36,7 +36,6 @@ __all__ = [
     "WispError",
     "config",
     "define_metric",
-    "doctor",
     "finish",
     "init",
     "log",
@@ -55,7 +54,6 @@ _LAZY = {
     "Settings": ("wisp._settings", "Settings"),
     "open_run": ("wisp._reader", "open_run"),
     "RunData": ("wisp._reader", "RunData"),
-    "doctor": ("wisp._doctor", "doctor"),
     "errors": ("wisp.errors", None),
 }
 
