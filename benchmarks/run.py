@@ -1,7 +1,7 @@
 """Run every benchmark (``make bench``), each in a fresh interpreter, and print its table.
 
-    python benchmarks/run.py            # all bench_*.py files
-    python benchmarks/run.py sdk media  # only bench_sdk.py and bench_media.py
+python benchmarks/run.py            # all bench_*.py files
+python benchmarks/run.py sdk media  # only bench_sdk.py and bench_media.py
 """
 
 from __future__ import annotations

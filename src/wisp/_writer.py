@@ -40,7 +40,9 @@ CALL = 6  # (CALL, fn) run fn() on the writer thread
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BUFFER_LIMIT = 1024 * 1024
-SLICE = 256  # rows encoded per GIL hold, keeps the caller's p99 low
+SLICE = 256
+_IDLE_MIN = 0.005
+_IDLE_MAX = 0.1  # rows encoded per GIL hold, keeps the caller's p99 low
 _dumps = json.JSONEncoder(allow_nan=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -140,11 +142,12 @@ class Writer:
 
     def _main(self) -> None:
         next_flush = self._get_time() + self.flush_interval
-        queue = self.queue
+        idle = _IDLE_MIN
         while True:
-            if queue:
+            if self.queue:
                 self._guarded("write", self._drain_slice)
                 time.sleep(0)  # hand the GIL back to the training thread between slices
+                idle = _IDLE_MIN
             elif self._stop:
                 break
             else:
@@ -153,8 +156,11 @@ class Writer:
                     self._guarded("flush", self._flush, self.fsync == "interval")
                     next_flush = now + self.flush_interval
                     continue
-                self._wake.wait(min(0.01, next_flush - now))
+                # log() never signals (too costly per call): poll, backing off while idle.
+                # A full queue signals through wait_for_space(), so bursts are never stuck.
+                self._wake.wait(min(idle, next_flush - now))
                 self._wake.clear()
+                idle = min(idle * 2, _IDLE_MAX)
         self._guarded("flush", self._flush, self.fsync in ("interval", "finish"))
         self._guarded("close", self._close_fd)
 
