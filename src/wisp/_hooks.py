@@ -46,6 +46,7 @@ _signal_exit: tuple[int, str] | None = None  # a signal was passed on to a Pytho
 _previous_handlers: dict[int, Any] = {}  # signum -> handler we chain to
 _signal_notes: dict[int, str] = {}  # signum -> why it was not hooked
 _exit_timeout = 10.0
+_FORK_WAIT = 1.0  # the most os.fork() waits for writers to reach a quiet point
 _warned_pid = 0
 #: What the process looked like at wisp's first init (doctor reports it).
 _first_init: dict[str, Any] = {}
@@ -99,15 +100,43 @@ def install(*, signals: bool, exit_timeout: float) -> None:
     if not _installed:
         _installed = True
         _first_init.update(_snapshot())
-        from wisp import _run
-
         if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=_run.after_fork_in_child)
+            os.register_at_fork(
+                before=_before_fork,
+                after_in_parent=_after_fork_in_parent,
+                after_in_child=_after_fork_in_child,
+            )
         atexit.register(_finish_at_exit)
         _previous_excepthook = sys.excepthook
         sys.excepthook = _excepthook
     if signals:
         _install_signals()
+
+
+_held: list[Any] = []  # writer locks taken by _before_fork, released in the parent
+
+
+def _before_fork() -> None:
+    """Let each writer finish the slice it is on (bounded), so the fork sees it idle."""
+    from wisp import _run
+
+    deadline = time.monotonic() + _FORK_WAIT
+    for run in _run.live_runs():
+        w = run._writer
+        if w is not None and w.busy.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            _held.append(w.busy)
+
+
+def _after_fork_in_parent() -> None:
+    while _held:
+        _held.pop().release()
+
+
+def _after_fork_in_child() -> None:
+    from wisp import _run
+
+    _held.clear()  # the child's writers get fresh locks; these stay with the parent
+    _run.after_fork_in_child()
 
 
 def _excepthook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:

@@ -2,38 +2,104 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from wisp import _run
 from wisp._run import Run
 from wisp._settings import Settings
 from wisp.errors import UsageError
 
+TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["start_run"]
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
-_ADJECTIVES = (
-    "amber autumn bold brisk calm crisp dapper eager fancy gentle glad hardy icy jolly keen "
-    "lively lucid mellow misty noble olive proud quiet rapid rosy silent snowy sunny swift "
-    "tidy vivid warm witty"
-).split()
-_NOUNS = (
-    "badger breeze brook canyon cedar comet dawn delta ember falcon fern forest galaxy grove "
-    "harbor heron island lagoon maple meadow nebula oasis orbit otter pine prairie quartz "
-    "river sparrow summit tundra willow"
-).split()
+_ADJECTIVES = [
+    "amber",
+    "autumn",
+    "bold",
+    "brisk",
+    "calm",
+    "crisp",
+    "dapper",
+    "eager",
+    "fancy",
+    "gentle",
+    "glad",
+    "hardy",
+    "icy",
+    "jolly",
+    "keen",
+    "lively",
+    "lucid",
+    "mellow",
+    "misty",
+    "noble",
+    "olive",
+    "proud",
+    "quiet",
+    "rapid",
+    "rosy",
+    "silent",
+    "snowy",
+    "sunny",
+    "swift",
+    "tidy",
+    "vivid",
+    "warm",
+    "witty",
+]
+_NOUNS = [
+    "badger",
+    "breeze",
+    "brook",
+    "canyon",
+    "cedar",
+    "comet",
+    "dawn",
+    "delta",
+    "ember",
+    "falcon",
+    "fern",
+    "forest",
+    "galaxy",
+    "grove",
+    "harbor",
+    "heron",
+    "island",
+    "lagoon",
+    "maple",
+    "meadow",
+    "nebula",
+    "oasis",
+    "orbit",
+    "otter",
+    "pine",
+    "prairie",
+    "quartz",
+    "river",
+    "sparrow",
+    "summit",
+    "tundra",
+    "willow",
+]
+
 
 def new_run_id() -> str:
     return "".join(_ALPHABET[b % 36] for b in os.urandom(8))
 
 
 def _default_name(run_id: str, *, shared: bool = False) -> str:
-    # ranks sharing a run must agree on its name without talking
-    raw = hashlib.sha256(run_id.encode()).digest() if shared else os.urandom(2)
+    if shared:  # ranks sharing a run agree on its name without talking
+        import hashlib
+
+        raw = hashlib.sha256(run_id.encode()).digest()
+    else:
+        raw = os.urandom(2)
     return f"{_ADJECTIVES[raw[0] % len(_ADJECTIVES)]}-{_NOUNS[raw[1] % len(_NOUNS)]}-{run_id[:4]}"
 
 
@@ -67,7 +133,7 @@ def start_run(
     if dir is not None:
         overrides["dir"] = os.fspath(dir)
     if ranks is not None:
-        overrides["ranks"] = ranks  # checked by Settings: "zero" or "all"
+        overrides["ranks"] = ranks
     s = Settings.resolve(settings)
     if overrides:
         s = s.replace(**overrides)
@@ -82,9 +148,7 @@ def start_run(
     if id is not None:
         _check_str("id", id)
         if not id or any(c not in _ALPHABET + "-_" for c in id.lower()) or len(id) > 64:
-            raise UsageError(
-                f"init() id must be 1-64 letters, digits, '-' or '_', got {id!r}"
-            )
+            raise UsageError(f"init() id must be 1-64 letters, digits, '-' or '_', got {id!r}")
     tag_list: list[str] = []
     if tags is not None:
         if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
@@ -115,8 +179,17 @@ def start_run(
     name = name or _default_name(run_id, shared=shared)
     if s.mode == "disabled":
         return Run(
-            settings=s, project=project, name=name, run_id=run_id, run_dir=None, tags=tag_list,
-            notes=notes, group=group, job_type=job_type, config=config, disabled=True,
+            settings=s,
+            project=project,
+            name=name,
+            run_id=run_id,
+            run_dir=None,
+            tags=tag_list,
+            notes=notes,
+            group=group,
+            job_type=job_type,
+            config=config,
+            disabled=True,
         )
     from wisp import _hooks
 
@@ -137,9 +210,18 @@ def start_run(
 
         raise RunFileError(f"cannot create run directory under {base}: {exc}") from exc
     run = Run(
-        settings=s, project=project, name=name, run_id=run_id, run_dir=run_dir, tags=tag_list,
-        notes=notes, group=group, job_type=job_type, config=config,
-        files=files, rank=rank._asdict() if rank is not None else None,
+        settings=s,
+        project=project,
+        name=name,
+        run_id=run_id,
+        run_dir=run_dir,
+        tags=tag_list,
+        notes=notes,
+        group=group,
+        job_type=job_type,
+        config=config,
+        files=files,
+        rank=rank._asdict() if rank is not None else None,
     )
     _run._register(run)
     return run

@@ -5,27 +5,29 @@ was killed: the reader stops at the first torn or corrupt record and reports
 how many bytes it ignored.
 
 A run recorded by several ranks (``init(ranks="all")``, see ``_ranks.py``) has
-one run file per rank in its directory; ``open_run(dir)`` merges them into one
-:class:`RunData` whose history keys, summary keys and metrics are prefixed
-``rank<N>/`` so per-rank series stay distinct.  ``RunData.ranks`` holds each
-rank's own, unprefixed RunData.
+one run file per rank in its directory (``run.wisp`` for rank 0,
+``run.rank<N>.wisp`` for rank N).  ``open_run(dir)`` merges them into one
+:class:`RunData` whose history keys, summary keys and metric names are
+prefixed ``rank<N>/`` (every rank, 0 included) so per-rank series stay
+distinct; ``RunData.ranks`` maps each rank to its own, unprefixed RunData.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
-from typing import Any
 
-from wisp._runfile import RecordType, iter_records, scan
+from wisp._runfile import RecordType, decode_history, iter_records, scan
 from wisp.errors import RunFileError
+
+TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["RunData", "find_run_file", "open_run"]
 
 RUN_FILE = "run.wisp"
-_RANK_FILE = re.compile(r"^run\.rank(\d+)\.wisp$")
 
 
 def _loads(payload: bytes) -> Any:
@@ -48,12 +50,12 @@ def find_run_file(path: str | os.PathLike[str]) -> str:
 
 
 def _rank_files(run_dir: str) -> dict[int, str]:
-    """rank -> run file, for every rank's file in ``run_dir`` (rank 0 is ``run.wisp``)."""
+    """rank -> run file for every ``run.rank<N>.wisp`` in ``run_dir``."""
     out: dict[int, str] = {}
     for entry in os.listdir(run_dir):
-        m = _RANK_FILE.match(entry)
-        if m:
-            out[int(m.group(1))] = os.path.join(run_dir, entry)
+        number = entry[len("run.rank") : -len(".wisp")]
+        if entry.startswith("run.rank") and entry.endswith(".wisp") and number.isdigit():
+            out[int(number)] = os.path.join(run_dir, entry)
     return out
 
 
@@ -63,7 +65,7 @@ class RunData:
     def __init__(self, path: str) -> None:
         self.path = path
         self.dir = os.path.dirname(os.path.abspath(path))
-        #: rank -> that rank's RunData, for runs recorded by several ranks (else empty)
+        #: rank -> that rank's RunData, for a run recorded by several ranks (else empty)
         self.ranks: dict[int, RunData] = {}
         self._state: str | None = None  # set on merged multi-rank runs
         self.metadata: dict[str, Any] = {}
@@ -116,8 +118,8 @@ class RunData:
     def state(self) -> str:
         """finished / failed / killed from the finish record; running or crashed without one.
 
-        A merged multi-rank run takes the most telling state of its ranks:
-        running, then failed, killed, crashed, finished.
+        A merged multi-rank run shows the most telling state of its ranks, in the
+        order running, failed, killed, crashed, finished.
         """
         if self._state is not None:
             return self._state
@@ -130,22 +132,20 @@ class RunData:
 
     # -- history -----------------------------------------------------------------------------
 
-    def _rows(self) -> Iterator[tuple[int, float, dict[str, Any]]]:
-        """(step, timestamp, values) in logged order; merged runs go rank by rank."""
+    def _rows(self) -> Iterator[Any]:
+        """(step, timestamp, values) in logged order; a merged run goes rank by rank."""
         if self.ranks:
             for rank in sorted(self.ranks):
-                part = self.ranks[rank]
-                for step, ts, values in part._rows():
+                for step, ts, values in self.ranks[rank]._rows():
                     yield step, ts, {f"rank{rank}/{k}": v for k, v in values.items()}
             return
         for payload in self._history_payloads:
-            yield from _loads(payload)["rows"]
+            yield from decode_history(payload)
 
     def history(self, keys: list[str] | None = None) -> Iterator[dict[str, Any]]:
         """Rows in logged order: ``{"_step": s, "_timestamp": t, key: value, ...}``.
 
-        For a run recorded by several ranks, rank 0's rows come first, then rank
-        1's, and so on, with keys prefixed ``rank<N>/``.
+        A merged multi-rank run yields rank 0's rows, then rank 1's, and so on.
         """
         want = set(keys) if keys is not None else None
         for step, ts, values in self._rows():
@@ -200,7 +200,7 @@ def _alive(pid: int) -> bool:
 _STATE_ORDER = ("running", "failed", "killed", "crashed", "finished")
 
 
-def _merge_ranks(run_dir: str, files: dict[int, str]) -> RunData:
+def _merge_ranks(files: dict[int, str]) -> RunData:
     """One RunData over every rank's file; series keep their rank as a key prefix."""
     parts = {rank: RunData(path) for rank, path in sorted(files.items())}
     first = parts[min(parts)]
@@ -222,8 +222,8 @@ def _merge_ranks(run_dir: str, files: dict[int, str]) -> RunData:
     states = {p.state for p in parts.values()}
     merged._state = next((s for s in _STATE_ORDER if s in states), first.state)
     finishes = [p.finish for p in parts.values() if p.finish is not None]
-    worst = [f for f in finishes if f.get("state") == merged._state]
-    merged.finish = None if len(finishes) < len(parts) else (worst or finishes)[0]
+    telling = [f for f in finishes if f.get("state") == merged._state]
+    merged.finish = None if len(finishes) < len(parts) else (telling or finishes)[0]
     return merged
 
 
@@ -231,13 +231,14 @@ def open_run(path: str | os.PathLike[str]) -> RunData:
     """Read a run directory (or one run file).
 
     A directory written by several ranks is merged (see the module docstring);
-    a path to one rank's file reads that rank alone.
+    the path of one rank's file reads that rank alone.
     """
     file = find_run_file(path)
-    if os.path.isdir(os.fspath(path)):
-        ranks = _rank_files(os.fspath(path))
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        ranks = _rank_files(p)
         if ranks:
-            if os.path.exists(file):
-                ranks[0] = file
-            return _merge_ranks(os.fspath(path), ranks)
+            if os.path.exists(os.path.join(p, RUN_FILE)):
+                ranks[0] = os.path.join(p, RUN_FILE)
+            return _merge_ranks(ranks)
     return RunData(file)
