@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from wisp._doctor import doctor
     from wisp._reader import RunData, open_run
     from wisp._run import Config, Run, Summary
     from wisp._settings import Settings
@@ -36,6 +37,7 @@ __all__ = [
     "WispError",
     "config",
     "define_metric",
+    "doctor",
     "finish",
     "init",
     "log",
@@ -54,6 +56,7 @@ _LAZY = {
     "Settings": ("wisp._settings", "Settings"),
     "open_run": ("wisp._reader", "open_run"),
     "RunData": ("wisp._reader", "RunData"),
+    "doctor": ("wisp._doctor", "doctor"),
     "errors": ("wisp.errors", None),
 }
 
