@@ -163,4 +163,7 @@ def start_run(
         notes=notes, group=group, job_type=job_type, config=config,
     )
     _run._register(run)
+    from wisp import _extras
+
+    _extras.start(run)
     return run
