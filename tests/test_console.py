@@ -86,12 +86,13 @@ def test_run_records_console_and_restores_streams(tmp_path: Any) -> None:
             for ts, stream, text in rec["lines"]:
                 print("REC", stream, text, file=sys.stderr)
     """)
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=60, check=False, encoding="utf-8")
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.startswith("hello ✓\n\rstep 0/49\rstep 1/49")
-    assert res.stdout.endswith("step 49/49\nno newline at the end\nafter finish\n")
-    recs = [line[4:] for line in res.stderr.splitlines() if line.startswith("REC ")]
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60,
+                         check=False)  # bytes: text mode would turn '\r' into '\n'
+    out, err = res.stdout.decode(), res.stderr.decode()
+    assert res.returncode == 0, err
+    assert out.startswith("hello ✓\n\rstep 0/49\rstep 1/49")
+    assert out.endswith("step 49/49\nno newline at the end\nafter finish\n")
+    recs = [line[4:] for line in err.splitlines() if line.startswith("REC ")]
     assert recs == ["stdout hello ✓", "stdout step 49/49", "stderr oops",
                     "stdout no newline at the end"]
 

@@ -133,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import importlib
 
     from wisp.cli._term import EXIT, CliError, color
-    from wisp.errors import WispError
+    from wisp.errors import UsageError, WispError
 
     module, name = _COMMANDS[args.command]
     try:
@@ -141,6 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         _error(str(exc), exc.hint, color)
         return exc.code
+    except UsageError as exc:
+        _error(str(exc), "see `wisp " + args.command + " --help`", color)
+        return EXIT["usage"]
     except WispError as exc:
         _error(str(exc), "`wisp doctor` checks the environment", color)
         return EXIT["failed"]

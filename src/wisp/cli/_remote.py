@@ -171,10 +171,14 @@ def cmd_sync(args: argparse.Namespace) -> int:
             print(f"no runs under {args.dir}")
             return EXIT["ok"]
     started = time.monotonic()
-    result = call_with(fn, paths, follow=args.follow, server_url=args.server,
-                       api_key=args.key, progress=sys.stderr.isatty())
-    if isinstance(result, dict) and result.get("failed"):
-        print(f"wisp: sync failed for {result['failed']}", file=sys.stderr)
-        return EXIT["failed"]
-    print(f"synced {len(paths)} run(s) in {time.monotonic() - started:.1f}s")
+    results = call_with(fn, paths, all=False, follow=args.follow, server_url=args.server,
+                        api_key=args.key, progress=sys.stderr.isatty())
+    uploaded = skipped = 0
+    for r in results or ():
+        if getattr(r, "skipped", None):
+            skipped += 1
+        else:
+            uploaded += 1
+    print(f"synced {uploaded} run(s), {skipped} already up to date, "
+          f"in {time.monotonic() - started:.1f}s")
     return EXIT["ok"]

@@ -49,10 +49,21 @@ def find_runs(base: str) -> list[str]:
         return []
     except OSError as exc:
         raise CliError(f"cannot list {root}: {exc.strerror}", "check --dir") from None
-    return [
+    runs = [
         os.path.join(root, n) for n in names
         if n.startswith("run-") and os.path.isfile(os.path.join(root, n, RUN_FILE))
     ]
+    return sorted(runs, key=lambda d: (_meta(d).get("created_at") or 0, d))
+
+
+def _meta(run_dir: str) -> dict[str, Any]:
+    """run.json, or {} when it is missing or unreadable."""
+    try:
+        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def _open(path: str) -> Any:
@@ -88,12 +99,8 @@ def resolve_run(ref: str, base: str) -> str:
 
 
 def _name_of(run_dir: str) -> str | None:
-    try:
-        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-            name = json.load(f).get("name")
-        return name if isinstance(name, str) else None
-    except (OSError, ValueError):
-        return None
+    name = _meta(run_dir).get("name")
+    return name if isinstance(name, str) else None
 
 
 def _duration(data: Any) -> float | None:
