@@ -70,7 +70,7 @@ def test_run_records_console_and_restores_streams(tmp_path: Any) -> None:
     script = textwrap.dedent(f"""
         import sys, wisp
         orig_out, orig_err = sys.stdout, sys.stderr
-        run = wisp.init(project="p", dir={str(tmp_path)!r}, settings={{"system_metrics": False}})
+        run = wisp.init(project="p", dir={str(tmp_path)!r}, settings={{"system_metrics": False, "console": "wrap"}})
         print("hello ✓")
         for i in range(50):
             sys.stdout.write(f"\\rstep {{i}}/49")
@@ -86,15 +86,20 @@ def test_run_records_console_and_restores_streams(tmp_path: Any) -> None:
             for ts, stream, text in rec["lines"]:
                 print("REC", stream, text, file=sys.stderr)
     """)
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60,
-                         check=False)  # bytes: text mode would turn '\r' into '\n'
+    res = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, timeout=60, check=False
+    )  # bytes: text mode would turn '\r' into '\n'
     out, err = res.stdout.decode(), res.stderr.decode()
     assert res.returncode == 0, err
     assert out.startswith("hello ✓\n\rstep 0/49\rstep 1/49")
     assert out.endswith("step 49/49\nno newline at the end\nafter finish\n")
     recs = [line[4:] for line in err.splitlines() if line.startswith("REC ")]
-    assert recs == ["stdout hello ✓", "stdout step 49/49", "stderr oops",
-                    "stdout no newline at the end"]
+    assert recs == [
+        "stdout hello ✓",
+        "stdout step 49/49",
+        "stderr oops",
+        "stdout no newline at the end",
+    ]
 
 
 def test_console_off(tmp_path: Any) -> None:
@@ -108,7 +113,8 @@ def test_console_off(tmp_path: Any) -> None:
         run.finish()
         print(sorted(wisp.open_run(run.dir).records))
     """)
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=60, check=False)
+    res = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
     assert res.returncode == 0, res.stderr
     assert res.stdout == "hi\n[]\n"

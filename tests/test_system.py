@@ -18,8 +18,13 @@ def test_sampler_reports_process_memory_and_rates(tmp_path: Any) -> None:
     """Two samples yield RSS, memory, disk usage and per-second rates computed over the injected clock."""
     out: list[dict[str, Any]] = []
     clock = iter([100.0, 101.0])
-    s = SystemSampler(out.append, disk_path=str(tmp_path), get_time=lambda: 5.0,
-                      get_monotonic=lambda: next(clock), gpus=False)
+    s = SystemSampler(
+        out.append,
+        disk_path=str(tmp_path),
+        get_time=lambda: 5.0,
+        get_monotonic=lambda: next(clock),
+        gpus=False,
+    )
     s.sample_once()
     s.sample_once()
     first, second = out
@@ -34,25 +39,20 @@ def test_sampler_reports_process_memory_and_rates(tmp_path: Any) -> None:
     assert all(k.startswith("system/") for k in v)
 
 
-def test_cpu_percent_sees_a_busy_thread() -> None:
-    """CPU % of this process rises above 30% of one core while a thread spins between samples."""
+def test_cpu_percent_matches_cpu_time_used() -> None:
+    """CPU % between two samples equals this process's CPU time over wall time (busy loop)."""
+    import time
+
     out: list[dict[str, Any]] = []
     s = SystemSampler(out.append, gpus=False)
     s.sample_once()
-    stop = threading.Event()
-
-    def spin() -> None:
-        x = 0
-        while not stop.is_set():
-            x += 1
-
-    t = threading.Thread(target=spin)
-    t.start()
-    stop.wait(0.5)
-    stop.set()
-    t.join()
+    cpu0, wall0 = time.process_time(), time.monotonic()
+    x = 0
+    while time.process_time() - cpu0 < 0.3:
+        x += 1
     s.sample_once()
-    assert out[-1]["values"]["system/cpu_percent"] > 30.0
+    expected = 100.0 * (time.process_time() - cpu0) / (time.monotonic() - wall0)
+    assert out[-1]["values"]["system/cpu_percent"] == pytest.approx(expected, abs=12.0)
 
 
 def test_rss_includes_children() -> None:
@@ -62,9 +62,14 @@ def test_rss_includes_children() -> None:
     base = s.sample_once()
     assert base is not None
     child = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys; b = bytearray(200 * 1024 * 1024); print('ready', flush=True); sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys; b = bytearray(200 * 1024 * 1024); print('ready', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert child.stdout is not None
@@ -122,7 +127,8 @@ def test_no_cuda_context_with_torch(tmp_path: Any) -> None:
         import time, torch, wisp
         before = torch.cuda.is_initialized()
         run = wisp.init(project="p", dir={str(tmp_path)!r},
-                        settings={{"system_interval": 0.02, "console": "off"}})
+                        settings={{"system_interval": 0.02, "console": "off", "system_metrics": True}},
+                        )
         time.sleep(0.3)
         run.finish()
         maps = open("/proc/self/maps").read()
@@ -130,8 +136,9 @@ def test_no_cuda_context_with_torch(tmp_path: Any) -> None:
         d = wisp.open_run(run.dir)
         print(len(d.records["system"]))
     """)
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=120, check=False)
+    res = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
     assert res.returncode == 0, res.stderr
     flags, count = res.stdout.split("\n")[:2]
     assert flags == "False False False"

@@ -32,6 +32,7 @@ sample has none.  Failures are counted and reported once, never raised.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -101,7 +102,16 @@ def _proc_cpu_ticks(pid: int) -> int:
 class _Counters:
     """Cumulative counters at one instant; rates come from two of them."""
 
-    __slots__ = ("cpu_s", "disk_read", "disk_write", "net_recv", "net_sent", "sys_busy", "sys_total", "t")
+    __slots__ = (
+        "cpu_s",
+        "disk_read",
+        "disk_write",
+        "net_recv",
+        "net_sent",
+        "sys_busy",
+        "sys_total",
+        "t",
+    )
 
     def __init__(self) -> None:
         self.t = 0.0
@@ -182,10 +192,8 @@ class _PsutilSource:
     def read(self, values: dict[str, float], c: _Counters) -> None:
         ps = self.psutil
         procs = [self.proc]
-        try:
+        with contextlib.suppress(ps.Error):
             procs += self.proc.children(recursive=True)
-        except ps.Error:
-            pass
         rss = 0
         cpu = 0.0
         for p in procs:
@@ -235,12 +243,13 @@ class _Nvml:
         nv = self.nv
         for i, h in enumerate(self.handles):
             p = f"system/gpu.{i}."
-            for key, fn in (
+            readings: list[tuple[str, Callable[[Any], Any]]] = [
                 ("util", lambda h: nv.nvmlDeviceGetUtilizationRates(h).gpu),
                 ("mem_util", lambda h: nv.nvmlDeviceGetUtilizationRates(h).memory),
                 ("temp_c", lambda h: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
                 ("power_w", lambda h: nv.nvmlDeviceGetPowerUsage(h) / 1000.0),
-            ):
+            ]
+            for key, fn in readings:
                 try:
                     values[p + key] = float(fn(h))
                 except nv.NVMLError:
@@ -254,10 +263,8 @@ class _Nvml:
                 pass
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(self.nv.NVMLError):
             self.nv.nvmlShutdown()
-        except self.nv.NVMLError:
-            pass
 
 
 def _make_source(pid: int) -> _ProcSource | _PsutilSource | _OsSource:
@@ -339,8 +346,11 @@ class SystemSampler:
         except Exception as exc:  # noqa: BLE001 - a sampler failure must never reach training
             self.failures += 1
             if self.failures == 1:
-                log.warning("wisp: system metrics sample failed (%s: %s); counting further "
-                            "failures", type(exc).__name__, exc)
+                log.warning(
+                    "wisp: system metrics sample failed (%s: %s); counting further failures",
+                    type(exc).__name__,
+                    exc,
+                )
             return None
         self.samples += 1
         return payload

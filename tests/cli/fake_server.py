@@ -16,7 +16,7 @@ def fake_server(key: str, skew: float = 0.0) -> Iterator[str]:
     """Serve GET /api/v1/projects: 200 for ``key``, 401 otherwise; Date header off by ``skew``."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             ok = self.headers.get("Authorization") == f"Bearer {key}"
             body = json.dumps({"projects": []} if ok else {"error": {"code": "auth"}}).encode()
             self.send_response(200 if ok else 401)

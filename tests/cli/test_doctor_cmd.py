@@ -21,8 +21,17 @@ def test_doctor_complete_report(tmp_path: Path) -> None:
     res = wisp_cli("doctor", cwd=tmp_path)
     assert res.returncode == 0, res.stdout + res.stderr
     lines = res.stdout.splitlines()
-    for name in ("import wisp", "other trackers", "multiprocessing", "torch / CUDA context",
-                 "NVML (GPU metrics)", "disk", "config file", "server", "last runs"):
+    for name in (
+        "import wisp",
+        "other trackers",
+        "multiprocessing",
+        "torch / CUDA context",
+        "NVML (GPU metrics)",
+        "disk",
+        "config file",
+        "server",
+        "last runs",
+    ):
         line = next(x for x in lines if name in x)
         assert line.split()[0] in ("ok", "warn", "fail"), line
     for i, line in enumerate(lines):
@@ -31,8 +40,10 @@ def test_doctor_complete_report(tmp_path: Path) -> None:
     assert "\x1b[" not in res.stdout
     checks = _checks(wisp_cli("doctor", "--json", cwd=tmp_path))
     assert checks["torch / CUDA context"]["status"] == "ok"
-    assert "no/no" in checks["torch / CUDA context"]["detail"] or "not installed" in \
-        checks["torch / CUDA context"]["detail"]
+    assert (
+        "no/no" in checks["torch / CUDA context"]["detail"]
+        or "not installed" in checks["torch / CUDA context"]["detail"]
+    )
     assert checks["last runs"]["detail"].startswith("1 recent run(s)")
     assert "threads alive during a run" in checks["multiprocessing"]["detail"]
 
@@ -49,7 +60,10 @@ def test_doctor_server_checks(tmp_path: Path) -> None:
         assert checks["server"]["status"] == "ok" and "key accepted" in checks["server"]["detail"]
         assert checks["clock skew"]["status"] == "warn"
         assert checks["clock skew"]["detail"].startswith("+1")  # about +120 s
-        assert checks["config file"]["status"] == "warn" and "chmod 600" in checks["config file"]["fix"]
+        assert (
+            checks["config file"]["status"] == "warn"
+            and "chmod 600" in checks["config file"]["fix"]
+        )
         res = wisp_cli("doctor", "--json", cwd=tmp_path, env={"WISP_API_KEY": "bad"})
     assert res.returncode == 1
     assert _checks(res)["server"]["status"] == "fail"
@@ -65,8 +79,16 @@ def test_doctor_reports_background_failures(tmp_path: Path) -> None:
     run.mkdir(parents=True)
     recs = [
         (RecordType.RUN, {"run_id": "abc", "name": "flaky", "project": "p", "created_at": 1.0}),
-        (RecordType.FINISH, {"state": "finished", "exit_code": 0, "finished_at": 2.0,
-                             "failures": {"write": 3}, "backpressure_waits": 7}),
+        (
+            RecordType.FINISH,
+            {
+                "state": "finished",
+                "exit_code": 0,
+                "finished_at": 2.0,
+                "failures": {"write": 3},
+                "backpressure_waits": 7,
+            },
+        ),
     ]
     data = HEADER + b"".join(encode_record(t, json.dumps(p).encode()) for t, p in recs)
     (run / "run.wisp").write_bytes(data)

@@ -21,16 +21,32 @@ def test_login_saves_0600_config_used_by_init(tmp_path: Path) -> None:
     cfg = tmp_path / "wisp-config.json"
     assert stat.S_IMODE(cfg.stat().st_mode) == 0o600
     assert json.loads(cfg.read_text()) == {"version": 1, "server_url": url, "api_key": "sekret"}
-    code = ("from wisp._settings import Settings; s = Settings.resolve(); "
-            "print(s.server_url, s.api_key)")
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("WISP_")},
-           "WISP_CONFIG": str(cfg)}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=60, check=True).stdout.split()
+    code = (
+        "from wisp._settings import Settings; s = Settings.resolve(); "
+        "print(s.server_url, s.api_key)"
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("WISP_")},
+        "WISP_CONFIG": str(cfg),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.split()
     assert out == [url, "sekret"]
     env["WISP_API_KEY"] = "from-env"  # environment variables win over the file
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=60, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.split()
     assert out == [url, "from-env"]
 
 

@@ -82,8 +82,9 @@ def test_export_csv_and_jsonl(tmp_path: Path, two_runs: tuple[Path, Path]) -> No
     assert len(rows) == 21
     assert list(rows[0]) == ["_step", "_timestamp", "loss", "acc", "text"]
     assert rows[3]["text"] == "é3" and float(rows[3]["loss"]) == 0.25 and rows[20]["loss"] == "nan"
-    res = wisp_cli("export", "alpha", "--format", "jsonl", "-o", "-", "--keys", "loss",
-                   cwd=tmp_path)
+    res = wisp_cli(
+        "export", "alpha", "--format", "jsonl", "-o", "-", "--keys", "loss", cwd=tmp_path
+    )
     lines = [json.loads(x) for x in res.stdout.splitlines()]
     assert len(lines) == 21 and set(lines[0]) == {"_step", "_timestamp", "loss"}
     assert lines[-1]["loss"] is None
@@ -101,8 +102,11 @@ def test_export_parquet(tmp_path: Path, two_runs: tuple[Path, Path]) -> None:
 
 
 def _cursor(run: Path, offset: int) -> None:
-    (run / "upload.json").write_text(json.dumps(
-        {"server": "http://x", "offset": offset, "acked_seq": 3, "writer_id": "w", "done": True}))
+    (run / "upload.json").write_text(
+        json.dumps(
+            {"server": "http://x", "offset": offset, "acked_seq": 3, "writer_id": "w", "done": True}
+        )
+    )
 
 
 def test_gc_deletes_only_fully_synced(tmp_path: Path, two_runs: tuple[Path, Path]) -> None:

@@ -19,8 +19,10 @@ docs: docs/cli.md"""
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="wisp", description="wisp: an experiment tracker for ML training.",
-        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="wisp",
+        description="wisp: an experiment tracker for ML training.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="store_true", help="print the version and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -30,8 +32,11 @@ def _parser() -> argparse.ArgumentParser:
         return sp
 
     def dir_opt(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--dir", default=os.environ.get("WISP_DIR") or ".",
-                        help="directory holding the wisp/ run folder (default: $WISP_DIR or .)")
+        sp.add_argument(
+            "--dir",
+            default=os.environ.get("WISP_DIR") or ".",
+            help="directory holding the wisp/ run folder (default: $WISP_DIR or .)",
+        )
 
     sp = add("ui", "open the dashboard on the runs of a directory (local server)")
     dir_opt(sp)
@@ -43,8 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     sp = add("server", "run the wisp server, or manage its API keys (`wisp server keys`)")
     server_opts = argparse.ArgumentParser(add_help=False)
     for target in (server_opts, sp):
-        target.add_argument("--db", default=os.environ.get("WISP_DATABASE_URL"),
-                            help="database URL (default: $WISP_DATABASE_URL)")
+        target.add_argument(
+            "--db",
+            default=os.environ.get("WISP_DATABASE_URL"),
+            help="database URL (default: $WISP_DATABASE_URL)",
+        )
         target.add_argument("--data-dir", default=None, help="where media files are stored")
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=8080)
@@ -89,8 +97,12 @@ def _parser() -> argparse.ArgumentParser:
     sp = add("export", "export a run's history")
     sp.add_argument("run", metavar="RUN", help="run id (or prefix), name or directory")
     sp.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv")
-    sp.add_argument("-o", "--output", default=None, help="file to write ('-' for stdout; "
-                    "default: <run name>.<format>)")
+    sp.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="file to write ('-' for stdout; default: <run name>.<format>)",
+    )
     sp.add_argument("--keys", default=None, help="only these metrics, comma-separated")
     dir_opt(sp)
 

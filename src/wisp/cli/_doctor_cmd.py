@@ -42,8 +42,14 @@ class Check:
 
 def _py(code: str, timeout: float, env: dict[str, str] | None = None) -> tuple[int, str]:
     try:
-        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             timeout=timeout, check=False, env=env)
+        res = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env=env,
+        )
     except subprocess.TimeoutExpired:
         return -1, f"timed out after {timeout:.1f}s"
     return res.returncode, (res.stdout if res.returncode == 0 else res.stderr).strip()
@@ -61,15 +67,29 @@ print(len(sys.modules) - n, dt)
 def check_import() -> list[Check]:
     code, out = _py(_IMPORT_PROBE.format(mod="wisp"), _DEADLINE)
     if code != 0:
-        return [Check("import wisp", "fail", out.splitlines()[-1] if out else "failed",
-                      "reinstall wisp: pip install -e .")]
+        return [
+            Check(
+                "import wisp",
+                "fail",
+                out.splitlines()[-1] if out else "failed",
+                "reinstall wisp: pip install -e .",
+            )
+        ]
     mods, dt = out.split()
     ms = float(dt) * 1000
     status = "ok" if ms <= 50 and int(mods) <= 40 else "warn"
     note = " (no .pyc cache: PYTHONDONTWRITEBYTECODE is set)" if sys.dont_write_bytecode else ""
-    return [Check("import wisp", status, f"{ms:.1f} ms, {mods} new modules{note}",
-                  "" if status == "ok" else "something imports heavy modules at `import wisp`; "
-                  "run python -X importtime -c 'import wisp'")]
+    return [
+        Check(
+            "import wisp",
+            status,
+            f"{ms:.1f} ms, {mods} new modules{note}",
+            ""
+            if status == "ok"
+            else "something imports heavy modules at `import wisp`; "
+            "run python -X importtime -c 'import wisp'",
+        )
+    ]
 
 
 def check_other_trackers() -> list[Check]:
@@ -86,7 +106,10 @@ def check_other_trackers() -> list[Check]:
         else:
             results[mod] = f"{mod} >{_DEADLINE:.1f} s" if code == -1 else f"{mod} fails to import"
 
-    _parallel([lambda m=m: probe(m) for m in installed], _DEADLINE + 0.5)
+    def prober(mod: str) -> Callable[[], None]:
+        return lambda: probe(mod)
+
+    _parallel([prober(m) for m in installed], _DEADLINE + 0.5)
     return [Check("other trackers", "ok", ", ".join(results.get(m, m) for m in installed))]
 
 
@@ -114,17 +137,30 @@ def check_torch(tmp: str) -> list[Check]:
         return [Check("torch / CUDA context", "ok", "torch not installed")]
     code, out = _py(_TORCH_PROBE.format(tmp=tmp), _TORCH_DEADLINE)
     if code != 0:
-        return [Check("torch / CUDA context", "warn",
-                      f"probe failed: {out.splitlines()[-1] if out else 'no output'}",
-                      "python -c 'import torch' to see why")]
+        return [
+            Check(
+                "torch / CUDA context",
+                "warn",
+                f"probe failed: {out.splitlines()[-1] if out else 'no output'}",
+                "python -c 'import torch' to see why",
+            )
+        ]
     import ast
 
     version, cuda, before, after, _threads = ast.literal_eval(out.splitlines()[-1])
-    detail = (f"torch {version}, CUDA {cuda or 'none (CPU build)'}; CUDA context before/after "
-              f"wisp.init: {'yes' if before[0] else 'no'}/{'yes' if after[0] else 'no'}")
+    detail = (
+        f"torch {version}, CUDA {cuda or 'none (CPU build)'}; CUDA context before/after "
+        f"wisp.init: {'yes' if before[0] else 'no'}/{'yes' if after[0] else 'no'}"
+    )
     if before != after:
-        return [Check("torch / CUDA context", "fail", detail + " (wisp changed it)",
-                      "report a wisp bug; meanwhile WISP_SYSTEM_METRICS=0")]
+        return [
+            Check(
+                "torch / CUDA context",
+                "fail",
+                detail + " (wisp changed it)",
+                "report a wisp bug; meanwhile WISP_SYSTEM_METRICS=0",
+            )
+        ]
     return [Check("torch / CUDA context", "ok", detail)]
 
 
@@ -141,20 +177,33 @@ run.finish()
 def check_multiprocessing(tmp: str) -> list[Check]:
     import multiprocessing
 
-    method = multiprocessing.get_start_method(allow_none=True) or (
-        multiprocessing.get_all_start_methods()[0])
+    method = (
+        multiprocessing.get_start_method(allow_none=True)
+        or (multiprocessing.get_all_start_methods()[0])
+    )
     if method != "fork":
         return [Check("multiprocessing", "ok", f"start method {method!r}")]
     try:
-        res = subprocess.run([sys.executable, "-c", _THREAD_PROBE, tmp], capture_output=True,
-                             text=True, timeout=_DEADLINE, check=False)
+        res = subprocess.run(
+            [sys.executable, "-c", _THREAD_PROBE, tmp],
+            capture_output=True,
+            text=True,
+            timeout=_DEADLINE,
+            check=False,
+        )
         count, names = res.stdout.split()
         alive = f"{count} threads alive during a run ({names})"
     except (subprocess.TimeoutExpired, ValueError):
         alive = "thread count unknown"
-    return [Check("multiprocessing", "warn", f"start method 'fork'; {alive}",
-                  "forked children get an inert run: call wisp.init() in the child, or "
-                  "multiprocessing.set_start_method('spawn')")]
+    return [
+        Check(
+            "multiprocessing",
+            "warn",
+            f"start method 'fork'; {alive}",
+            "forked children get an inert run: call wisp.init() in the child, or "
+            "multiprocessing.set_start_method('spawn')",
+        )
+    ]
 
 
 def check_nvml() -> list[Check]:
@@ -163,8 +212,14 @@ def check_nvml() -> list[Check]:
         import pynvml
     except ImportError:
         if has_gpu:
-            return [Check("NVML (GPU metrics)", "warn", "NVIDIA GPU present, nvidia-ml-py missing",
-                          "pip install nvidia-ml-py")]
+            return [
+                Check(
+                    "NVML (GPU metrics)",
+                    "warn",
+                    "NVIDIA GPU present, nvidia-ml-py missing",
+                    "pip install nvidia-ml-py",
+                )
+            ]
         return [Check("NVML (GPU metrics)", "ok", "no NVIDIA GPU")]
     try:
         pynvml.nvmlInit()
@@ -175,8 +230,14 @@ def check_nvml() -> list[Check]:
             pynvml.nvmlShutdown()
     except pynvml.NVMLError as exc:
         status = "warn" if has_gpu else "ok"
-        return [Check("NVML (GPU metrics)", status, f"NVML unavailable: {exc}",
-                      "check the NVIDIA driver (nvidia-smi)" if has_gpu else "")]
+        return [
+            Check(
+                "NVML (GPU metrics)",
+                status,
+                f"NVML unavailable: {exc}",
+                "check the NVIDIA driver (nvidia-smi)" if has_gpu else "",
+            )
+        ]
     driver = driver.decode() if isinstance(driver, bytes) else driver
     return [Check("NVML (GPU metrics)", "ok", f"{n} GPU(s), driver {driver}")]
 
@@ -190,11 +251,20 @@ def check_disk(base: str) -> list[Check]:
     writable = os.access(probe, os.W_OK)
     detail = f"{gib:.1f} GiB free under {base}"
     if not writable:
-        return [Check("disk", "fail", detail + " (not writable)",
-                      "set WISP_DIR to a writable directory")]
+        return [
+            Check(
+                "disk", "fail", detail + " (not writable)", "set WISP_DIR to a writable directory"
+            )
+        ]
     if free < 512 * 2**20:
-        return [Check("disk", "fail", detail, "free space or set WISP_DIR elsewhere; "
-                      "`wisp gc` deletes fully synced runs")]
+        return [
+            Check(
+                "disk",
+                "fail",
+                detail,
+                "free space or set WISP_DIR elsewhere; `wisp gc` deletes fully synced runs",
+            )
+        ]
     if free < 5 * 2**30:
         return [Check("disk", "warn", detail, "`wisp gc` deletes fully synced runs")]
     return [Check("disk", "ok", detail)]
@@ -212,8 +282,14 @@ def check_config() -> list[Check]:
         return [Check("config file", "fail", f"{path}: {exc}", "run `wisp login URL` again")]
     mode = os.stat(path).st_mode & 0o777
     if mode & 0o077:
-        return [Check("config file", "warn", f"{path} is mode {mode:o}; it holds an API key",
-                      f"chmod 600 {path}")]
+        return [
+            Check(
+                "config file",
+                "warn",
+                f"{path} is mode {mode:o}; it holds an API key",
+                f"chmod 600 {path}",
+            )
+        ]
     return [Check("config file", "ok", f"{path} (mode 600)")]
 
 
@@ -228,22 +304,46 @@ def check_server(url: str | None, key: str | None) -> list[Check]:
     try:
         status, headers, _ = http_get(f"{url.rstrip('/')}/api/v1/projects", key, timeout=1.5)
     except OSError as exc:
-        return [Check("server", "fail", f"{url} unreachable: {exc}",
-                      "start it (`wisp server`) or fix the URL (`wisp login URL`)")]
+        return [
+            Check(
+                "server",
+                "fail",
+                f"{url} unreachable: {exc}",
+                "start it (`wisp server`) or fix the URL (`wisp login URL`)",
+            )
+        ]
     rtt = time.time() - sent
     if status in (401, 403):
-        return [Check("server", "fail", f"{url} refused the API key (HTTP {status})",
-                      "`wisp login URL --key KEY` with a key from `wisp server keys create`")]
+        return [
+            Check(
+                "server",
+                "fail",
+                f"{url} refused the API key (HTTP {status})",
+                "`wisp login URL --key KEY` with a key from `wisp server keys create`",
+            )
+        ]
     if status >= 400:
-        return [Check("server", "fail", f"{url} answered HTTP {status}",
-                      "is this a wisp server? check the URL")]
+        return [
+            Check(
+                "server",
+                "fail",
+                f"{url} answered HTTP {status}",
+                "is this a wisp server? check the URL",
+            )
+        ]
     out = [Check("server", "ok", f"{url} reachable ({rtt * 1000:.0f} ms), key accepted")]
     date = {k.lower(): v for k, v in headers.items()}.get("date")
     if date:
         skew = parsedate_to_datetime(date).timestamp() - (sent + rtt / 2)
         ok = abs(skew) < 5
-        out.append(Check("clock skew", "ok" if ok else "warn", f"{skew:+.1f} s vs the server",
-                         "" if ok else "sync clocks (NTP); run times on the dashboard will be off"))
+        out.append(
+            Check(
+                "clock skew",
+                "ok" if ok else "warn",
+                f"{skew:+.1f} s vs the server",
+                "" if ok else "sync clocks (NTP); run times on the dashboard will be off",
+            )
+        )
     return out
 
 
@@ -276,26 +376,44 @@ def check_last_runs(base: str) -> list[Check]:
         if bits:
             problems.append(f"{data.name}: {', '.join(bits)}")
     if problems:
-        return [Check("last runs", "warn", "; ".join(problems[:3]),
-                      "`wisp show RUN` for details; background failures never stop training "
-                      "but lose data")]
+        return [
+            Check(
+                "last runs",
+                "warn",
+                "; ".join(problems[:3]),
+                "`wisp show RUN` for details; background failures never stop training "
+                "but lose data",
+            )
+        ]
     return [Check("last runs", "ok", f"{len(runs)} recent run(s), no background failures")]
 
 
 def check_safety() -> list[Check]:
+    """The safety area's checks (``wisp._doctor.doctor()``), when that module exists."""
+    import importlib
+
     if find_spec("wisp._doctor") is None:
         return []
-    from wisp._doctor import doctor
-
+    doctor = importlib.import_module("wisp._doctor").doctor
     out = []
     for c in doctor():
-        get: Callable[[str], Any] = (c.get if isinstance(c, dict)
-                                     else lambda k, c=c: getattr(c, k, None))
-        status = str(get("status") or "ok").lower()
-        out.append(Check(str(get("name") or "check"),
-                         status if status in ("ok", "warn", "fail") else "warn",
-                         str(get("detail") or get("message") or ""),
-                         str(get("fix") or get("hint") or "")))
+        fields = (
+            c
+            if isinstance(c, dict)
+            else {
+                k: getattr(c, k, None)
+                for k in ("name", "status", "detail", "message", "fix", "hint")
+            }
+        )
+        status = str(fields.get("status") or "ok").lower()
+        out.append(
+            Check(
+                str(fields.get("name") or "check"),
+                status if status in ("ok", "warn", "fail") else "warn",
+                str(fields.get("detail") or fields.get("message") or ""),
+                str(fields.get("fix") or fields.get("hint") or ""),
+            )
+        )
     return out
 
 
@@ -333,8 +451,15 @@ def run_checks(base: str) -> list[Check]:
                 try:
                     slots[name] = fn()
                 except Exception as exc:  # noqa: BLE001 - one broken probe must not hide the rest
-                    slots[name] = [Check(name, "warn", f"check failed: {type(exc).__name__}: "
-                                         f"{exc}", "report a wisp bug")]
+                    slots[name] = [
+                        Check(
+                            name,
+                            "warn",
+                            f"check failed: {type(exc).__name__}: {exc}",
+                            "report a wisp bug",
+                        )
+                    ]
+
             return go
 
         _parallel([job(n, f) for n, f in probes.items()], _TORCH_DEADLINE + 2)
@@ -359,6 +484,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             if c.fix and c.status != "ok":
                 print(f"{'':4}  {'':{width}}  {color('fix: ' + c.fix, 'dim')}")
         counts = {s: sum(c.status == s for c in checks) for s in ("ok", "warn", "fail")}
-        print(f"\n{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail "
-              f"in {elapsed:.2f}s")
+        print(
+            f"\n{counts['ok']} ok, {counts['warn']} warn, {counts['fail']} fail in {elapsed:.2f}s"
+        )
     return EXIT["failed"] if failed else EXIT["ok"]

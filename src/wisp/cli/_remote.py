@@ -27,14 +27,23 @@ def _function(module: str, name: str, what: str, extra: str) -> Callable[..., An
     except ImportError as exc:
         missing = getattr(exc, "name", None) or str(exc)
         if missing and not missing.startswith("wisp"):
-            raise CliError(f"{what} needs the package {missing!r}",
-                           f"pip install 'wisp[{extra}]'", EXIT["missing_dependency"]) from None
-        raise CliError(f"{what} is not part of this wisp build ({module} is missing)",
-                       "upgrade wisp", EXIT["missing_dependency"]) from None
+            raise CliError(
+                f"{what} needs the package {missing!r}",
+                f"pip install 'wisp[{extra}]'",
+                EXIT["missing_dependency"],
+            ) from None
+        raise CliError(
+            f"{what} is not part of this wisp build ({module} is missing)",
+            "upgrade wisp",
+            EXIT["missing_dependency"],
+        ) from None
     fn = getattr(mod, name, None)
     if not callable(fn):
-        raise CliError(f"{what} is not part of this wisp build ({module}.{name} is missing)",
-                       "upgrade wisp", EXIT["missing_dependency"])
+        raise CliError(
+            f"{what} is not part of this wisp build ({module}.{name} is missing)",
+            "upgrade wisp",
+            EXIT["missing_dependency"],
+        )
     return fn  # type: ignore[no-any-return]
 
 
@@ -52,8 +61,14 @@ def call_with(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 def cmd_ui(args: argparse.Namespace) -> int:
     ui = _function("wisp._ui", "ui", "`wisp ui`", "server")
-    call_with(ui, dir=args.dir, host=args.host, port=args.port,
-              open_browser=not args.no_browser, database=args.db)
+    call_with(
+        ui,
+        dir=args.dir,
+        host=args.host,
+        port=args.port,
+        open_browser=not args.no_browser,
+        database=args.db,
+    )
     return EXIT["ok"]
 
 
@@ -61,8 +76,15 @@ def cmd_server(args: argparse.Namespace) -> int:
     if getattr(args, "keys_action", None):
         return cmd_keys(args)
     serve = _function("wisp.server", "serve", "`wisp server`", "server")
-    call_with(serve, host=args.host, port=args.port, database=args.db, data_dir=args.data_dir,
-              no_auth=args.no_auth, heartbeat_timeout=args.heartbeat_timeout)
+    call_with(
+        serve,
+        host=args.host,
+        port=args.port,
+        database=args.db,
+        data_dir=args.data_dir,
+        no_auth=args.no_auth,
+        heartbeat_timeout=args.heartbeat_timeout,
+    )
     return EXIT["ok"]
 
 
@@ -71,25 +93,36 @@ def cmd_keys(args: argparse.Namespace) -> int:
     what = f"`wisp server keys {action}`"
     if action == "create":
         fn = _function("wisp.server", "create_key", what, "server")
-        key = call_with(fn, database=args.db, name=args.name, scope=args.scope,
-                        role=args.scope, data_dir=args.data_dir)
+        key = call_with(
+            fn,
+            database=args.db,
+            name=args.name,
+            scope=args.scope,
+            role=args.scope,
+            data_dir=args.data_dir,
+        )
         secret = key.get("key") if isinstance(key, dict) else key
         if args.json:
             print(json.dumps(key if isinstance(key, dict) else {"key": key}))
         else:
             print(secret)
-            print("store it now: it is shown only once (`wisp login URL --key KEY`)",
-                  file=sys.stderr)
+            print(
+                "store it now: it is shown only once (`wisp login URL --key KEY`)", file=sys.stderr
+            )
     elif action == "list":
         fn = _function("wisp.server", "list_keys", what, "server")
         keys = list(call_with(fn, database=args.db, data_dir=args.data_dir))
         if args.json:
             print(json.dumps({"keys": keys}, default=str))
         else:
-            rows = [[str(k.get(c, "")) if isinstance(k, dict) else str(k) for c in
-                     ("id", "name", "scope", "created_at", "revoked")] for k in keys]
-            print(table(["ID", "NAME", "SCOPE", "CREATED", "REVOKED"], rows) if rows
-                  else "no keys")
+            rows = [
+                [
+                    str(k.get(c, "")) if isinstance(k, dict) else str(k)
+                    for c in ("id", "name", "scope", "created_at", "revoked")
+                ]
+                for k in keys
+            ]
+            print(table(["ID", "NAME", "SCOPE", "CREATED", "REVOKED"], rows) if rows else "no keys")
     else:
         fn = _function("wisp.server", "revoke_key", what, "server")
         if call_with(fn, args.key_id, database=args.db, data_dir=args.data_dir) is False:
@@ -105,7 +138,7 @@ def http_get(url: str, key: str | None, timeout: float) -> tuple[int, dict[str, 
 
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"} if key else {})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - user's URL
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             return resp.status, dict(resp.headers), resp.read()
     except urllib.error.HTTPError as exc:
         return exc.code, dict(exc.headers or {}), exc.read()
@@ -118,8 +151,10 @@ def _check_url(url: str) -> str:
 
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise CliError(f"server URL must look like http://host:port, got {url!r}",
-                       "e.g. `wisp login http://localhost:8080`")
+        raise CliError(
+            f"server URL must look like http://host:port, got {url!r}",
+            "e.g. `wisp login http://localhost:8080`",
+        )
     return url.rstrip("/")
 
 
@@ -140,15 +175,23 @@ def cmd_login(args: argparse.Namespace) -> int:
         try:
             status, _headers, _ = http_get(f"{url}/api/v1/projects", key, timeout=5.0)
         except OSError as exc:
-            raise CliError(f"cannot reach {url}: {exc}",
-                           "is the server running? (--no-verify saves anyway)",
-                           EXIT["failed"]) from None
+            raise CliError(
+                f"cannot reach {url}: {exc}",
+                "is the server running? (--no-verify saves anyway)",
+                EXIT["failed"],
+            ) from None
         if status in (401, 403):
-            raise CliError(f"{url} refused the key (HTTP {status})",
-                           "check the key with `wisp server keys list`", EXIT["failed"])
+            raise CliError(
+                f"{url} refused the key (HTTP {status})",
+                "check the key with `wisp server keys list`",
+                EXIT["failed"],
+            )
         if status >= 400:
-            raise CliError(f"{url} answered HTTP {status}; is it a wisp server?",
-                           "check the URL", EXIT["failed"])
+            raise CliError(
+                f"{url} answered HTTP {status}; is it a wisp server?",
+                "check the URL",
+                EXIT["failed"],
+            )
     path = write_config({"server_url": url, "api_key": key}, config_path())
     print(f"logged in to {url}; saved to {path} (mode 0600)")
     return EXIT["ok"]
@@ -161,7 +204,9 @@ def cmd_sync(args: argparse.Namespace) -> int:
     if not callable(fn):
         fn = _function("wisp._sync", "sync", "`wisp sync`", "server")
     if not args.paths and not args.all:
-        raise CliError("nothing to sync", "give run directories, or --all for every run under --dir")
+        raise CliError(
+            "nothing to sync", "give run directories, or --all for every run under --dir"
+        )
     paths = list(args.paths)
     if args.all:
         from wisp.cli._runs import find_runs
@@ -171,14 +216,23 @@ def cmd_sync(args: argparse.Namespace) -> int:
             print(f"no runs under {args.dir}")
             return EXIT["ok"]
     started = time.monotonic()
-    results = call_with(fn, paths, all=False, follow=args.follow, server_url=args.server,
-                        api_key=args.key, progress=sys.stderr.isatty())
+    results = call_with(
+        fn,
+        paths,
+        all=False,
+        follow=args.follow,
+        server_url=args.server,
+        api_key=args.key,
+        progress=sys.stderr.isatty(),
+    )
     uploaded = skipped = 0
     for r in results or ():
         if getattr(r, "skipped", None):
             skipped += 1
         else:
             uploaded += 1
-    print(f"synced {uploaded} run(s), {skipped} already up to date, "
-          f"in {time.monotonic() - started:.1f}s")
+    print(
+        f"synced {uploaded} run(s), {skipped} already up to date, "
+        f"in {time.monotonic() - started:.1f}s"
+    )
     return EXIT["ok"]

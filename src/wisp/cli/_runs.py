@@ -29,8 +29,13 @@ __all__ = ["cmd_export", "cmd_gc", "cmd_ls", "cmd_show", "find_runs", "resolve_r
 
 CURSOR_FILE = "upload.json"
 RUN_FILE = "run.wisp"
-_STATE_COLORS = {"finished": "green", "running": "blue", "failed": "red", "crashed": "red",
-                 "killed": "yellow"}
+_STATE_COLORS = {
+    "finished": "green",
+    "running": "blue",
+    "failed": "red",
+    "crashed": "red",
+    "killed": "yellow",
+}
 
 
 def runs_root(base: str) -> str:
@@ -50,7 +55,8 @@ def find_runs(base: str) -> list[str]:
     except OSError as exc:
         raise CliError(f"cannot list {root}: {exc.strerror}", "check --dir") from None
     runs = [
-        os.path.join(root, n) for n in names
+        os.path.join(root, n)
+        for n in names
         if n.startswith("run-") and os.path.isfile(os.path.join(root, n, RUN_FILE))
     ]
     return sorted(runs, key=lambda d: (_meta(d).get("created_at") or 0, d))
@@ -92,8 +98,10 @@ def resolve_run(ref: str, base: str) -> str:
         return hits[0]
     where = runs_root(base)
     if not hits:
-        raise CliError(f"no run {ref!r} under {where}",
-                       "give a run id, name or directory; `wisp ls` lists runs (use --dir)")
+        raise CliError(
+            f"no run {ref!r} under {where}",
+            "give a run id, name or directory; `wisp ls` lists runs (use --dir)",
+        )
     names = ", ".join(os.path.basename(h) for h in hits[:5])
     raise CliError(f"{ref!r} matches {len(hits)} runs ({names})", "give more of the run id")
 
@@ -172,10 +180,17 @@ def cmd_ls(args: argparse.Namespace) -> int:
     for info in infos:
         created = info["created_at"]
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(created)) if created else "-"
-        rows.append([info["state"], info["project"], info["name"], info["id"], when,
-                     fmt_duration(info["duration"]),
-                     *(fmt_value(info["summary"][k]) if k in info["summary"] else "-"
-                       for k in keys)])
+        rows.append(
+            [
+                info["state"],
+                info["project"],
+                info["name"],
+                info["id"],
+                when,
+                fmt_duration(info["duration"]),
+                *(fmt_value(info["summary"][k]) if k in info["summary"] else "-" for k in keys),
+            ]
+        )
         colors.append(_STATE_COLORS.get(info["state"]))
     print(table(headers, rows, colors))
     return EXIT["ok"]
@@ -218,8 +233,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     git = meta.get("git") or {}
     for label, value in (
         ("directory", d),
-        ("created", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(meta["created_at"]))
-         if isinstance(meta.get("created_at"), (int, float)) else None),
+        (
+            "created",
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(meta["created_at"]))
+            if isinstance(meta.get("created_at"), (int, float))
+            else None,
+        ),
         ("duration", fmt_duration(info["duration"])),
         ("host", f"{meta.get('host')} pid {meta.get('pid')}" if meta.get("host") else None),
         ("command", " ".join(meta.get("argv") or []) or None),
@@ -280,8 +299,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError:
-            raise CliError("--format parquet needs pyarrow", "pip install pyarrow",
-                           EXIT["missing_dependency"]) from None
+            raise CliError(
+                "--format parquet needs pyarrow", "pip install pyarrow", EXIT["missing_dependency"]
+            ) from None
         cols: dict[str, list[Any]] = {c: [] for c in columns}
         for row in progress.iter(rows):
             for c in columns:
@@ -289,7 +309,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         pq.write_table(pa.table(cols), out_path)
         count = len(cols["_step"])
     else:
-        stream = sys.stdout if out_path == "-" else open(out_path, "w", encoding="utf-8", newline="")  # noqa: SIM115
+        stream = sys.stdout
+        if out_path != "-":
+            stream = open(out_path, "w", encoding="utf-8", newline="")  # noqa: SIM115
         try:
             count = _write_text(fmt, stream, columns, progress.iter(rows))
         finally:
