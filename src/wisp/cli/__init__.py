@@ -42,7 +42,12 @@ def _parser() -> argparse.ArgumentParser:
     dir_opt(sp)
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=None)
-    sp.add_argument("--db", default=None, help="database URL (default: a local file)")
+    sp.add_argument(
+        "--data",
+        default=None,
+        help="where the dashboard keeps its database and media "
+        "(default: $WISP_DATA_DIR or ~/.local/share/wisp)",
+    )
     sp.add_argument("--no-browser", action="store_true", help="don't open a browser")
 
     sp = add("server", "run the wisp server, or manage its API keys (`wisp server keys`)")
@@ -53,11 +58,12 @@ def _parser() -> argparse.ArgumentParser:
             default=os.environ.get("WISP_DATABASE_URL"),
             help="database URL (default: $WISP_DATABASE_URL)",
         )
-        target.add_argument("--data-dir", default=None, help="where media files are stored")
+        target.add_argument("--media-dir", default=None, help="where media files are stored")
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=8080)
     sp.add_argument("--no-auth", action="store_true", help="serve reads without an API key")
     sp.add_argument("--heartbeat-timeout", type=float, default=None)
+    sp.add_argument("--workers", type=int, default=None)
     ksub = sp.add_subparsers(dest="keys_group", metavar="keys")
     kp = ksub.add_parser("keys", help="create, list or revoke API keys")
     kact = kp.add_subparsers(dest="keys_action", metavar="ACTION", required=True)

@@ -78,10 +78,11 @@ def cmd_server(args: argparse.Namespace) -> int:
     serve = _function("wisp.server", "serve", "`wisp server`", "server")
     call_with(
         serve,
+        db=args.db,
+        media_dir=args.media_dir,
         host=args.host,
         port=args.port,
-        database=args.db,
-        data_dir=args.data_dir,
+        workers=args.workers,
         no_auth=args.no_auth,
         heartbeat_timeout=args.heartbeat_timeout,
     )
@@ -92,43 +93,43 @@ def cmd_keys(args: argparse.Namespace) -> int:
     action = args.keys_action
     what = f"`wisp server keys {action}`"
     if action == "create":
-        fn = _function("wisp.server", "create_key", what, "server")
-        key = call_with(
-            fn,
-            database=args.db,
-            name=args.name,
-            scope=args.scope,
-            role=args.scope,
-            data_dir=args.data_dir,
-        )
-        secret = key.get("key") if isinstance(key, dict) else key
+        fn = _function("wisp.server", "keys_create", what, "server")
+        made = call_with(fn, scope=args.scope, name=args.name, db=args.db)
+        key_id, secret = made if isinstance(made, tuple) else ("", made)
         if args.json:
-            print(json.dumps(key if isinstance(key, dict) else {"key": key}))
+            print(json.dumps({"id": key_id, "key": secret, "scope": args.scope}))
         else:
             print(secret)
             print(
-                "store it now: it is shown only once (`wisp login URL --key KEY`)", file=sys.stderr
+                f"key id {key_id} ({args.scope}); store the key now, it is shown only once: "
+                "`wisp login URL --key KEY`",
+                file=sys.stderr,
             )
     elif action == "list":
-        fn = _function("wisp.server", "list_keys", what, "server")
-        keys = list(call_with(fn, database=args.db, data_dir=args.data_dir))
+        fn = _function("wisp.server", "keys_list", what, "server")
+        keys = list(call_with(fn, db=args.db))
         if args.json:
             print(json.dumps({"keys": keys}, default=str))
         else:
-            rows = [
-                [
-                    str(k.get(c, "")) if isinstance(k, dict) else str(k)
-                    for c in ("id", "name", "scope", "created_at", "revoked")
-                ]
-                for k in keys
-            ]
-            print(table(["ID", "NAME", "SCOPE", "CREATED", "REVOKED"], rows) if rows else "no keys")
+            cols = ("id", "scope", "name", "created_at", "revoked_at")
+            rows = [[_cell(k.get(c)) for c in cols] for k in keys]
+            print(table(["ID", "SCOPE", "NAME", "CREATED", "REVOKED"], rows) if rows else "no keys")
     else:
-        fn = _function("wisp.server", "revoke_key", what, "server")
-        if call_with(fn, args.key_id, database=args.db, data_dir=args.data_dir) is False:
-            raise CliError(f"no key {args.key_id!r}", "`wisp server keys list` shows key ids")
+        fn = _function("wisp.server", "keys_revoke", what, "server")
+        if call_with(fn, args.key_id, db=args.db) is False:
+            raise CliError(
+                f"no active key {args.key_id!r}", "`wisp server keys list` shows key ids"
+            )
         print(f"revoked {args.key_id}")
     return EXIT["ok"]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 1e9:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(value))
+    return str(value)
 
 
 def http_get(url: str, key: str | None, timeout: float) -> tuple[int, dict[str, str], bytes]:
