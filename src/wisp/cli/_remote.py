@@ -67,7 +67,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         open_browser=not args.no_browser,
-        database=args.db,
+        data=args.data,
     )
     return EXIT["ok"]
 
