@@ -201,13 +201,13 @@ def cmd_login(args: argparse.Namespace) -> int:
 def cmd_sync(args: argparse.Namespace) -> int:
     import wisp
 
-    fn = getattr(wisp, "sync", None)
-    if not callable(fn):
-        fn = _function("wisp._sync", "sync", "`wisp sync`", "server")
     if not args.paths and not args.all:
         raise CliError(
             "nothing to sync", "give run directories, or --all for every run under --dir"
         )
+    fn = getattr(wisp, "sync", None)
+    if not callable(fn):
+        fn = _function("wisp._upload._sync", "sync", "`wisp sync`", "server")
     paths = list(args.paths)
     if args.all:
         from wisp.cli._runs import find_runs
