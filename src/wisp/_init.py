@@ -224,4 +224,7 @@ def start_run(
         rank=rank._asdict() if rank is not None else None,
     )
     _run._register(run)
+    from wisp import _extras
+
+    _extras.start(run)
     return run

@@ -439,6 +439,9 @@ class Run:
             if self._writer is None:
                 self.state = "finished"
                 return
+            extras_stop = getattr(self, "_extras_stop", None)
+            if extras_stop is not None:
+                extras_stop()  # system sampler, console capture (wisp._extras)
             self._live = False
             self._commit_pending()
             final_state = state or ("finished" if exit_code == 0 else "failed")
