@@ -136,7 +136,7 @@ def _block_series(
             .where(bl.key_id == kid, bl.blk >= fb_lo, bl.blk <= fb_hi)
             .order_by(bl.blk)
         )
-        entries.extend(conn.execute(q).tuples())
+        entries.extend(tuple(r) for r in conn.execute(q))
     right = max(fb_hi + 1, fb_lo) * B
     for step, v, nf in conn.execute(edge_q.where(*conds, p.step >= right)):
         entries.append((step, step, 1, v, v, v, v, 1 if nf else 0))
@@ -233,9 +233,9 @@ def _other_series(
     xmap: dict[int, float] | None = None
     if xid is not None:
         xmap = dict(
-            conn.execute(select(p.step, p.value).where(p.key_id == xid, p.value.is_not(None)))
-            .tuples()
-            .all()
+            conn.execute(
+                select(p.step, p.value).where(p.key_id == xid, p.value.is_not(None))
+            ).all()
         )
     pts: list[tuple[float, float | None, int]] = []
     for step, t, v, nf in rows:
