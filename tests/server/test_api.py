@@ -23,7 +23,10 @@ def _post(api: Any, records: list[dict[str, Any]], first: int = 0, run: str = "r
 
 
 def _rows(n: int, start: int = 0) -> dict[str, Any]:
-    return {"type": 3, "data": {"rows": [[i, 100.0 + i, {"loss": i * 0.5}] for i in range(start, n)]}}
+    return {
+        "type": 3,
+        "data": {"rows": [[i, 100.0 + i, {"loss": i * 0.5}] for i in range(start, n)]},
+    }
 
 
 def test_put_run_is_idempotent_upsert(api: Api) -> None:
@@ -77,14 +80,30 @@ def test_validation_names_the_field(api: Api) -> None:
     bad = [
         ({"writer_id": "w", "first_seq": -1, "records": []}, "first_seq"),
         ({"writer_id": "w w", "first_seq": 0, "records": []}, "writer_id"),
-        ({"writer_id": "w", "first_seq": 0, "records": [{"type": 3, "data": {"rows": [[1]]}}]},
-         "records[0].data.rows[0]"),
-        ({"writer_id": "w", "first_seq": 0, "records": [{"type": "x", "data": {}}]},
-         "records[0].type"),
-        ({"writer_id": "w", "first_seq": 0,
-          "records": [{"type": 3, "data": {"rows": [[-1, 0.0, {}]]}}]}, "records[0].data.rows[0][0]"),
-        ({"writer_id": "w", "first_seq": 0,
-          "records": [{"type": 2, "data": {"config": {"a": "\u0000"}}}]}, "records[0].data.config.a"),
+        (
+            {"writer_id": "w", "first_seq": 0, "records": [{"type": 3, "data": {"rows": [[1]]}}]},
+            "records[0].data.rows[0]",
+        ),
+        (
+            {"writer_id": "w", "first_seq": 0, "records": [{"type": "x", "data": {}}]},
+            "records[0].type",
+        ),
+        (
+            {
+                "writer_id": "w",
+                "first_seq": 0,
+                "records": [{"type": 3, "data": {"rows": [[-1, 0.0, {}]]}}],
+            },
+            "records[0].data.rows[0][0]",
+        ),
+        (
+            {
+                "writer_id": "w",
+                "first_seq": 0,
+                "records": [{"type": 2, "data": {"config": {"a": "\u0000"}}}],
+            },
+            "records[0].data.config.a",
+        ),
     ]
     for body, field in bad:
         r = api.post("/api/v1/runs/r1/records", json=body)
@@ -94,7 +113,10 @@ def test_validation_names_the_field(api: Api) -> None:
     assert api.post("/api/v1/runs/r1/records", content=b"[" * 100000).status_code == 400
     assert api.put("/api/v1/runs/r1", json={"bogus": 1}).json()["error"]["field"] == "bogus"
     assert api.put("/api/v1/runs/bad%20id", json={"project": "p"}).status_code == 422
-    assert api.get("/api/v1/series", params={"runs": "r1", "keys": "a", "buckets": "0"}).status_code == 422
+    assert (
+        api.get("/api/v1/series", params={"runs": "r1", "keys": "a", "buckets": "0"}).status_code
+        == 422
+    )
 
 
 def test_unknown_record_types_are_stored_not_fatal(api: Api) -> None:
@@ -136,7 +158,10 @@ def test_run_view_summary_metrics_console_media(api: Api) -> None:
     recs = [
         {"type": 3, "data": {"rows": [[0, 1.0, {"loss": 1.0, "img": img, "tag": "x"}]]}},
         {"type": 4, "data": {"summary": {"loss": 1.0}}},
-        {"type": 5, "data": {"name": "loss", "step_metric": None, "summary": "min", "hidden": False}},
+        {
+            "type": 5,
+            "data": {"name": "loss", "step_metric": None, "summary": "min", "hidden": False},
+        },
         {"type": 7, "data": {"lines": [{"ts": 1.0, "stream": "stderr", "text": "warn"}]}},
         {"type": 6, "data": {"state": "failed", "exit_code": 3, "finished_at": 2e9}},
     ]
@@ -182,7 +207,9 @@ def test_media_upload_by_hash(api: Api) -> None:
     for bad in ("../../etc/passwd", "%2e%2e%2fsecret", "AB" * 32, "ab" * 31):
         assert api.get(f"/api/v1/media/{bad}").status_code in (404, 422)
     big = b"x" * (1024 * 1024 + 1)
-    assert api.put(f"/api/v1/media/{hashlib.sha256(big).hexdigest()}", content=big).status_code == 413
+    assert (
+        api.put(f"/api/v1/media/{hashlib.sha256(big).hexdigest()}", content=big).status_code == 413
+    )
 
 
 def test_auth_scopes(app: Any, keys: dict[str, str]) -> None:

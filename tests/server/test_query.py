@@ -12,16 +12,35 @@ from wisp.server._query import list_runs
 
 def _seed(store: Any) -> None:
     specs = [
-        ("a", {"lr": 0.1, "model": "resnet", "opt": {"m": 0.9}}, {"acc": 0.5}, ["base"], "finished"),
-        ("b", {"lr": 0.001, "model": "vit", "opt": {"m": 0.5}}, {"acc": 0.9}, ["base", "x"], "failed"),
+        (
+            "a",
+            {"lr": 0.1, "model": "resnet", "opt": {"m": 0.9}},
+            {"acc": 0.5},
+            ["base"],
+            "finished",
+        ),
+        (
+            "b",
+            {"lr": 0.001, "model": "vit", "opt": {"m": 0.5}},
+            {"acc": 0.9},
+            ["base", "x"],
+            "failed",
+        ),
         ("c", {"lr": 0.01, "model": "resnet", "flag": True}, {"acc": 0.7}, [], "finished"),
         ("d", {"lr": "auto"}, {}, ["x"], "running"),
     ]
     for i, (rid, cfg, summ, tags, state) in enumerate(specs):
         store.put_run(
             rid,
-            {"project": "p", "config": cfg, "summary": summ, "tags": tags, "state": state,
-             "created_at": 100.0 + i, "run_group": "g1" if i < 2 else None},
+            {
+                "project": "p",
+                "config": cfg,
+                "summary": summ,
+                "tags": tags,
+                "state": state,
+                "created_at": 100.0 + i,
+                "run_group": "g1" if i < 2 else None,
+            },
         )
 
 
@@ -62,8 +81,17 @@ def test_sort_and_paginate(store: Any) -> None:
 
 @pytest.mark.parametrize(
     "expr",
-    ["config.lr <", "bogus = 1", "(state = x", "state = x )", "config.lr ~ 1", "tags = x",
-     "config.lr' or 1=1 --' = 1", 'config."a"b = 1', "created_at = 'x'"],
+    [
+        "config.lr <",
+        "bogus = 1",
+        "(state = x",
+        "state = x )",
+        "config.lr ~ 1",
+        "tags = x",
+        "config.lr' or 1=1 --' = 1",
+        'config."a"b = 1',
+        "created_at = 'x'",
+    ],
 )
 def test_bad_filters_are_422(store: Any, expr: str) -> None:
     """A malformed expression is a 422 naming the filter, never a database error."""

@@ -14,7 +14,12 @@ def _load(store: Any, values: dict[int, float], run: str = "r") -> None:
     store.put_run(run, {"project": "p", "created_at": 0.0})
     rows = [[s, 1000.0 + s, {"m": v}] for s, v in sorted(values.items())]
     for i in range(0, len(rows), 5000):
-        store.ingest(run, "w", i // 5000, prepare_records([{"type": 3, "data": {"rows": rows[i : i + 5000]}}]))
+        store.ingest(
+            run,
+            "w",
+            i // 5000,
+            prepare_records([{"type": 3, "data": {"rows": rows[i : i + 5000]}}]),
+        )
 
 
 def _reference(values: dict[int, float], buckets: int, lo: int, hi: int) -> dict[int, list[Any]]:

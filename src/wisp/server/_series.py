@@ -233,9 +233,7 @@ def _other_series(
     xmap: dict[int, float] | None = None
     if xid is not None:
         xmap = dict(
-            conn.execute(
-                select(p.step, p.value).where(p.key_id == xid, p.value.is_not(None))
-            ).all()
+            conn.execute(select(p.step, p.value).where(p.key_id == xid, p.value.is_not(None))).all()
         )
     pts: list[tuple[float, float | None, int]] = []
     for step, t, v, nf in rows:
