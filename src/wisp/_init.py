@@ -17,8 +17,16 @@ from wisp.errors import UsageError
 __all__ = ["start_run"]
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
-_ADJECTIVES = ["amber", "autumn", "bold", "brisk", "calm", "crisp", "dapper", "eager", "fancy", "gentle", "glad", "hardy", "icy", "jolly", "keen", "lively", "lucid", "mellow", "misty", "noble", "olive", "proud", "quiet", "rapid", "rosy", "silent", "snowy", "sunny", "swift", "tidy", "vivid", "warm", "witty"]
-_NOUNS = ["badger", "breeze", "brook", "canyon", "cedar", "comet", "dawn", "delta", "ember", "falcon", "fern", "forest", "galaxy", "grove", "harbor", "heron", "island", "lagoon", "maple", "meadow", "nebula", "oasis", "orbit", "otter", "pine", "prairie", "quartz", "river", "sparrow", "summit", "tundra", "willow"]
+_ADJECTIVES = (
+    "amber autumn bold brisk calm crisp dapper eager fancy gentle glad hardy icy jolly keen "
+    "lively lucid mellow misty noble olive proud quiet rapid rosy silent snowy sunny swift "
+    "tidy vivid warm witty"
+).split()
+_NOUNS = (
+    "badger breeze brook canyon cedar comet dawn delta ember falcon fern forest galaxy grove "
+    "harbor heron island lagoon maple meadow nebula oasis orbit otter pine prairie quartz "
+    "river sparrow summit tundra willow"
+).split()
 
 _hooks_installed = False
 
@@ -110,7 +118,9 @@ def start_run(
     if id is not None:
         _check_str("id", id)
         if not id or any(c not in _ALPHABET + "-_" for c in id.lower()) or len(id) > 64:
-            raise UsageError(f"init() id must be 1-64 letters, digits, '-' or '_', got {id!r}")
+            raise UsageError(
+                f"init() id must be 1-64 letters, digits, '-' or '_', got {id!r}"
+            )
     tag_list: list[str] = []
     if tags is not None:
         if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
@@ -135,17 +145,8 @@ def start_run(
     name = name or _default_name(run_id)
     if s.mode == "disabled":
         return Run(
-            settings=s,
-            project=project,
-            name=name,
-            run_id=run_id,
-            run_dir=None,
-            tags=tag_list,
-            notes=notes,
-            group=group,
-            job_type=job_type,
-            config=config,
-            disabled=True,
+            settings=s, project=project, name=name, run_id=run_id, run_dir=None, tags=tag_list,
+            notes=notes, group=group, job_type=job_type, config=config, disabled=True,
         )
     _install_hooks()
     base = os.path.abspath(s.dir or os.getcwd())
@@ -158,16 +159,8 @@ def start_run(
 
         raise RunFileError(f"cannot create run directory {run_dir}: {exc}") from exc
     run = Run(
-        settings=s,
-        project=project,
-        name=name,
-        run_id=run_id,
-        run_dir=run_dir,
-        tags=tag_list,
-        notes=notes,
-        group=group,
-        job_type=job_type,
-        config=config,
+        settings=s, project=project, name=name, run_id=run_id, run_dir=run_dir, tags=tag_list,
+        notes=notes, group=group, job_type=job_type, config=config,
     )
     _run._register(run)
     return run

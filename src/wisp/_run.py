@@ -259,7 +259,7 @@ class Run:
         return self._step
 
     def _write_start(self) -> None:
-        from wisp import __version__, _meta
+        from wisp import _meta, __version__
 
         assert self._writer is not None
         payload = {
@@ -423,20 +423,14 @@ class Run:
             final_state = state or ("finished" if exit_code == 0 else "failed")
             w = self._writer
             w.put((CALL, w.write_summary))
-            w.put(
-                (
-                    RECORD,
-                    RecordType.FINISH,
-                    {
-                        "state": final_state,
-                        "exit_code": exit_code,
-                        "finished_at": self._get_time(),
-                        "last_step": self._step - 1 if self._step else None,
-                        "backpressure_waits": w.backpressure_waits,
-                        "failures": dict(w.failures),
-                    },
-                )
-            )
+            w.put((RECORD, RecordType.FINISH, {
+                "state": final_state,
+                "exit_code": exit_code,
+                "finished_at": self._get_time(),
+                "last_step": self._step - 1 if self._step else None,
+                "backpressure_waits": w.backpressure_waits,
+                "failures": dict(w.failures),
+            }))
             done = w.close(self._settings.finish_timeout)
             self.state = final_state
             self.exit_code = exit_code
@@ -498,14 +492,14 @@ class Run:
             self.finish(exit_code=1)
 
     def __repr__(self) -> str:
-        return (
-            f"<wisp.Run {self.project}/{self.name} id={self.id} state={self.state} dir={self.dir}>"
-        )
+        return f"<wisp.Run {self.project}/{self.name} id={self.id} state={self.state} dir={self.dir}>"
 
     def _repr_html_(self) -> str:
         from html import escape
 
-        link = f' · <a href="{escape(self.url)}" target="_blank">dashboard</a>' if self.url else ""
+        link = (
+            f' · <a href="{escape(self.url)}" target="_blank">dashboard</a>' if self.url else ""
+        )
         return (
             f"<div><b>wisp run</b> {escape(self.project)}/<b>{escape(self.name)}</b> "
             f"<code>{escape(self.id)}</code> · {escape(self.state)}{link}<br>"

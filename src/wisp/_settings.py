@@ -101,7 +101,7 @@ class Settings:
     0.5
     """
 
-    __slots__ = ("_explicit", "_values")
+    __slots__ = ("_values", "_explicit")
 
     def __init__(self, **kwargs: Any) -> None:
         self._values: dict[str, Any] = {k: spec[1] for k, spec in _FIELDS.items()}

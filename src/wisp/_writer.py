@@ -47,7 +47,7 @@ _dumps = json.JSONEncoder(allow_nan=True, separators=(",", ":"), ensure_ascii=Fa
 
 
 class _Agg:
-    __slots__ = ("count", "max", "min", "sum")
+    __slots__ = ("min", "max", "sum", "count")
 
     def __init__(self) -> None:
         self.min = math.inf
@@ -175,13 +175,8 @@ class Writer:
         if self.first_error is None:
             self.first_error = exc
         if n == 1:
-            log.warning(
-                "wisp: background %s failed (%s: %s); counting further failures, "
-                "finish() will report them",
-                what,
-                type(exc).__name__,
-                exc,
-            )
+            log.warning("wisp: background %s failed (%s: %s); counting further failures, "
+                        "finish() will report them", what, type(exc).__name__, exc)
 
     def _drain_slice(self) -> None:
         queue = self.queue

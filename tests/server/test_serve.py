@@ -61,7 +61,7 @@ def test_keys_commands(db_url: str) -> None:
 
 
 def test_two_servers_ingest_concurrently(pg_url: str, tmp_path: Path) -> None:
-    """Two server processes on one PostgreSQL, with interleaved retries, lose and duplicate nothing."""
+    """Two servers on one PostgreSQL, with interleaved retries, lose and duplicate nothing."""
     from wisp.server import open_store
 
     store = open_store(pg_url)
