@@ -17,7 +17,7 @@ export class ChartGrid {
   constructor(
     private runs: ChartRun[],
     private view: ViewOpts,
-    private opts: { syncZoom?: boolean; emptyText?: string } = {},
+    private opts: { syncZoom?: boolean; emptyText?: string; stepMetric?: (key: string) => string | null } = {},
   ) {
     this.el = h("div", { class: "grid-wrap" });
     this.io = new IntersectionObserver(
@@ -33,6 +33,12 @@ export class ChartGrid {
     );
   }
 
+  /** A key with a define_metric step metric is plotted against it when x is "step". */
+  private viewFor(key: string): ViewOpts {
+    const sm = this.view.x === "step" ? this.opts.stepMetric?.(key) : null;
+    return sm ? { ...this.view, x: sm } : this.view;
+  }
+
   setZoom(range: [number, number] | null): void {
     this.zoom = range;
   }
@@ -41,7 +47,7 @@ export class ChartGrid {
     if (this.charts.has(key)) return;
     const cell = this.cells.get(key);
     if (!cell) return;
-    const chart = new MetricChart(key, this.runs, this.view, (range) => this.onZoom(chart, range));
+    const chart = new MetricChart(key, this.runs, this.viewFor(key), (range) => this.onZoom(chart, range));
     this.charts.set(key, chart);
     cell.replaceChildren(chart.el);
     if (this.zoom && this.opts.syncZoom) chart.setZoom(this.zoom, false);
@@ -118,7 +124,7 @@ export class ChartGrid {
     const reload = view.x !== this.view.x;
     this.view = view;
     if (reload) this.zoom = null;
-    for (const c of this.charts.values()) c.setView(view, reload);
+    for (const [k, c] of this.charts) c.setView(this.viewFor(k), reload);
   }
 
   /** Live update: fetch new points for every materialised chart. */
@@ -197,4 +203,15 @@ export function viewToolbar(
     h("label", {}, log, " log y"),
   );
   return { el, view };
+}
+
+/** Match a key against define_metric specs (globs with "*"); returns the step metric. */
+export function stepMetricLookup(specs: { name: string; step_metric: string | null }[]): (key: string) => string | null {
+  const rules = specs
+    .filter((s) => s.step_metric)
+    .map((s) => ({ re: new RegExp(`^${s.name.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*")}$`), sm: s.step_metric! }));
+  return (key) => {
+    for (const r of rules) if (r.re.test(key) && key !== r.sm) return r.sm;
+    return null;
+  };
 }

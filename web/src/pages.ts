@@ -1,6 +1,6 @@
 // Projects list, run page and compare view.
 import { api, type RunDetail } from "./api";
-import { ChartGrid, viewToolbar } from "./grid";
+import { ChartGrid, stepMetricLookup, viewToolbar } from "./grid";
 import { consolePanel, mediaPanel } from "./media";
 import { href, patchParams, type Route } from "./router";
 import { fmtDuration, fmtNum, fmtTime, flatten, h, runColors } from "./util";
@@ -99,7 +99,8 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
       const isSys = (k: string) => k.startsWith("system/");
       const hidden = new Set(run.metrics.filter((m) => m.hidden).map((m) => m.name));
       const keysOf = (r: RunDetail) => r.metric_keys.filter((k) => !hidden.has(k) && !k.startsWith("_"));
-      const grid = new ChartGrid(chartRuns, view, { emptyText: "No metrics logged (yet)." });
+      const stepMetric = stepMetricLookup(run.metrics);
+      const grid = new ChartGrid(chartRuns, view, { emptyText: "No metrics logged (yet).", stepMetric });
       const sys = new ChartGrid(chartRuns, view, { emptyText: "No system metrics." });
       grid.setKeys(keysOf(run).filter((k) => !isSys(k)));
       sys.setKeys(keysOf(run).filter(isSys));
@@ -197,7 +198,7 @@ export function comparePage(app: HTMLElement, route: Route, project: string): Di
       const chartRuns = runs.map((r) => ({ id: r.id, label: r.name ?? r.id, color: colors.get(r.id)! }));
       const stepMetrics = [...new Set(runs.flatMap((r) => r.metrics.map((m) => m.step_metric)).filter((x): x is string => !!x))];
       const { el: tools, view } = viewToolbar(route.params, stepMetrics, (v) => grid!.setView(v));
-      grid = new ChartGrid(chartRuns, view, { syncZoom: true });
+      grid = new ChartGrid(chartRuns, view, { syncZoom: true, stepMetric: stepMetricLookup(runs.flatMap((r) => r.metrics)) });
       const xmin = route.params.get("xmin");
       const xmax = route.params.get("xmax");
       if (xmin && xmax) grid.setZoom([Number(xmin), Number(xmax)]);

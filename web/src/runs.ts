@@ -108,9 +108,12 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
     return [...c, ...s];
   }
 
+  function width(c: string): number {
+    return c === "name" ? 240 : c === "tags" ? 150 : c === "state" ? 90 : c === "created_at" ? 140 : c === "duration" ? 90 : 130;
+  }
   function template(): string {
     return `32px ${columns()
-      .map((c) => (c === "name" ? "minmax(160px,2fr)" : c === "tags" ? "minmax(90px,1fr)" : c === "state" ? "84px" : "minmax(90px,1fr)"))
+      .map((c) => `${width(c)}px`)
       .join(" ")}`;
   }
 

@@ -79,8 +79,8 @@ export function debounce<A extends unknown[]>(fn: (...a: A) => void, ms: number)
 
 // A fixed palette (colour-blind friendly-ish); a run keeps its colour everywhere via a hash of its id.
 const PALETTE = [
-  "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-  "#bcbd22", "#7f7f7f", "#393b79", "#ad494a", "#637939", "#e7969c", "#6b6ecf", "#d6616b",
+  "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f",
+  "#ff9da7", "#1b9e77", "#7570b3", "#a6761d",
 ];
 
 export function runColor(id: string): string {
