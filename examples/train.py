@@ -44,7 +44,8 @@ def media_values(
         pixels = (np.clip(grid_pred, 0, 1) * 255).astype(np.uint8)
         out["predictions/surface"] = image(np.stack([pixels, 64 + pixels // 2, 255 - pixels], -1))
     if table is not None:
-        rows = [[float(x[0]), float(x[1]), float(p)] for x, p in zip(xs[:50], probs[:50], strict=True)]
+        pairs = zip(xs[:50], probs[:50], strict=True)
+        rows = [[float(x[0]), float(x[1]), float(p)] for x, p in pairs]
         out["predictions/table"] = table(columns=["x0", "x1", "p"], data=rows)
     return out
 
