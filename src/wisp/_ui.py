@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable
@@ -60,13 +61,16 @@ def run_dirs(roots: Iterable[str]) -> list[str]:
 Transport = Callable[[str, str, bytes | None, dict[str, str]], tuple[int, bytes]]
 
 
-def http_transport(base_url: str, timeout: float = 30.0) -> Transport:
+def http_transport(base_url: str, api_key: str | None = None, timeout: float = 30.0) -> Transport:
     """A urllib transport: ``(method, path, body, headers) -> (status, body)``."""
+    auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
     def send(
         method: str, path: str, body: bytes | None, headers: dict[str, str]
     ) -> tuple[int, bytes]:
-        req = urllib.request.Request(base_url + path, data=body, method=method, headers=headers)
+        req = urllib.request.Request(
+            base_url + path, data=body, method=method, headers={**auth, **headers}
+        )
         try:
             with urllib.request.urlopen(req, timeout=timeout) as res:
                 return int(res.status), bytes(res.read())
@@ -218,6 +222,53 @@ def _finite(v: Any) -> Any:
     return v
 
 
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class _LocalServer:
+    """The real wisp server (``wisp.server.create_app``) under uvicorn in a thread."""
+
+    def __init__(self, db: str, media_dir: str, host: str, port: int) -> None:
+        try:
+            import uvicorn
+
+            from wisp.server._app import create_app
+            from wisp.server._settings import ServerSettings
+            from wisp.server._store import open_store
+        except ImportError as e:
+            raise ImportError(
+                f"wisp ui needs the server extra: pip install 'wisp[server]' ({e})"
+            ) from e
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            raise ValueError(f"wisp ui binds to loopback only, got host={host!r}")
+        settings = ServerSettings(db=db, media_dir=media_dir, host=host, port=port, no_auth=True)
+        # Reads are open on loopback; the importer writes with a key that lives as long as we do.
+        self._store = open_store(db)
+        self._key_id, self.write_key = self._store.create_key("write", "wisp ui importer")
+        app = create_app(settings, store=self._store)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self.url = f"http://{host}:{port}"
+        self._thread = threading.Thread(target=self._server.run, name="wisp-ui-server", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the wisp server did not start on {self.url}")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(10)
+        self._store.revoke_key(self._key_id)
+        self._store.close()
+
+
 def ui(
     host: str = "127.0.0.1",
     port: int = 8642,
@@ -230,22 +281,20 @@ def ui(
     ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve the dashboard on this machine until ``stop`` is set (or Ctrl-C)."""
-    from wisp.server._local import start_local_server
-
     store_dir = data or data_dir()
     os.makedirs(store_dir, exist_ok=True)
-    server = start_local_server(
+    server = _LocalServer(
         f"sqlite:///{os.path.join(store_dir, 'wisp.db')}",
-        host=host,
-        port=port,
-        media_dir=os.path.join(store_dir, "media"),
+        os.path.join(store_dir, "media"),
+        host,
+        port or _free_port(host),
     )
     url = server.url
     roots = [dir or os.getcwd()]
     env_dir = os.environ.get("WISP_DIR")
     if env_dir and env_dir not in roots:
         roots.append(env_dir)
-    importer = LocalImporter(roots, http_transport(url))
+    importer = LocalImporter(roots, http_transport(url, server.write_key))
     stop = stop or threading.Event()
     try:
         importer.poll()
