@@ -123,7 +123,7 @@ class LocalImporter:
             data = gzip.compress(data, 1)
             headers["Content-Encoding"] = "gzip"
         status, raw = self.send(method, path, data, headers)
-        if status >= 400 and status != 409:
+        if status >= 400:
             raise RuntimeError(f"{method} {path} -> {status}: {raw[:300]!r}")
         return json.loads(raw) if raw else {}
 
@@ -133,13 +133,15 @@ class LocalImporter:
             if d not in self.follows:
                 self.follows[d] = _Follow(d)
         sent = 0
-        for f in self.follows.values():
+        for d, f in list(self.follows.items()):
             try:
                 sent += self._poll_one(f)
             except (OSError, RuntimeError, ValueError) as e:
+                # Start this file over next time: the server skips what it already acknowledged.
+                self.follows[d] = _Follow(d)
                 self.errors += 1
                 if self.errors <= 3:
-                    log.warning("wisp ui: importing %s failed: %s", f.dir, e)
+                    log.warning("wisp ui: importing %s failed (will retry): %s", f.dir, e)
         return sent
 
     def _poll_one(self, f: _Follow) -> int:
