@@ -118,10 +118,10 @@ def test_chart_draws_series_with_spike_preserved(dashboard: Dashboard, page: Any
     assert int(d["count"]) == STEPS
     assert int(d["points"]) < STEPS  # downsampled by the server
     assert float(d["scaleYmax"]) >= SPIKE  # the y axis really shows the spike
+    save_shot(page, shots, "run-page")
     # the val/* metrics are drawn against their step metric
     val = _chart(page, "val/loss").evaluate("el => ({...el.dataset})")
     assert float(val["xmax"]) == STEPS // 1000 - 1
-    save_shot(page, shots, "run-page")
 
 
 def test_key_search_filters_charts_and_updates_url(dashboard: Dashboard, page: Any):
