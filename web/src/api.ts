@@ -91,7 +91,19 @@ export function setApiKey(key: string | null): void {
 /** Number of requests in flight; tests and the live indicator read it. */
 export let inFlight = 0;
 
+/** GET JSON; a 5xx answer is retried twice (a dashboard should ride out transient errors). */
 export async function getJSON<T>(path: string, signal?: AbortSignal): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await getOnce<T>(path, signal);
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.status < 500 || attempt >= 2 || signal?.aborted) throw e;
+      await new Promise((r) => setTimeout(r, 150 * (attempt + 1)));
+    }
+  }
+}
+
+async function getOnce<T>(path: string, signal?: AbortSignal): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
   const key = apiKey();
   if (key) headers.Authorization = `Bearer ${key}`;
