@@ -367,7 +367,7 @@ def decode_history(payload: bytes) -> list[list[Any]]:
     return out
 
 
-def decode_payload(rtype: int, payload: bytes) -> object:
+def decode_payload(rtype: int, payload: bytes) -> Any:
     """Any record's payload as JSON-like data (history as ``{"rows": [...]}``)."""
     if rtype == RecordType.HISTORY:
         return {"rows": decode_history(payload)}

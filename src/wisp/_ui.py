@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from wisp._runfile import RecordTail, RecordType
+from wisp._runfile import RecordTail, RecordType, decode_payload
 
 __all__ = ["LocalImporter", "data_dir", "run_dirs", "ui"]
 
@@ -117,7 +117,8 @@ class LocalImporter:
         self.errors = 0
 
     def _json(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body, allow_nan=False).encode()
+        # NaN and ±inf travel as the NaN/Infinity tokens the server's parser accepts
+        data = None if body is None else json.dumps(body, allow_nan=True).encode()
         headers = {"Content-Type": "application/json"}
         if data is not None and len(data) > 64 * 1024:
             data = gzip.compress(data, 1)
@@ -152,7 +153,7 @@ class LocalImporter:
         for rec in recs:
             seq = f.seq
             f.seq += 1
-            data = _decode(rec.payload)
+            data = decode_payload(rec.type, rec.payload)
             if rec.type == RecordType.RUN:
                 sent += self._flush(f, first, batch)
                 batch = []
@@ -207,21 +208,6 @@ class LocalImporter:
                 headers = {"Content-Type": "application/octet-stream", "X-Wisp-Suffix": suffix}
                 self.send("PUT", f"/api/v1/media/{sha}", blob, headers)
             f.sent_media.add(sha)
-
-
-def _decode(payload: bytes) -> Any:
-    """Run-file payloads allow NaN/Infinity tokens; the wire uses null for them."""
-    return _finite(json.loads(payload))
-
-
-def _finite(v: Any) -> Any:
-    if isinstance(v, float) and v - v != 0.0:
-        return None
-    if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_finite(x) for x in v]
-    return v
 
 
 def _free_port(host: str) -> int:

@@ -64,7 +64,8 @@ for i, lr in enumerate([0.1, 0.01, 0.001]):
         wisp.log(row, step=step)
     run.finish()
 """
-    subprocess.run([sys.executable, "-c", script], cwd=workdir, check=True, timeout=120)
+    env = {**os.environ, "WISP_DIR": str(workdir)}
+    subprocess.run([sys.executable, "-c", script], cwd=workdir, env=env, check=True, timeout=120)
 
 
 class Dashboard:

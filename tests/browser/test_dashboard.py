@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -192,7 +193,8 @@ for step in range(400):
     time.sleep(0.05)
 run.finish()
 """
-    proc = subprocess.Popen([sys.executable, "-c", script], cwd=dashboard.workdir)
+    env = {**os.environ, "WISP_DIR": str(dashboard.workdir)}
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=dashboard.workdir, env=env)
     try:
         deadline = time.monotonic() + 30
         rid = None
