@@ -331,13 +331,13 @@ class Run:
         if type(data) is dict and _FAST_REJECT.isdisjoint(data):
             for k, v in data.items():
                 if type(v) not in SCALAR_TYPES or type(k) is not str:
-                    row, deferred = prepare_row(data)
+                    row, deferred = prepare_row(data, self._settings.max_value_bytes)
                     break
             else:
                 row = data.copy()
                 deferred = False
         else:
-            row, deferred = prepare_row(data)
+            row, deferred = prepare_row(data, self._settings.max_value_bytes)
         cur = self._step
         if step is not None:
             if type(step) is not int:
