@@ -120,9 +120,7 @@ def convert_jax(key: str, value: Any) -> Any:
 
 def is_cuda_tensor(value: Any) -> bool:
     torch = sys.modules.get("torch")
-    return (
-        torch is not None and isinstance(value, torch.Tensor) and value.device.type == "cuda"
-    )
+    return torch is not None and isinstance(value, torch.Tensor) and value.device.type == "cuda"
 
 
 class ArraySnapshot:

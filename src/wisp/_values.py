@@ -133,8 +133,10 @@ def convert_value(key: str, value: Any) -> Any:
     if isinstance(value, (int, float, str)):  # subclasses (IntEnum, ...) become plain values
         if isinstance(value, bool):
             return bool(value)
-        return int(value) if isinstance(value, int) else (
-            float(value) if isinstance(value, float) else str(value)
+        return (
+            int(value)
+            if isinstance(value, int)
+            else (float(value) if isinstance(value, float) else str(value))
         )
     module = t.__module__ or ""
     if module == "numpy" or module.startswith("numpy."):

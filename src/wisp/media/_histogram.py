@@ -11,6 +11,7 @@ the bins and counted separately.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -45,7 +46,7 @@ class Histogram(Deferred):
     not binned.  ``num_bins`` is 1 to 512.
     """
 
-    __slots__ = ("_device", "_edges", "_counts", "_snap", "num_bins")
+    __slots__ = ("_counts", "_device", "_edges", "_snap", "num_bins")
 
     def __init__(
         self,
@@ -94,7 +95,7 @@ class Histogram(Deferred):
                 "expected one more edge than counts"
             )
         if any(not math.isfinite(e) for e in edges) or any(
-            b < a for a, b in zip(edges, edges[1:], strict=False)
+            b < a for a, b in itertools.pairwise(edges)
         ):
             raise UsageError("wisp.Histogram(np_histogram) edges must be finite and increasing")
         self._counts = counts

@@ -68,6 +68,7 @@ class Image(Deferred):
     """
 
     __slots__ = ("_data", "_kind", "_nbytes", "_resolved", "caption", "height", "mode", "width")
+    _data: Any  # an ArraySnapshot, a PIL image or a file path, until resolved
 
     def __init__(self, data: Any, caption: str | None = None, mode: str | None = None) -> None:
         if caption is not None and not isinstance(caption, str):
@@ -185,7 +186,8 @@ class Image(Deferred):
         img = self._data
         if img.mode not in MODES:
             has_alpha = "A" in img.getbands() or "transparency" in img.info
-            img = img.convert("RGBA" if has_alpha else "L" if img.mode.startswith(("1", "I", "F")) else "RGB")
+            grey = img.mode.startswith(("1", "I", "F"))
+            img = img.convert("RGBA" if has_alpha else "L" if grey else "RGB")
         a = np.asarray(img, dtype=np.uint8)
         return np.ascontiguousarray(a if a.ndim == 3 else a[:, :, None])
 
@@ -230,7 +232,7 @@ def convert_mode(pixels: Any, channels: int) -> Any:
         color = np.repeat(color, 3, axis=2)
     if channels in (2, 4):
         if alpha is None:
-            alpha = np.full(color.shape[:2] + (1,), 255, dtype=np.uint8)
+            alpha = np.full((*color.shape[:2], 1), 255, dtype=np.uint8)
         color = np.concatenate([color, alpha], axis=2)
     return np.ascontiguousarray(color)
 

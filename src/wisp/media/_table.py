@@ -45,8 +45,10 @@ def _cell(value: Any, column: str, row: int) -> tuple[Any, int]:
     if isinstance(value, (bool, int, float, str)):  # subclasses: IntEnum, numpy.float64, ...
         if isinstance(value, bool):
             return bool(value), 8
-        plain = int(value) if isinstance(value, int) else (
-            float(value) if isinstance(value, float) else str(value)
+        plain = (
+            int(value)
+            if isinstance(value, int)
+            else (float(value) if isinstance(value, float) else str(value))
         )
         return plain, len(plain) + 3 if isinstance(plain, str) else 8
     name = t.__name__
@@ -184,7 +186,7 @@ class Table(Deferred):
         # Rows are tuples nobody else holds: a copy of the list is a faithful snapshot.
         return _FrozenTable(tuple(self._columns), tuple(self._rows), self.estimate_bytes())
 
-    def resolve(self, ctx: ResolveContext) -> dict[str, Any]:
+    def resolve(self, ctx: ResolveContext) -> Any:
         return self.at_log("").resolve(ctx)
 
     def __repr__(self) -> str:
@@ -203,9 +205,7 @@ class _FrozenTable(Deferred):
         return self._nbytes
 
     def resolve(self, ctx: ResolveContext) -> dict[str, Any]:
-        data = [
-            [c.resolve(ctx) if isinstance(c, Image) else c for c in row] for row in self._rows
-        ]
+        data = [[c.resolve(ctx) if isinstance(c, Image) else c for c in row] for row in self._rows]
         doc = {"format": FORMAT, "version": VERSION, "columns": list(self._columns), "data": data}
         path = ctx.save_media(_dumps(doc).encode("utf-8"), ".table.json")
         return {
