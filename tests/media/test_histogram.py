@@ -119,7 +119,9 @@ def test_num_bins_out_of_range(bins: Any) -> None:
 
 def test_num_bins_bounds_accepted(run: wisp.Run) -> None:
     """1 and 512 bins are both accepted."""
-    run.log({"one": wisp.Histogram([1, 2], num_bins=1), "max": wisp.Histogram([1, 2], num_bins=512)})
+    run.log(
+        {"one": wisp.Histogram([1, 2], num_bins=1), "max": wisp.Histogram([1, 2], num_bins=512)}
+    )
     data = read_back(run)
     assert len(data.scalars("one")[1][0]["counts"]) == 1
     assert len(data.scalars("max")[1][0]["counts"]) == 512

@@ -42,7 +42,11 @@ LAYOUTS = [
     ("np-HWC4", np.dstack([RGB, RGB[:, :, :1]]), np.dstack([RGB, RGB[:, :, :1]])),
     ("np-CHW3", RGB.transpose(2, 0, 1), RGB),
     ("np-CHW1", RGB[:, :, :1].transpose(2, 0, 1), RGB[:, :, :1]),
-    ("np-CHW4", np.dstack([RGB, RGB[:, :, :1]]).transpose(2, 0, 1), np.dstack([RGB, RGB[:, :, :1]])),
+    (
+        "np-CHW4",
+        np.dstack([RGB, RGB[:, :, :1]]).transpose(2, 0, 1),
+        np.dstack([RGB, RGB[:, :, :1]]),
+    ),
     ("np-noncontiguous", RGB[:, ::-1], RGB[:, ::-1]),
     ("torch-CHW3", torch.from_numpy(RGB.transpose(2, 0, 1).copy()), RGB),
     ("torch-HWC3", torch.from_numpy(RGB.copy()), RGB),
@@ -178,8 +182,17 @@ def test_mode_converts_a_file(run: wisp.Run, tmp_path: Any) -> None:
 
 @pytest.mark.parametrize(
     ("src", "mode", "channels"),
-    [("RGB", "L", 1), ("RGB", "LA", 2), ("RGB", "RGBA", 4), ("L", "RGB", 3), ("L", "RGBA", 4),
-     ("RGBA", "RGB", 3), ("RGBA", "L", 1), ("LA", "RGB", 3), ("RGBA", "LA", 2)],
+    [
+        ("RGB", "L", 1),
+        ("RGB", "LA", 2),
+        ("RGB", "RGBA", 4),
+        ("L", "RGB", 3),
+        ("L", "RGBA", 4),
+        ("RGBA", "RGB", 3),
+        ("RGBA", "L", 1),
+        ("LA", "RGB", 3),
+        ("RGBA", "LA", 2),
+    ],
 )
 def test_mode_conversion_matches_pil(src: str, mode: str, channels: int) -> None:
     """convert_mode gives the same pixels as PIL's Image.convert."""
@@ -192,7 +205,9 @@ def test_mode_conversion_matches_pil(src: str, mode: str, channels: int) -> None
 
 def test_identical_images_are_stored_once(run: wisp.Run) -> None:
     """Two Images of the same pixels (from numpy and torch) share one media file."""
-    run.log({"a": wisp.Image(RGB), "b": wisp.Image(torch.from_numpy(RGB.transpose(2, 0, 1).copy()))})
+    run.log(
+        {"a": wisp.Image(RGB), "b": wisp.Image(torch.from_numpy(RGB.transpose(2, 0, 1).copy()))}
+    )
     run.log({"a": wisp.Image(RGB.copy())})
     data = read_back(run)
     paths = {v["path"] for k in ("a", "b") for v in data.scalars(k)[1]}
@@ -276,7 +291,7 @@ def test_rejected_arguments(tmp_path: Any) -> None:
         wisp.Image(tmp_path / "missing.png")
     with pytest.raises(UsageError, match="not a file"):
         wisp.Image(tmp_path)
-    with pytest.raises(UsageError, match="already a wisp.Image"):
+    with pytest.raises(UsageError, match=r"already a wisp\.Image"):
         wisp.Image(wisp.Image(RGB))  # type: ignore[arg-type]
 
 

@@ -33,7 +33,9 @@ class Color(enum.IntEnum):
 
 def test_columns_and_data_stored_as_json_file(run: wisp.Run) -> None:
     """A table is stored as a wisp.table JSON file; the row holds its path, columns and size."""
-    table = wisp.Table(columns=["a", "b", "c", "d"], data=[[1, 2.5, "x", True], [None, -1, "", False]])
+    table = wisp.Table(
+        columns=["a", "b", "c", "d"], data=[[1, 2.5, "x", True], [None, -1, "", False]]
+    )
     run.log({"t": table})
     value = logged(run, "t")
     assert value["_type"] == "table" and value["path"].endswith(".table.json")
@@ -71,7 +73,13 @@ def test_cell_conversions(run: wisp.Run) -> None:
 def test_image_cells(run: wisp.Run) -> None:
     """Image cells are stored as media files and referenced from the table by relative path."""
     img = np.full((4, 4, 3), 200, dtype=np.uint8)
-    run.log({"t": wisp.Table(columns=["id", "img"], data=[[0, wisp.Image(img, caption="c")], [1, None]])})
+    run.log(
+        {
+            "t": wisp.Table(
+                columns=["id", "img"], data=[[0, wisp.Image(img, caption="c")], [1, None]]
+            )
+        }
+    )
     doc = _file(run, logged(run, "t"))
     cell = doc["data"][0][1]
     assert cell["_type"] == "image" and cell["caption"] == "c"
@@ -107,7 +115,7 @@ def test_numpy_2d_data(run: wisp.Run) -> None:
 
 
 def test_rows_added_after_log_go_to_the_next_log(run: wisp.Run) -> None:
-    """log() stores the rows present at that moment; add_data() afterwards changes nothing logged."""
+    """log() stores the rows present then; add_data() afterwards changes nothing logged."""
     table = wisp.Table(columns=["i"])
     table.add_data(0)
     run.log({"t": table})
