@@ -236,10 +236,15 @@ def _snapshot_torch(value: Any, what: str) -> ArraySnapshot:
         raise UsageError(f"{what} is a {value.layout} tensor; convert it with .to_dense() first")
     name = str(dtype).removeprefix("torch.")
     shape = _shape(value)
+    np = _numpy()
     t = value.detach()
     device = t.device.type
     if device == "cpu":
-        return ArraySnapshot("torch", t.clone(), shape, name, t.element_size())
+        # numpy's copy: single-threaded, so it never waits on a busy intra-op thread pool
+        if dtype == torch.bfloat16:
+            t = t.to(torch.float32)
+        copy = np.array(t.resolve_neg().resolve_conj().numpy(), copy=True)
+        return ArraySnapshot("numpy", copy, shape, name, t.element_size())
     if device == "meta":
         raise UsageError(f"{what} is a tensor on the meta device: it holds no data")
     if device == "cuda":

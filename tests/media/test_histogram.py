@@ -38,11 +38,13 @@ SOURCES = [
 
 
 def _expected(source: Any, bins: int) -> tuple[list[Any], list[Any]]:
-    if isinstance(source, torch.Tensor):  # half precision is binned as float32
-        source = (source.float() if source.dtype == torch.float16 else source).detach().numpy()
+    if isinstance(source, torch.Tensor):
+        source = source.detach().numpy()
     a = np.asarray(source).reshape(-1)
     if a.dtype == np.bool_:
         a = a.astype(np.uint8)
+    elif a.dtype == np.float16:  # half precision is binned as float32
+        a = a.astype(np.float32)
     counts, edges = np.histogram(a, bins=bins)
     return counts.tolist(), edges.tolist()
 

@@ -131,6 +131,8 @@ class Histogram(Deferred):
             raise UsageError("wisp.Histogram(values) holds non-numbers")
         if a.dtype.kind == "b":
             a = a.astype(np.uint8)
+        elif a.dtype == np.float16:  # float16 edges would be too coarse
+            a = a.astype(np.float32)
         nan = inf = 0
         if a.dtype.kind == "f":
             finite = np.isfinite(a)
