@@ -42,7 +42,9 @@ def _time(fn: Callable[[], Any], n: int) -> list[int]:
 
 
 def _row(name: str, samples: list[int], extra: str = "") -> None:
-    print(f"  {name:<44} p50 {_pct(samples, 0.5):9.1f} us  p99 {_pct(samples, 0.99):9.1f} us{extra}")
+    print(
+        f"  {name:<44} p50 {_pct(samples, 0.5):9.1f} us  p99 {_pct(samples, 0.99):9.1f} us{extra}"
+    )
 
 
 def _log_cost(run: wisp.Run, key: str, make: Callable[[], Any], n: int) -> list[int]:
@@ -114,7 +116,10 @@ def calling_thread(n: int, root: str) -> None:
     ]:
         values = [make() for _ in range(k)]
         it = iter(values)
-        _row(name, _time(lambda it=it: next(it).resolve(ctx), k))  # type: ignore[misc]
+        cpu0 = time.thread_time()
+        wall = _time(lambda it=it: next(it).resolve(ctx), k)  # type: ignore[misc]
+        cpu = (time.thread_time() - cpu0) / k * 1e6
+        _row(name, wall, f"  (CPU {cpu:.0f} us mean)")
     run.finish()
 
 
@@ -133,6 +138,10 @@ def throughput(steps: int, root: str, kind: str) -> None:
     else:
         img = _photo((256, 256, 3), rng)
     run = wisp.init(project="bench-media", dir=root, settings={"git": False})
+    writer = run._writer.thread  # type: ignore[union-attr]
+    assert writer.ident is not None
+    cpu_clock = time.pthread_getcpuclockid(writer.ident)
+    cpu0 = time.clock_gettime(cpu_clock)
     clock = time.perf_counter_ns
     calls = []
     t0 = time.perf_counter()
@@ -142,12 +151,17 @@ def throughput(steps: int, root: str, kind: str) -> None:
         c0 = clock()
         run.log({"img": wisp.Image(img), "loss": 1.0 / (step + 1)})
         calls.append(clock() - c0)
+    run._writer.barrier()  # type: ignore[union-attr]
+    cpu = time.clock_gettime(cpu_clock) - cpu0
     run.finish()
     elapsed = time.perf_counter() - t0
-    rate = steps / elapsed
     print(
-        f"  {kind:<11} {steps} steps in {elapsed:6.2f} s = {rate:7.1f} steps/s "
-        f"(target >= 200)  log(Image) incl. copy p50 {_pct(calls, 0.5):.1f} us, "
+        f"  {kind:<11} {steps} steps in {elapsed:6.2f} s = {steps / elapsed:7.1f} steps/s "
+        f"(target >= 200); writer CPU {cpu / steps * 1e3:.2f} ms/step = capacity "
+        f"{steps / cpu:.0f} steps per writer-CPU-second"
+    )
+    print(
+        f"  {'':<11} log(Image(img)) incl. the copy: p50 {_pct(calls, 0.5):.1f} us, "
         f"p99 {_pct(calls, 0.99):.1f} us, mean {statistics.mean(calls) / 1000:.1f} us"
     )
 
