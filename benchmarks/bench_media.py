@@ -47,12 +47,20 @@ def _row(name: str, samples: list[int], extra: str = "") -> None:
     )
 
 
-def _log_cost(run: wisp.Run, key: str, make: Callable[[], Any], n: int) -> list[int]:
-    """p50 of run.log({key: value}) alone, value made outside the timed region."""
+def _log_cost(
+    run: wisp.Run, key: str, make: Callable[[], Any], n: int, idle: bool = True
+) -> list[int]:
+    """Times of run.log({key: value}) alone, the value made outside the timed region.
+
+    ``idle``: wait for the writer to finish the previous value first, so the call
+    does not compete for the GIL with the writer's binning/encoding.
+    """
     clock = time.perf_counter_ns
     out = []
     for _ in range(n):
         value = make()
+        if idle:
+            run._writer.barrier()  # type: ignore[union-attr]
         t0 = clock()
         run.log({key: value})
         out.append(clock() - t0)
@@ -70,14 +78,14 @@ def calling_thread(n: int, root: str) -> None:
     src_hist_t = torch.from_numpy(src_hist.copy())
     img512 = rng.integers(0, 256, (512, 512, 3), dtype=np.uint8)
 
-    plain = _log_cost(run, "f", lambda: 0.5, n)
-    cpu_tensor = _log_cost(run, "t", lambda: scalar, n)
-    hist = _log_cost(run, "h", lambda: wisp.Histogram(src_hist), max(50, n // 20))
-    image = _log_cost(run, "i", lambda: wisp.Image(img512), max(50, n // 10))
-    _row("log() float (baseline)", plain)
-    _row("log() 0-d CPU torch tensor", cpu_tensor)
-    _row("log() Histogram, 1M float32 source", hist)
-    _row("log() Image, 512x512x3 uint8", image)
+    for idle in (True, False):
+        print(f"  - writer {'idle' if idle else 'busy with the previous values (GIL shared)'}")
+        _row("log() float (baseline)", _log_cost(run, "f", lambda: 0.5, n, idle))
+        _row("log() 0-d CPU torch tensor", _log_cost(run, "t", lambda: scalar, n, idle))
+        hist = _log_cost(run, "h", lambda: wisp.Histogram(src_hist), max(50, n // 20), idle)
+        _row("log() Histogram, 1M float32 source", hist)
+        image = _log_cost(run, "i", lambda: wisp.Image(img512), max(50, n // 10), idle)
+        _row("log() Image, 512x512x3 uint8", image)
 
     print("calling thread: building the value = the private copy (vs numpy.copy, same run)")
     m = max(30, n // 40)

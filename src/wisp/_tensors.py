@@ -24,6 +24,7 @@ cannot leak into the logged value:
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
@@ -126,7 +127,7 @@ def is_cuda_tensor(value: Any) -> bool:
 class ArraySnapshot:
     """A private copy of an array's data, possibly still in flight from a device.
 
-    ``shape``, ``dtype`` (a numpy-style name) and ``nbytes`` are known at once;
+    ``shape``, ``dtype`` (for display) and ``nbytes`` are known at once;
     :meth:`array` (writer thread) waits for the copy and returns a numpy array.
     """
 
@@ -199,7 +200,7 @@ def snapshot(value: Any, what: str) -> ArraySnapshot:
                 f"{what} has numpy dtype {value.dtype}; expected bool, integer or float data"
             )
         copy = np.array(value, copy=True)
-        return ArraySnapshot("numpy", copy, copy.shape, copy.dtype.name, copy.dtype.itemsize)
+        return ArraySnapshot("numpy", copy, copy.shape, copy.dtype.str, copy.dtype.itemsize)
     if root == "torch":
         return _snapshot_torch(value, what)
     if root in ("jax", "jaxlib"):
@@ -230,38 +231,42 @@ def _snapshot_torch(value: Any, what: str) -> ArraySnapshot:
     if not isinstance(value, torch.Tensor):
         raise UsageError(f"{what} has unsupported torch type {type(value).__name__}")
     dtype = value.dtype
-    if dtype.is_complex or not (dtype.is_floating_point or dtype == torch.bool or _is_int(dtype)):
+    if dtype.is_complex or not (dtype.is_floating_point or dtype in _torch_exact(torch)):
         raise UsageError(f"{what} has torch dtype {dtype}; expected bool, integer or float data")
     if value.layout != torch.strided:
         raise UsageError(f"{what} is a {value.layout} tensor; convert it with .to_dense() first")
-    name = str(dtype).removeprefix("torch.")
-    shape = _shape(value)
-    np = _numpy()
-    t = value.detach()
+    t = value.detach() if value.requires_grad else value
     device = t.device.type
     if device == "cpu":
         # numpy's copy: single-threaded, so it never waits on a busy intra-op thread pool
+        np = _numpy()
         if dtype == torch.bfloat16:
             t = t.to(torch.float32)
-        copy = np.array(t.resolve_neg().resolve_conj().numpy(), copy=True)
-        return ArraySnapshot("numpy", copy, shape, name, t.element_size())
+        try:
+            view = t.numpy()
+        except RuntimeError:  # a lazy negation/conjugation view: materialise it
+            view = t.resolve_neg().resolve_conj().numpy()
+        copy = np.array(view, copy=True)
+        return ArraySnapshot("numpy", copy, copy.shape, str(dtype), copy.itemsize)
+    shape = _shape(t)
     if device == "meta":
         raise UsageError(f"{what} is a tensor on the meta device: it holds no data")
     if device == "cuda":
+        t = t.detach()
         host = torch.empty(shape, dtype=dtype, pin_memory=True)
         host.copy_(t, non_blocking=True)
         event = torch.cuda.Event()
         event.record(torch.cuda.current_stream(t.device))
-        return ArraySnapshot("torch", host, shape, name, t.element_size(), event, t)
+        return ArraySnapshot("torch", host, shape, str(dtype), t.element_size(), event, t)
     # mps, xla, ...: an asynchronous copy on the device, moved to the host by the writer
-    return ArraySnapshot("torch", t.clone(), shape, name, t.element_size())
+    return ArraySnapshot("torch", t.detach().clone(), shape, str(dtype), t.element_size())
 
 
-def _is_int(dtype: Any) -> bool:
-    torch = sys.modules["torch"]
-    return dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64) or (
-        str(dtype).startswith("torch.uint")
-    )
+@functools.lru_cache(maxsize=1)
+def _torch_exact(torch: Any) -> frozenset[Any]:
+    """Non-float torch dtypes that hold numbers (bool and integers)."""
+    names = ("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64")
+    return frozenset(getattr(torch, n) for n in names if hasattr(torch, n))
 
 
 def device_histogram(value: Any, num_bins: int) -> ArraySnapshot:

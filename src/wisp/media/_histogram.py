@@ -15,6 +15,7 @@ import itertools
 import math
 from typing import Any
 
+from wisp import _tensors
 from wisp._values import Deferred, ResolveContext
 from wisp.errors import UsageError
 
@@ -70,8 +71,6 @@ class Histogram(Deferred):
         if np_histogram is not None:
             self._from_counts(np_histogram)
             return
-        from wisp import _tensors
-
         if _tensors.is_cuda_tensor(values):
             self._device = _tensors.device_histogram(values, num_bins)
         else:

@@ -17,6 +17,7 @@ import os
 import sys
 from typing import Any
 
+from wisp._tensors import snapshot
 from wisp._values import Deferred, ResolveContext
 from wisp.errors import UsageError
 
@@ -28,6 +29,7 @@ _CHANNELS = (1, 3, 4)
 _FILE_SUFFIXES = {"PNG": ".png", "JPEG": ".jpg", "GIF": ".gif", "WEBP": ".webp"}
 _ARRAY_ROOTS = ("numpy", "torch", "jax", "jaxlib")
 _FLOAT_KINDS = ("float16", "bfloat16", "float32", "float64")
+_TORCH_DTYPES = frozenset({"uint8", "bool", *_FLOAT_KINDS})
 
 
 def _pil_image() -> Any:
@@ -97,14 +99,18 @@ class Image(Deferred):
             )
 
     def _from_array(self, data: Any, prefer_chw: bool) -> None:
-        from wisp._tensors import snapshot
-
-        shape = tuple(int(n) for n in getattr(data, "shape", ()))
+        shape = tuple(getattr(data, "shape", ()))
         h, w, c, chw = _layout(shape, prefer_chw)
         if h < 1 or w < 1:
             raise UsageError(f"wisp.Image(data) has shape {shape}; it holds no pixels")
-        dtype = str(getattr(data, "dtype", "")).removeprefix("torch.")
-        if dtype not in ("uint8", "bool", *_FLOAT_KINDS):
+        dt = getattr(data, "dtype", None)
+        kind = getattr(dt, "kind", None)
+        if kind is not None:  # a numpy dtype: .kind and .itemsize are cheap, str() is not
+            ok = kind in "bf" or (kind == "u" and dt.itemsize == 1)
+        else:  # torch: str() is cheap
+            ok = str(dt).removeprefix("torch.") in _TORCH_DTYPES
+        if not ok:
+            dtype = str(dt).removeprefix("torch.")
             raise UsageError(
                 f"wisp.Image(data) has dtype {dtype}; expected uint8 (0-255), bool, or float "
                 "in [0, 1]"
