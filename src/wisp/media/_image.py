@@ -103,7 +103,7 @@ class Image(Deferred):
         h, w, c, chw = _layout(shape, prefer_chw)
         if h < 1 or w < 1:
             raise UsageError(f"wisp.Image(data) has shape {shape}; it holds no pixels")
-        dt = getattr(data, "dtype", None)
+        dt: Any = getattr(data, "dtype", None)
         kind = getattr(dt, "kind", None)
         if kind is not None:  # a numpy dtype: .kind and .itemsize are cheap, str() is not
             ok = kind in "bf" or (kind == "u" and dt.itemsize == 1)
