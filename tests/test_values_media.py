@@ -74,6 +74,15 @@ def test_deferred_estimate_is_checked() -> None:
     assert deferred and isinstance(row["big"], Big)
 
 
+def test_media_in_summary_is_refused(make_run: Any) -> None:
+    """Setting a media value in the summary is refused on the calling thread, naming the key."""
+    r = make_run()
+    with pytest.raises(UsageError, match=r"summary values must be plain.*'h'"):
+        r.summary.update({"h": wisp.Histogram([1.0]), "x": 1})
+    r.summary["x"] = 2
+    assert r.summary["x"] == 2
+
+
 def test_list_of_non_image_media_is_refused() -> None:
     """A list of Deferred values other than Images names the key and the offending item."""
     h = wisp.Histogram([1.0])

@@ -155,7 +155,10 @@ class Summary(MutableMapping[str, Any]):
 
     def update(self, other: Any = (), /, **kwargs: Any) -> None:  # type: ignore[override]
         items = dict(other, **kwargs)
-        row, _ = prepare_row(items)
+        row, deferred = prepare_row(items)
+        if deferred:
+            media = ", ".join(repr(k) for k, v in row.items() if type(v) not in SCALAR_TYPES)
+            raise UsageError(f"summary values must be plain values; log media ({media}) with log()")
         self._run._send((SUMMARY_SET, row, ()))
 
     def __delitem__(self, key: str) -> None:

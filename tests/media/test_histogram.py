@@ -98,6 +98,14 @@ def test_all_nan_and_constant_sources(run: wisp.Run) -> None:
     assert const["bins"][0] == 1.5 and const["bins"][-1] == 2.5
 
 
+@pytest.mark.parametrize("source", [[], np.zeros(0), torch.zeros(0, 3)], ids=["list", "np", "pt"])
+def test_empty_sources(run: wisp.Run, source: Any) -> None:
+    """An empty source gives zero counts over [0, 1]."""
+    run.log({"h": wisp.Histogram(source, num_bins=2)})
+    value = logged(run, "h")
+    assert value["counts"] == [0, 0] and value["bins"] == [0.0, 0.5, 1.0]
+
+
 def test_np_histogram_is_stored_as_given(run: wisp.Run) -> None:
     """A precomputed (counts, edges) pair is stored unchanged."""
     counts, edges = np.histogram(np.arange(100), bins=5)

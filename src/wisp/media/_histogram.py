@@ -71,7 +71,7 @@ class Histogram(Deferred):
         if np_histogram is not None:
             self._from_counts(np_histogram)
             return
-        if _tensors.is_cuda_tensor(values):
+        if _tensors.is_cuda_tensor(values) and values.numel() > 0:
             self._device = _tensors.device_histogram(values, num_bins)
         else:
             self._snap = _tensors.snapshot(values, "wisp.Histogram(values)")
