@@ -12,13 +12,14 @@ numpy support, the reader, the server) is imported on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from wisp.errors import RunStateError, UsageError, WispError
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs ~15 ms
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
+    from wisp._doctor import doctor
     from wisp._reader import RunData, open_run
     from wisp._run import Config, Run, Summary
     from wisp._settings import Settings
@@ -115,7 +116,10 @@ def log(data: Mapping[str, Any], step: int | None = None, commit: bool | None = 
     """Log ``data`` to the current run (see :meth:`Run.log`)."""
     r = run
     if r is None:
-        raise RunStateError("wisp.log() needs a run: call wisp.init() first")
+        from wisp._hooks import log_without_run
+
+        log_without_run()  # raises RunStateError, except in a multiprocessing child
+        return
     r.log(data, step, commit)
 
 

@@ -7,7 +7,6 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import Any
 
 from wisp import _runfile
 from wisp._runfile import RecordType
@@ -15,6 +14,14 @@ from wisp._settings import Settings
 from wisp._values import RESERVED_KEYS, SCALAR_TYPES, prepare_row
 from wisp._writer import CALL, METRIC, RECORD, ROW, ROW_DEFERRED, SUMMARY_SET, Writer
 from wisp.errors import RunStateError, UsageError, WispWarning, WriterError
+
+TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any
+
+    _MappingBase = MutableMapping[str, Any]
+else:
+    _MappingBase = MutableMapping
 
 __all__ = ["Config", "Run", "Summary"]
 
@@ -57,7 +64,7 @@ def _jsonable(key: str, value: Any) -> Any:
     )
 
 
-class Config(MutableMapping[str, Any]):
+class Config(_MappingBase):
     """The run's configuration: ``run.config.lr`` and ``run.config["lr"]`` alike.
 
     Every change writes a full snapshot to the run file.  Values are converted to
@@ -73,7 +80,7 @@ class Config(MutableMapping[str, Any]):
         if run is not None:
             run._record(RecordType.CONFIG, {"config": self.as_dict()})
 
-    def update(self, other: Any = (), /, **kwargs: Any) -> None:  # type: ignore[override]
+    def update(self, other: Any = (), /, **kwargs: Any) -> None:
         if other is not None and not isinstance(other, Mapping) and hasattr(other, "__dict__"):
             other = vars(other)  # argparse.Namespace and friends
         items = dict(other or (), **kwargs)
@@ -125,7 +132,7 @@ class Config(MutableMapping[str, Any]):
         return f"Config({self._data!r})"
 
 
-class Summary(MutableMapping[str, Any]):
+class Summary(_MappingBase):
     """The run's summary: last value per key unless ``define_metric`` says otherwise.
 
     Reading waits until the writer has processed everything logged so far, so
@@ -153,7 +160,7 @@ class Summary(MutableMapping[str, Any]):
             raise UsageError(f"summary keys must be non-empty strings, got {key!r}")
         self.update({key: value})
 
-    def update(self, other: Any = (), /, **kwargs: Any) -> None:  # type: ignore[override]
+    def update(self, other: Any = (), /, **kwargs: Any) -> None:
         items = dict(other, **kwargs)
         row, deferred = prepare_row(items)
         if deferred:
@@ -177,6 +184,7 @@ class Summary(MutableMapping[str, Any]):
 
 
 _live_runs: list[Run] = []
+_recent_runs: list[Run] = []  # the last few finished runs, for doctor
 
 
 class Run:
@@ -197,6 +205,8 @@ class Run:
         config: Mapping[str, Any] | None,
         disabled: bool = False,
         get_time: Any = time.time,
+        files: tuple[str, str] = (RUN_FILE, META_FILE),
+        rank: dict[str, int] | None = None,
     ) -> None:
         self._settings = settings
         self.project = project
@@ -210,13 +220,15 @@ class Run:
         self.mode = "disabled" if disabled else (settings.mode or "offline")
         self._get_time = get_time
         self._pid = os.getpid()
+        self._file, self._meta_file = files
+        self.rank = rank  # {"rank", "world_size", "local_rank"} under a distributed launch
         self._step = 0
         self._pending: dict[str, Any] | None = None
         self._pending_deferred = False
         self._finished = False
-        self._forked_warned = False
         self._final_summary: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        # re-entrant: a signal handler may finish the run while finish() is under way
+        self._lock = threading.RLock()
         self.state = "running"
         self.exit_code: int | None = None
         self.url: str | None = None
@@ -234,9 +246,12 @@ class Run:
             return
         assert run_dir is not None
         os.makedirs(run_dir, exist_ok=True)
+        from wisp import _meta  # imported here, never on the writer thread (fork + import locks)
+
+        self._meta = _meta
         self._writer = Writer(
             run_dir,
-            RUN_FILE,
+            self._file,
             flush_interval=settings.flush_interval,
             fsync=settings.fsync,
             queue_size=settings.queue_size,
@@ -254,7 +269,7 @@ class Run:
     @property
     def path(self) -> str | None:
         """The run file."""
-        return None if self.dir is None else os.path.join(self.dir, RUN_FILE)
+        return None if self.dir is None else os.path.join(self.dir, self._file)
 
     @property
     def step(self) -> int:
@@ -262,7 +277,7 @@ class Run:
         return self._step
 
     def _write_start(self) -> None:
-        from wisp import _meta, __version__
+        from wisp import __version__
 
         assert self._writer is not None
         payload = {
@@ -277,8 +292,10 @@ class Run:
             "created_at": self.created_at,
             "mode": self.mode,
             "wisp_version": __version__,
-            **_meta.collect(git=self._settings.git),
+            **self._meta.collect(git=self._settings.git),
         }
+        if self.rank is not None:
+            payload["rank"] = self.rank
         self._writer._append(RecordType.RUN, payload)
 
     def _changed_config(self) -> None:
@@ -299,19 +316,19 @@ class Run:
         if pending is not None:
             self._pending = None
             kind = ROW_DEFERRED if self._pending_deferred else ROW
-            self._queue.append((kind, self._step, self._get_time(), pending))
-            self._step += 1
+            step = self._step
+            self._step = step + 1
+            self._enqueue((kind, step, self._get_time(), pending))
 
     def _inactive(self, what: str) -> None:
         if self._pid != os.getpid():
-            if not self._forked_warned:
-                self._forked_warned = True
-                warnings.warn(
-                    f"wisp: {what} on run {self.id} in a forked child process is ignored; "
-                    "call wisp.init() in the child to record a run of its own",
-                    WispWarning,
-                    stacklevel=3,
-                )
+            from wisp._hooks import warn_once
+
+            warn_once(
+                f"wisp: {what} on run {self.id} in a forked child process is ignored; "
+                "call wisp.init() in the child to record a run of its own",
+                stacklevel=4,
+            )
         elif self._finished:
             raise RunStateError(f"run {self.id} is finished; call wisp.init() to start a new one")
 
@@ -367,24 +384,28 @@ class Run:
             deferred = deferred or self._pending_deferred
             row = pending
         if commit:
-            queue = self._queue
-            queue.append((ROW_DEFERRED if deferred else ROW, cur, self._get_time(), row))
             self._pending = None
             self._step = cur + 1
-            if len(queue) >= self._qsize:
-                self._writer.wait_for_space()  # type: ignore[union-attr]
+            self._enqueue((ROW_DEFERRED if deferred else ROW, cur, self._get_time(), row))
         else:
             self._pending = row
             self._pending_deferred = deferred
 
+    def _enqueue(self, item: tuple[Any, ...]) -> None:
+        queue = self._queue
+        queue.append(item)
+        if len(queue) >= self._qsize:
+            self._writer.wait_for_space()  # type: ignore[union-attr]
+
     @staticmethod
     def _check_step(step: Any) -> int:
+        index: int
         if isinstance(step, bool) or not hasattr(step, "__index__"):
             raise UsageError(f"log() step must be an int, got {type(step).__name__} {step!r}")
-        step = int(step.__index__())
-        if step < 0:
-            raise UsageError(f"log() step must be >= 0, got {step}")
-        return step
+        index = int(step.__index__())  # numpy and torch integer scalars
+        if index < 0:
+            raise UsageError(f"log() step must be >= 0, got {index}")
+        return index
 
     def define_metric(
         self,
@@ -421,19 +442,28 @@ class Run:
             if self._writer is None:
                 self.state = "finished"
                 return
+            extras_stop = getattr(self, "_extras_stop", None)
+            if extras_stop is not None:
+                extras_stop()  # system sampler, console capture (wisp._extras)
             self._live = False
             self._commit_pending()
             final_state = state or ("finished" if exit_code == 0 else "failed")
             w = self._writer
             w.put((CALL, w.write_summary))
-            w.put((RECORD, RecordType.FINISH, {
-                "state": final_state,
-                "exit_code": exit_code,
-                "finished_at": self._get_time(),
-                "last_step": self._step - 1 if self._step else None,
-                "backpressure_waits": w.backpressure_waits,
-                "failures": dict(w.failures),
-            }))
+            w.put(
+                (
+                    RECORD,
+                    RecordType.FINISH,
+                    {
+                        "state": final_state,
+                        "exit_code": exit_code,
+                        "finished_at": self._get_time(),
+                        "last_step": self._step - 1 if self._step else None,
+                        "backpressure_waits": w.backpressure_waits,
+                        "failures": dict(w.failures),
+                    },
+                )
+            )
             done = w.close(self._settings.finish_timeout)
             self.state = final_state
             self.exit_code = exit_code
@@ -441,8 +471,9 @@ class Run:
             self._write_meta(final_state)
         if not done:
             raise WriterError(
-                f"run {self.id}: the writer did not finish within {self._settings.finish_timeout}s; "
-                f"{len(w.queue)} queued items are not in {self.path}"
+                f"run {self.id}: the writer did not finish within "
+                f"{self._settings.finish_timeout}s; {len(w.queue)} queued items "
+                f"are not in {self.path}"
             )
         if w.first_error is not None:
             counts = ", ".join(f"{k}: {v}" for k, v in w.failures.items())
@@ -463,11 +494,12 @@ class Run:
             "created_at": self.created_at,
             "pid": self._pid,
             "host": os.uname().nodename,
-            "file": RUN_FILE,
+            "file": self._file,
+            "rank": self.rank,
             "format_version": _runfile.FORMAT_VERSION,
             "exit_code": self.exit_code,
         }
-        path = os.path.join(self.dir, META_FILE)
+        path = os.path.join(self.dir, self._meta_file)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=1)
@@ -495,14 +527,14 @@ class Run:
             self.finish(exit_code=1)
 
     def __repr__(self) -> str:
-        return f"<wisp.Run {self.project}/{self.name} id={self.id} state={self.state} dir={self.dir}>"
+        return (
+            f"<wisp.Run {self.project}/{self.name} id={self.id} state={self.state} dir={self.dir}>"
+        )
 
     def _repr_html_(self) -> str:
         from html import escape
 
-        link = (
-            f' · <a href="{escape(self.url)}" target="_blank">dashboard</a>' if self.url else ""
-        )
+        link = f' · <a href="{escape(self.url)}" target="_blank">dashboard</a>' if self.url else ""
         return (
             f"<div><b>wisp run</b> {escape(self.project)}/<b>{escape(self.name)}</b> "
             f"<code>{escape(self.id)}</code> · {escape(self.state)}{link}<br>"
@@ -515,21 +547,31 @@ def _register(run: Run) -> None:
 
 
 def _unregister(run: Run) -> None:
-    try:
+    _recent_runs.append(run)
+    del _recent_runs[:-5]
+    if run in _live_runs:
         _live_runs.remove(run)
-    except ValueError:
-        pass
 
 
 def live_runs() -> list[Run]:
     return list(_live_runs)
 
 
+def recent_runs() -> list[Run]:
+    """The last few runs finished in this process, newest last."""
+    return list(_recent_runs)
+
+
 def after_fork_in_child() -> None:
-    """Forked child: the parent's runs become inert no-ops that warn once."""
+    """Forked child: the parent's runs become inert no-ops that warn once per process.
+
+    Only the forking thread exists in the child, so nothing here may wait on a
+    lock another thread could have held at the fork: locks are replaced, never
+    released or joined on.
+    """
     for run in _live_runs:
         run._live = False
-        run._lock = threading.Lock()
+        run._lock = threading.RLock()
         if run._writer is not None:
             run._writer.after_fork_in_child()
     _live_runs.clear()

@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from wisp._values import Deferred, ResolveContext
+from wisp._values import Deferred
 from wisp.errors import UsageError
+
+if TYPE_CHECKING:
+    from wisp._values import ResolveContext
 
 __all__ = [
     "ArraySnapshot",

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wisp import _tensors
-from wisp._values import Deferred, ResolveContext
+from wisp._values import Deferred
 from wisp.errors import UsageError
+
+if TYPE_CHECKING:
+    from wisp._values import ResolveContext
 
 __all__ = ["MAX_BINS", "Histogram"]
 

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wisp._tensors import snapshot
-from wisp._values import Deferred, ResolveContext
+from wisp._values import Deferred
 from wisp.errors import UsageError
+
+if TYPE_CHECKING:
+    from wisp._values import ResolveContext
 
 __all__ = ["MODES", "Gallery", "Image", "gallery"]
 

@@ -19,11 +19,14 @@ A table holds at most :data:`MAX_ROWS` rows and :data:`MAX_COLUMNS` columns.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from wisp._values import Deferred, ResolveContext
+from wisp._values import Deferred
 from wisp.errors import UsageError, ValueLimitError
 from wisp.media._image import Image
+
+if TYPE_CHECKING:
+    from wisp._values import ResolveContext
 
 __all__ = ["FORMAT", "MAX_COLUMNS", "MAX_ROWS", "VERSION", "Table"]
 
