@@ -23,16 +23,20 @@ if TYPE_CHECKING:
     from wisp._reader import RunData, open_run
     from wisp._run import Config, Run, Summary
     from wisp._settings import Settings
+    from wisp.media import Histogram, Image, Table
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Config",
+    "Histogram",
+    "Image",
     "Run",
     "RunData",
     "RunStateError",
     "Settings",
     "Summary",
+    "Table",
     "UsageError",
     "WispError",
     "config",
@@ -58,6 +62,9 @@ _LAZY = {
     "RunData": ("wisp._reader", "RunData"),
     "doctor": ("wisp._doctor", "doctor"),
     "errors": ("wisp.errors", None),
+    "Histogram": ("wisp.media", "Histogram"),
+    "Image": ("wisp.media", "Image"),
+    "Table": ("wisp.media", "Table"),
 }
 
 

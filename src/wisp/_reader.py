@@ -167,6 +167,53 @@ class RunData:
                 values.append(row[key])
         return steps, values
 
+    # -- media (decoding lives in wisp.media._read) ------------------------------------------
+
+    def histograms(self, key: str) -> tuple[list[int], list[Any]]:
+        """(steps, [HistogramData(counts, edges, nan, inf)]) with numpy arrays."""
+        from wisp.media._read import histogram_data
+
+        steps, values = self.scalars(key)
+        return steps, [histogram_data(key, v) for v in values]
+
+    def images(self, key: str) -> tuple[list[int], list[list[str]]]:
+        """(steps, [absolute image paths]) : one path per image, several for a gallery."""
+        from wisp.media._read import image_paths
+
+        steps, values = self.scalars(key)
+        return steps, [image_paths(self.dir, key, v) for v in values]
+
+    def table(self, key: str, step: int | None = None) -> list[dict[str, Any]]:
+        """The rows of the table logged at ``step`` (default: the last), image cells as paths."""
+        from wisp.media._read import read_table
+
+        columns, rows = read_table(self.dir, key, self._value_at(key, step))
+        return [dict(zip(columns, row, strict=True)) for row in rows]
+
+    def table_frame(self, key: str, step: int | None = None) -> Any:
+        """The table logged at ``step`` (default: the last) as a pandas DataFrame."""
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ImportError(
+                "RunData.table_frame() needs pandas; install it with `pip install pandas`"
+            ) from exc
+        from wisp.media._read import read_table
+
+        columns, rows = read_table(self.dir, key, self._value_at(key, step))
+        return pd.DataFrame(rows, columns=columns)
+
+    def _value_at(self, key: str, step: int | None) -> Any:
+        steps, values = self.scalars(key)
+        if not steps:
+            raise KeyError(f"no values logged under {key!r}")
+        if step is None:
+            return values[-1]
+        for s, v in zip(reversed(steps), reversed(values), strict=True):
+            if s == step:
+                return v
+        raise KeyError(f"no value of {key!r} at step {step}")
+
     def keys(self) -> list[str]:
         seen: dict[str, None] = {}
         for _s, _t, row in self._rows():

@@ -162,7 +162,10 @@ class Summary(_MappingBase):
 
     def update(self, other: Any = (), /, **kwargs: Any) -> None:
         items = dict(other, **kwargs)
-        row, _ = prepare_row(items)
+        row, deferred = prepare_row(items)
+        if deferred:
+            media = ", ".join(repr(k) for k, v in row.items() if type(v) not in SCALAR_TYPES)
+            raise UsageError(f"summary values must be plain values; log media ({media}) with log()")
         self._run._send((SUMMARY_SET, row, ()))
 
     def __delitem__(self, key: str) -> None:
@@ -348,13 +351,13 @@ class Run:
         if type(data) is dict and _FAST_REJECT.isdisjoint(data):
             for k, v in data.items():
                 if type(v) not in SCALAR_TYPES or type(k) is not str:
-                    row, deferred = prepare_row(data)
+                    row, deferred = prepare_row(data, self._settings.max_value_bytes)
                     break
             else:
                 row = data.copy()
                 deferred = False
         else:
-            row, deferred = prepare_row(data)
+            row, deferred = prepare_row(data, self._settings.max_value_bytes)
         cur = self._step
         if step is not None:
             if type(step) is not int:

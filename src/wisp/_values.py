@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from wisp.errors import UsageError
+from wisp.errors import UsageError, ValueLimitError
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
 if TYPE_CHECKING:
@@ -27,11 +27,21 @@ if TYPE_CHECKING:
             ...
 
 
-__all__ = ["RESERVED_KEYS", "SCALAR_TYPES", "Deferred", "prepare_row"]
+__all__ = [
+    "DEFAULT_MAX_VALUE_BYTES",
+    "RESERVED_KEYS",
+    "SCALAR_TYPES",
+    "Deferred",
+    "convert_value",
+    "prepare_row",
+    "register_converter",
+]
 
 SCALAR_TYPES = frozenset({float, int, str, bool, type(None)})
 RESERVED_KEYS = frozenset({"_step", "_timestamp", "_runtime"})
 MAX_KEY_LENGTH = 256
+#: The default of the ``max_value_bytes`` setting (kept in step with _settings.py).
+DEFAULT_MAX_VALUE_BYTES = 4 * 1024 * 1024
 
 
 class Deferred:
@@ -42,6 +52,19 @@ class Deferred:
     """
 
     __slots__ = ()
+
+    def at_log(self, key: str) -> Deferred:
+        """Called by ``log()`` on the calling thread: what to enqueue for ``key``.
+
+        A mutable value (a Table that may grow later) returns a frozen copy;
+        raising UsageError here names the key.
+        """
+        return self
+
+    def estimate_bytes(self) -> int:
+        """The size of the largest single object this value will store (checked
+        against the ``max_value_bytes`` setting before anything is enqueued)."""
+        return 0
 
     def resolve(self, ctx: ResolveContext) -> Any:
         raise NotImplementedError
@@ -89,6 +112,7 @@ def _numpy_value(key: str, value: Any) -> Any:
 
 
 _CONVERTERS: list[tuple[str, Any]] = []
+_SMALL = frozenset({float, int, bool, type(None)})
 
 
 def register_converter(module_prefix: str, convert: Any) -> None:
@@ -104,8 +128,10 @@ def register_converter(module_prefix: str, convert: Any) -> None:
 def convert_value(key: str, value: Any) -> Any:
     """Check one value off the fast path; return what should be enqueued."""
     t = type(value)
-    if t in SCALAR_TYPES or isinstance(value, Deferred):
+    if t in SCALAR_TYPES:
         return value
+    if isinstance(value, Deferred):
+        return value.at_log(key)
     if isinstance(value, (int, float, str)):  # subclasses (IntEnum, ...) become plain values
         if isinstance(value, bool):
             return bool(value)
@@ -117,9 +143,22 @@ def convert_value(key: str, value: Any) -> Any:
     module = t.__module__ or ""
     if module == "numpy" or module.startswith("numpy."):
         return _numpy_value(key, value)
+    root = module.partition(".")[0]
+    if root == "torch":
+        from wisp._tensors import convert_torch
+
+        return convert_torch(key, value)
+    if root in ("jax", "jaxlib"):
+        from wisp._tensors import convert_jax
+
+        return convert_jax(key, value)
     for prefix, convert in _CONVERTERS:
         if module == prefix or module.startswith(prefix + "."):
             return convert(key, value)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Deferred) for v in value):
+        from wisp.media._image import gallery
+
+        return gallery(key, value)
     if isinstance(value, (list, tuple)) and all(type(v) in SCALAR_TYPES for v in value):
         if len(value) > 1024:
             raise UsageError(
@@ -133,11 +172,38 @@ def convert_value(key: str, value: Any) -> Any:
     )
 
 
-def prepare_row(data: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+def value_bytes(value: Any) -> int:
+    """About how many bytes ``value`` will take in the run (or its largest media file)."""
+    t = type(value)
+    if t is str:
+        n = len(value)
+        return n if n < 1 << 20 else len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, Deferred):
+        return value.estimate_bytes()
+    if t is list:
+        return sum(len(v) + 3 if type(v) is str else 8 for v in value)
+    return 8
+
+
+def check_size(key: str, value: Any, limit: int) -> None:
+    """Refuse a value larger than ``limit`` bytes, naming the key."""
+    n = value_bytes(value)
+    if n > limit:
+        raise ValueLimitError(
+            f"log() value for {key!r} would store about {n:,} bytes, over the limit of "
+            f"{limit:,} bytes per value (raise it with the max_value_bytes setting or "
+            "WISP_MAX_VALUE_BYTES, or log something smaller)"
+        )
+
+
+def prepare_row(
+    data: Mapping[str, Any], max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES
+) -> tuple[dict[str, Any], bool]:
     """The slow path of ``log()``: flatten, check and convert every value.
 
     Returns the new row and whether it holds a :class:`Deferred`.  Raises
-    UsageError, naming the key, before anything is enqueued.
+    UsageError, naming the key, before anything is enqueued; a value larger
+    than ``max_value_bytes`` raises :class:`~wisp.errors.ValueLimitError`.
     """
     if not isinstance(data, Mapping):
         raise UsageError(f"log() takes a dict of values, got {type(data).__name__}")
@@ -154,6 +220,8 @@ def prepare_row(data: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
                 walk(value, full + "/")
                 continue
             value = convert_value(full, value)
+            if type(value) not in _SMALL:
+                check_size(full, value, max_value_bytes)
             if full in out:
                 raise UsageError(f"log() key {full!r} appears twice after flattening nested dicts")
             if isinstance(value, Deferred):
