@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "AlertLevel",
     "Config",
     "Run",
     "RunData",
@@ -34,15 +35,20 @@ __all__ = [
     "Summary",
     "UsageError",
     "WispError",
+    "alert",
     "config",
     "define_metric",
     "doctor",
     "finish",
     "init",
     "log",
+    "login",
     "open_run",
     "run",
+    "save",
     "summary",
+    "unwatch",
+    "watch",
 ]
 
 #: The current run (set by :func:`init`, cleared by :func:`finish`), or None.
@@ -57,6 +63,13 @@ _LAZY = {
     "RunData": ("wisp._reader", "RunData"),
     "doctor": ("wisp._doctor", "doctor"),
     "errors": ("wisp.errors", None),
+    # wandb-shaped helpers (src/wisp/integrations)
+    "watch": ("wisp.integrations._watch", "watch"),
+    "unwatch": ("wisp.integrations._watch", "unwatch"),
+    "save": ("wisp.integrations._files", "save"),
+    "alert": ("wisp.integrations._alert", "alert"),
+    "AlertLevel": ("wisp.integrations._alert", "AlertLevel"),
+    "login": ("wisp.integrations._alert", "login"),
 }
 
 
@@ -74,9 +87,20 @@ def init(
     resume: str | bool | None = None,
     settings: Settings | Mapping[str, Any] | None = None,
     ranks: str | None = None,
+    **wandb_only: Any,
 ) -> Run:
-    """Start a run (finishing the current one first) and make it the current run."""
+    """Start a run (finishing the current one first) and make it the current run.
+
+    Arguments that only wandb knows (``entity``, ``reinit``, ``save_code``, ...) are
+    accepted and ignored with one warning, so ``import wisp as wandb`` works;
+    any other unknown argument raises UsageError.
+    """
     from wisp._init import start_run
+
+    if wandb_only:
+        from wisp._init import wandb_only_args
+
+        config = wandb_only_args(wandb_only, config)
 
     new = start_run(
         project=project,
