@@ -12,12 +12,12 @@ numpy support, the reader, the server) is imported on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from wisp.errors import RunStateError, UsageError, WispError
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs ~15 ms
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
     from wisp._reader import RunData, open_run
     from wisp._run import Config, Run, Summary
@@ -38,7 +38,6 @@ __all__ = [
     "alert",
     "config",
     "define_metric",
-    "doctor",
     "finish",
     "init",
     "log",
@@ -61,7 +60,6 @@ _LAZY = {
     "Settings": ("wisp._settings", "Settings"),
     "open_run": ("wisp._reader", "open_run"),
     "RunData": ("wisp._reader", "RunData"),
-    "doctor": ("wisp._doctor", "doctor"),
     "errors": ("wisp.errors", None),
     # wandb-shaped helpers (src/wisp/integrations)
     "watch": ("wisp.integrations._watch", "watch"),

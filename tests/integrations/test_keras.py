@@ -29,10 +29,10 @@ def fit(callback: WispCallback, epochs: int = 2) -> Any:
     x = np.random.default_rng(0).normal(size=(24, 4)).astype("float32")
     y = x.sum(axis=1, keepdims=True)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(1)])
-    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.01), loss="mse",
-                  metrics=["mae"])
-    return model.fit(x, y, batch_size=8, epochs=epochs, validation_split=0.25, verbose=0,
-                     callbacks=[callback])
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.01), loss="mse", metrics=["mae"])
+    return model.fit(
+        x, y, batch_size=8, epochs=epochs, validation_split=0.25, verbose=0, callbacks=[callback]
+    )
 
 
 def test_fit_records_batch_and_epoch_metrics(tmp_path: Any) -> None:

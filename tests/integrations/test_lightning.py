@@ -61,8 +61,14 @@ def loader() -> DataLoader[Any]:
 
 def trainer(tmp_path: Any, logger: Any, max_epochs: int = 2, **kwargs: Any) -> Trainer:
     return Trainer(
-        default_root_dir=tmp_path, logger=logger, max_epochs=max_epochs, log_every_n_steps=1,
-        accelerator="cpu", enable_progress_bar=False, enable_model_summary=False, **kwargs,
+        default_root_dir=tmp_path,
+        logger=logger,
+        max_epochs=max_epochs,
+        log_every_n_steps=1,
+        accelerator="cpu",
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        **kwargs,
     )
 
 
@@ -70,8 +76,9 @@ def test_fit_records_hparams_metrics_steps_and_checkpoints(tmp_path: Any) -> Non
     """A fit with WispLogger next to CSVLogger records config, train/val metrics at Lightning's
     steps, every checkpoint, and finishes the run."""
     csv = CSVLogger(tmp_path / "csv")
-    logger = WispLogger(project="lit", name="tiny", save_dir=tmp_path, log_model="all",
-                        config={"dataset": "random"})
+    logger = WispLogger(
+        project="lit", name="tiny", save_dir=tmp_path, log_model="all", config={"dataset": "random"}
+    )
     ckpt = ModelCheckpoint(dirpath=tmp_path / "ckpt", monitor="val_loss", save_top_k=2)
     trainer(tmp_path, [logger, csv], callbacks=[ckpt]).fit(
         Tiny(lr=0.05, hidden=3), loader(), loader()

@@ -33,15 +33,28 @@ class Tokens(torch.utils.data.Dataset[dict[str, Any]]):
 
 def make_trainer(tmp_path: Any, callback: WispCallback) -> Trainer:
     torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=32, n_positions=8, n_embd=8, n_layer=1,
-                                       n_head=2))
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=32, n_positions=8, n_embd=8, n_layer=1, n_head=2))
     args = TrainingArguments(
-        output_dir=str(tmp_path / "out"), max_steps=6, logging_steps=2, eval_strategy="steps",
-        eval_steps=3, per_device_train_batch_size=2, per_device_eval_batch_size=4,
-        learning_rate=1e-3, report_to=[], save_strategy="no", use_cpu=True, disable_tqdm=True,
+        output_dir=str(tmp_path / "out"),
+        max_steps=6,
+        logging_steps=2,
+        eval_strategy="steps",
+        eval_steps=3,
+        per_device_train_batch_size=2,
+        per_device_eval_batch_size=4,
+        learning_rate=1e-3,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
     )
-    return Trainer(model=model, args=args, train_dataset=Tokens(16), eval_dataset=Tokens(4),
-                   callbacks=[callback])
+    return Trainer(
+        model=model,
+        args=args,
+        train_dataset=Tokens(16),
+        eval_dataset=Tokens(4),
+        callbacks=[callback],
+    )
 
 
 def test_trainer_records_metrics_at_global_step_and_config(tmp_path: Any) -> None:

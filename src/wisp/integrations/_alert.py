@@ -74,8 +74,11 @@ def _count_failure(run: Run, exc: BaseException) -> None:
         else:
             n = 1
     if n == 1:
-        log.warning("wisp: sending an alert to the webhook failed (%s: %s); counting further "
-                    "failures", type(exc).__name__, exc)
+        log.warning(
+            "wisp: sending an alert to the webhook failed (%s: %s); counting further failures",
+            type(exc).__name__,
+            exc,
+        )
 
 
 def _send(run: Run, url: str, body: dict[str, Any], post: Callable[..., None]) -> None:
@@ -114,8 +117,9 @@ def alert(
     if wait_duration is not None and (
         isinstance(wait_duration, bool) or not isinstance(wait_duration, (int, float))
     ):
-        raise UsageError(f"alert() wait_duration must be seconds or a timedelta, got "
-                         f"{wait_duration!r}")
+        raise UsageError(
+            f"alert() wait_duration must be seconds or a timedelta, got {wait_duration!r}"
+        )
     if run.mode == "disabled":
         return None
     now = time.time()
@@ -125,16 +129,28 @@ def alert(
         send = wait_duration is None or last is None or now - last >= wait_duration
         if send:
             _last_sent[key] = now
-    run._record(RecordType.ALERT, {
-        "title": title, "text": text, "level": lvl.value, "ts": now, "step": run.step,
-        "sent": send,
-    })
+    run._record(
+        RecordType.ALERT,
+        {
+            "title": title,
+            "text": text,
+            "level": lvl.value,
+            "ts": now,
+            "step": run.step,
+            "sent": send,
+        },
+    )
     url = run._settings.alert_webhook
     if not (send and url):
         return None
     body = {
-        "text": f"[{lvl.value}] {title}: {text}", "title": title, "body": text,
-        "level": lvl.value, "run_id": run.id, "run_name": run.name, "project": run.project,
+        "text": f"[{lvl.value}] {title}: {text}",
+        "title": title,
+        "body": text,
+        "level": lvl.value,
+        "run_id": run.id,
+        "run_name": run.name,
+        "project": run.project,
         "ts": now,
     }
     thread = threading.Thread(

@@ -38,9 +38,7 @@ def config_safe(value: Any, depth: int = 0) -> Any:
     if hasattr(value, "value") and type(value).__mro__[-2].__name__ == "Enum":
         return config_safe(value.value, depth + 1)
     if hasattr(value, "__dataclass_fields__"):
-        return {
-            f: config_safe(getattr(value, f), depth + 1) for f in value.__dataclass_fields__
-        }
+        return {f: config_safe(getattr(value, f), depth + 1) for f in value.__dataclass_fields__}
     if callable(value) and hasattr(value, "__qualname__"):
         return f"{getattr(value, '__module__', '')}.{value.__qualname__}"
     return repr(value)
@@ -54,8 +52,9 @@ def flatten_numbers(logs: Mapping[str, Any] | None, prefix: str = "") -> dict[st
             continue
         if isinstance(value, (int, float)):
             out[prefix + str(key)] = value
-        elif hasattr(value, "item") and (getattr(value, "ndim", None) == 0 or
-                                         getattr(value, "size", None) == 1):
+        elif hasattr(value, "item") and (
+            getattr(value, "ndim", None) == 0 or getattr(value, "size", None) == 1
+        ):
             try:
                 item = value.item()
             except (TypeError, ValueError, RuntimeError):

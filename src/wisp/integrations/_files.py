@@ -110,9 +110,7 @@ def save(
     run = _current_run()
     pattern = os.path.abspath(os.fspath(glob_str))
     if base_path is None:
-        first_magic = min(
-            (i for i, c in enumerate(pattern) if c in "*?["), default=len(pattern)
-        )
+        first_magic = min((i for i, c in enumerate(pattern) if c in "*?["), default=len(pattern))
         base = os.path.dirname(pattern[:first_magic] if first_magic < len(pattern) else pattern)
     else:
         base = os.path.abspath(os.fspath(base_path))

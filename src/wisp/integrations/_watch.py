@@ -183,9 +183,7 @@ def watch(
     model_list = list(models) if isinstance(models, (list, tuple)) else [models]
     for model in model_list:
         if not (hasattr(model, "named_parameters") and hasattr(model, "register_forward_pre_hook")):
-            raise UsageError(
-                f"watch() takes torch.nn.Module objects, got {type(model).__name__}"
-            )
+            raise UsageError(f"watch() takes torch.nn.Module objects, got {type(model).__name__}")
     if run.mode == "disabled":
         return
     many = len(model_list) > 1

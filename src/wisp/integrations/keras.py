@@ -76,8 +76,9 @@ class WispCallback(keras.callbacks.Callback):  # type: ignore[misc]
             if wisp.run is not None:
                 self._run, self._owns_run = wisp.run, False
             else:
-                self._run = wisp.init(project=self._project, name=self._name, dir=self._dir,
-                                      **self._init_kwargs)
+                self._run = wisp.init(
+                    project=self._project, name=self._name, dir=self._dir, **self._init_kwargs
+                )
                 self._owns_run = True
             run = self._run
             run.define_metric("epoch/*", step_metric="epoch/epoch")

@@ -71,8 +71,9 @@ class WispLogger(Logger):  # type: ignore[misc]
     ) -> None:
         super().__init__()
         if log_model not in (False, True, "all"):
-            raise wisp.UsageError(f"WispLogger log_model must be False, True or 'all', "
-                                  f"got {log_model!r}")
+            raise wisp.UsageError(
+                f"WispLogger log_model must be False, True or 'all', got {log_model!r}"
+            )
         self._project = project
         self._name = name
         self._save_dir = None if save_dir is None else os.fspath(save_dir)
@@ -136,8 +137,9 @@ class WispLogger(Logger):  # type: ignore[misc]
         return self._run
 
     @rank_zero_only  # type: ignore[misc]
-    def log_hyperparams(self, params: dict[str, Any] | Namespace | Any, *args: Any,
-                        **kwargs: Any) -> None:
+    def log_hyperparams(
+        self, params: dict[str, Any] | Namespace | Any, *args: Any, **kwargs: Any
+    ) -> None:
         if isinstance(params, Namespace):
             params = vars(params)
         if params is None:
@@ -149,8 +151,10 @@ class WispLogger(Logger):  # type: ignore[misc]
     @rank_zero_only  # type: ignore[misc]
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         run = self._live_run()
-        row = {f"{self._prefix}{self.LOGGER_JOIN_CHAR}{k}" if self._prefix else k: v
-               for k, v in metrics.items()}
+        row = {
+            f"{self._prefix}{self.LOGGER_JOIN_CHAR}{k}" if self._prefix else k: v
+            for k, v in metrics.items()
+        }
         if step is None:
             run.log(row)
         elif step >= run.step:

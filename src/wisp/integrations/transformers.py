@@ -35,7 +35,10 @@ from wisp.integrations._common import config_safe, flatten_numbers
 __all__ = ["WispCallback"]
 
 _SUMMARY_KEYS = {
-    "train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos",
+    "train_runtime",
+    "train_samples_per_second",
+    "train_steps_per_second",
+    "total_flos",
     "train_loss",
 }
 
@@ -43,7 +46,7 @@ _SUMMARY_KEYS = {
 def _rename(key: str) -> str:
     for prefix in ("eval", "test"):
         if key.startswith(prefix + "_"):
-            return f"{prefix}/{key[len(prefix) + 1:]}"
+            return f"{prefix}/{key[len(prefix) + 1 :]}"
     return f"train/{key}"
 
 
@@ -82,8 +85,9 @@ class WispCallback(TrainerCallback):  # type: ignore[misc]
         if current is not None:
             self._run, self._owns_run = current, False
         else:
-            self._run = wisp.init(project=self._project, name=self._name, dir=self._dir,
-                                  **self._init_kwargs)
+            self._run = wisp.init(
+                project=self._project, name=self._name, dir=self._dir, **self._init_kwargs
+            )
             self._owns_run = True
         config: dict[str, Any] = {}
         model_config = getattr(model, "config", None)
@@ -96,12 +100,20 @@ class WispCallback(TrainerCallback):  # type: ignore[misc]
         self._run.config.update(config_safe(config))
         return self._run
 
-    def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,
-                       **kwargs: Any) -> None:
+    def on_train_begin(
+        self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any
+    ) -> None:
         self._setup(args, state, model)
 
-    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
-               model: Any = None, **kwargs: Any) -> None:
+    def on_log(
+        self,
+        args: Any,
+        state: Any,
+        control: Any,
+        logs: dict[str, Any] | None = None,
+        model: Any = None,
+        **kwargs: Any,
+    ) -> None:
         run = self._setup(args, state, model)
         if run is None:
             return
@@ -116,8 +128,9 @@ class WispCallback(TrainerCallback):  # type: ignore[misc]
                 row["train/global_step"] = step
                 run.log(row)
         if summary:
-            run.summary.update({f"train/{k}" if k != "total_flos" else k: v
-                                for k, v in summary.items()})
+            run.summary.update(
+                {f"train/{k}" if k != "total_flos" else k: v for k, v in summary.items()}
+            )
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         run = self._run
