@@ -19,11 +19,12 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from wisp._values import Deferred, ResolveContext
+from wisp._values import Deferred
 from wisp.errors import RunStateError, UsageError
 
 if TYPE_CHECKING:
     from wisp._run import Run
+    from wisp._values import ResolveContext
 
 __all__ = ["DeviceHistogram", "unwatch", "watch"]
 
@@ -47,8 +48,9 @@ class DeviceHistogram(Deferred):
         hi = torch.where(finite, t, torch.full_like(t, float("-inf"))).amax()
         width = (hi - lo).clamp_min(torch.finfo(t.dtype).tiny)
         idx = ((t - lo) / width * bins).floor().clamp(0, bins - 1).long()
-        idx = torch.where(finite, idx, torch.full_like(idx, bins))  # last slot: non-finite
-        counts = torch.zeros(bins + 1, dtype=torch.int64, device=t.device)
+        # two extra slots count NaN and infinite values
+        idx = torch.where(finite, idx, torch.where(torch.isnan(t), bins, bins + 1))
+        counts = torch.zeros(bins + 2, dtype=torch.int64, device=t.device)
         counts.scatter_add_(0, idx, torch.ones_like(idx))
         stats = torch.stack([lo.double(), hi.double()])
         if t.device.type == "cuda":
@@ -72,19 +74,20 @@ class DeviceHistogram(Deferred):
             self._event.synchronize()
         counts = [int(c) for c in self._counts.tolist()]
         lo, hi = (float(v) for v in self._stats.tolist())
-        nonfinite = counts.pop()
+        inf = counts.pop()
+        nan = counts.pop()
         if lo > hi:  # nothing finite
             lo = hi = 0.0
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
         step = (hi - lo) / self._bins
         edges = [lo + i * step for i in range(self._bins)] + [hi]
-        return histogram_value(counts, edges, nonfinite)
+        return histogram_value(counts, edges, nan, inf)
 
 
-def histogram_value(counts: list[int], edges: list[float], nonfinite: int = 0) -> Any:
-    """The typed value of a histogram, as ``wisp.Histogram`` stores it."""
-    return {"_type": "histogram", "counts": counts, "edges": edges, "nonfinite": nonfinite}
+def histogram_value(counts: list[int], edges: list[float], nan: int = 0, inf: int = 0) -> Any:
+    """The typed value of a histogram, as ``wisp.Histogram`` stores it (docs/run-file.md)."""
+    return {"_type": "histogram", "bins": edges, "counts": counts, "nan": nan, "inf": inf}
 
 
 class _Watcher:
