@@ -111,7 +111,12 @@ def alert(
         raise UsageError(f"alert() title must be a non-empty string, got {title!r}")
     if not isinstance(text, str):
         raise UsageError(f"alert() text must be a string, got {type(text).__name__}")
-    lvl = AlertLevel(level or AlertLevel.INFO) if not isinstance(level, AlertLevel) else level
+    try:
+        lvl = AlertLevel(level or AlertLevel.INFO)
+    except ValueError:
+        raise UsageError(
+            f"alert() level must be INFO, WARN or ERROR (or a wisp.AlertLevel), got {level!r}"
+        ) from None
     if isinstance(wait_duration, timedelta):
         wait_duration = wait_duration.total_seconds()
     if wait_duration is not None and (
