@@ -195,7 +195,7 @@ def wandb_only_args(kwargs: Mapping[str, Any], config: Any) -> Any:
         if not isinstance(config, Mapping) and hasattr(config, "__dict__"):
             config = vars(config)
         if isinstance(config, Mapping):
-            keys = set(exclude or include)
+            keys = set(exclude or include or ())
             config = {k: v for k, v in config.items() if (k in keys) == bool(include)}
     return config
 

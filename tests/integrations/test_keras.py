@@ -46,7 +46,7 @@ def test_fit_records_batch_and_epoch_metrics(tmp_path: Any) -> None:
     assert run is not None and run.state == "finished"
     data = wisp.open_run(run.dir)
     assert data.state == "finished"
-    steps, losses = data.scalars("batch/loss")
+    steps, _ = data.scalars("batch/loss")
     assert steps == [0, 1, 2, 3, 4, 5]  # 18 training samples / 8 -> 3 batches x 2 epochs
     assert data.scalars("batch/mae")[0] == steps
     epoch_steps, epochs = data.scalars("epoch/epoch")
@@ -69,7 +69,8 @@ def test_epoch_only_logging(tmp_path: Any) -> None:
     fit(cb, epochs=3)
     assert cb.run is not None
     data = wisp.open_run(cb.run.dir)
-    assert not [k for k in data.keys() if k.startswith("batch/")]
+    keys = list(data.keys())
+    assert not [k for k in keys if k.startswith("batch/")]
     assert data.scalars("epoch/epoch")[1] == [0, 1, 2]
 
 

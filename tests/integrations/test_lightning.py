@@ -97,7 +97,7 @@ def test_fit_records_hparams_metrics_steps_and_checkpoints(tmp_path: Any) -> Non
     assert all(isinstance(v, float) for v in losses)
     val_steps, _ = data.scalars("val_loss")
     assert val_steps == [3, 7]
-    epoch_steps, epochs = data.scalars("epoch")
+    _, epochs = data.scalars("epoch")
     assert epochs[0] == 0 and epochs[-1] == 1
     # the CSV logger saw the same train steps
     import csv as csvmod

@@ -80,7 +80,8 @@ def test_trainer_records_metrics_at_global_step_and_config(tmp_path: Any) -> Non
     assert eval_steps == [3, 6]
     assert all(v > 0 for v in eval_losses)
     assert data.summary["train/train_runtime"] > 0
-    assert "train/train_runtime" not in data.keys()
+    keys = list(data.keys())
+    assert "train/train_runtime" not in keys
 
 
 def test_callback_with_current_run_leaves_it_open(tmp_path: Any) -> None:

@@ -84,7 +84,7 @@ def test_watch_refuses_bad_arguments() -> None:
         wisp.watch(model, log="weights")
     with pytest.raises(wisp.UsageError, match="log_freq"):
         wisp.watch(model, log_freq=0)
-    with pytest.raises(wisp.UsageError, match="torch.nn.Module"):
+    with pytest.raises(wisp.UsageError, match=r"torch\.nn\.Module"):
         wisp.watch(object())
 
 

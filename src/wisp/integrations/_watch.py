@@ -58,7 +58,7 @@ class DeviceHistogram(Deferred):
             host_stats = torch.empty(stats.shape, dtype=stats.dtype, pin_memory=True)
             host_counts.copy_(counts, non_blocking=True)
             host_stats.copy_(stats, non_blocking=True)
-            event = torch.cuda.Event()
+            event = torch.cuda.Event()  # type: ignore[no-untyped-call]
             event.record()
             self._event: Any = event
             counts, stats = host_counts, host_stats

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 try:
-    import keras
+    import keras  # type: ignore[import-untyped]
 except ImportError as exc:  # pragma: no cover - exercised only without keras
     raise ImportError(
         "wisp.integrations.keras needs Keras 3; install it with `pip install keras` "

@@ -25,8 +25,9 @@ from collections.abc import Mapping
 from typing import Any
 
 try:
+    from lightning.fabric.loggers.logger import rank_zero_experiment
     from lightning.pytorch.callbacks import ModelCheckpoint
-    from lightning.pytorch.loggers.logger import Logger, rank_zero_experiment
+    from lightning.pytorch.loggers.logger import Logger
     from lightning.pytorch.utilities import rank_zero_only
 except ImportError as exc:  # pragma: no cover - exercised only without lightning
     raise ImportError(
@@ -45,7 +46,7 @@ __all__ = ["WispLogger"]
 log = logging.getLogger("wisp")
 
 
-class WispLogger(Logger):  # type: ignore[misc]
+class WispLogger(Logger):
     """A Lightning logger that records into a wisp run.
 
     Arguments other than those below go to :func:`wisp.init` (``group``,
@@ -107,8 +108,8 @@ class WispLogger(Logger):  # type: ignore[misc]
 
     # -- the run -----------------------------------------------------------------------------
 
-    @property  # type: ignore[misc]
-    @rank_zero_experiment  # type: ignore[misc]
+    @property
+    @rank_zero_experiment
     def experiment(self) -> Run:
         """The wisp run (started on first use, on rank zero only; finished by ``finalize``)."""
         return self._run if self._run is not None else self._live_run()
@@ -136,7 +137,7 @@ class WispLogger(Logger):  # type: ignore[misc]
         self._logged_ckpt.clear()
         return self._run
 
-    @rank_zero_only  # type: ignore[misc]
+    @rank_zero_only
     def log_hyperparams(
         self, params: dict[str, Any] | Namespace | Any, *args: Any, **kwargs: Any
     ) -> None:
@@ -148,7 +149,7 @@ class WispLogger(Logger):  # type: ignore[misc]
             params = dict(params)
         self._live_run().config.update(config_safe(dict(params)))
 
-    @rank_zero_only  # type: ignore[misc]
+    @rank_zero_only
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         run = self._live_run()
         row = {
@@ -163,13 +164,13 @@ class WispLogger(Logger):  # type: ignore[misc]
             row["trainer/global_step"] = step
             run.log(row)
 
-    @rank_zero_only  # type: ignore[misc]
+    @rank_zero_only
     def log_graph(self, model: Any, input_array: Any = None) -> None:
         return None
 
     # -- checkpoints -------------------------------------------------------------------------
 
-    @rank_zero_only  # type: ignore[misc]
+    @rank_zero_only
     def after_save_checkpoint(self, checkpoint_callback: Any) -> None:
         self._checkpoint_callback = checkpoint_callback
         if self._log_model == "all":
@@ -209,11 +210,11 @@ class WispLogger(Logger):  # type: ignore[misc]
 
     # -- the end -----------------------------------------------------------------------------
 
-    @rank_zero_only  # type: ignore[misc]
+    @rank_zero_only
     def save(self) -> None:
         return None
 
-    @rank_zero_only  # type: ignore[misc]
+    @rank_zero_only
     def finalize(self, status: str) -> None:
         run = self._run
         if run is None or run.state != "running":

@@ -50,7 +50,7 @@ def _rename(key: str) -> str:
     return f"train/{key}"
 
 
-class WispCallback(TrainerCallback):  # type: ignore[misc]
+class WispCallback(TrainerCallback):
     """Records a ``transformers.Trainer`` run; arguments go to :func:`wisp.init`."""
 
     def __init__(
