@@ -6,9 +6,10 @@ import os
 from typing import Any
 
 import pytest
-from integrations_support import require
 
 import wisp
+
+from .integrations_support import require
 
 os.environ.setdefault("KERAS_BACKEND", "torch")  # must be set before keras is first imported
 require("keras")

@@ -6,9 +6,10 @@ import os
 from typing import Any
 
 import pytest
-from integrations_support import require
 
 import wisp
+
+from .integrations_support import require
 
 require("lightning")
 import torch  # noqa: E402

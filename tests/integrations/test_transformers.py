@@ -6,9 +6,10 @@ import os
 from typing import Any
 
 import pytest
-from integrations_support import require
 
 import wisp
+
+from .integrations_support import require
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in these tests may download
 require("transformers")

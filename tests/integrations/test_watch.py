@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from integrations_support import require
 
 import wisp
+
+from .integrations_support import require
 
 torch = require("torch")
 
