@@ -164,3 +164,15 @@ def test_lower_step_after_fit_keeps_lightning_step(tmp_path: Any) -> None:
     assert rows[0]["_step"] == 5 and rows[0]["a"] == 1.0
     assert rows[-1]["b"] == 2.0 and rows[-1]["trainer/global_step"] == 2
     assert rows[-1]["_step"] >= 5
+
+
+def test_log_model_true_records_the_best_checkpoint_at_the_end(tmp_path: Any) -> None:
+    """log_model=True copies the checkpoints once, at finalize, marking the best one."""
+    logger = WispLogger(project="lit", save_dir=tmp_path, log_model=True)
+    ckpt = ModelCheckpoint(dirpath=tmp_path / "ckpt", monitor="val_loss", save_top_k=1)
+    trainer(tmp_path, logger, callbacks=[ckpt]).fit(Tiny(), loader(), loader())
+    data = wisp.open_run(logger.experiment.dir)
+    (rec,) = data.records["file"]
+    assert rec["best"] is True and rec["kind"] == "checkpoint"
+    assert rec["name"] == f"checkpoints/{os.path.basename(ckpt.best_model_path)}"
+    assert rec["score"] == pytest.approx(ckpt.best_model_score.item())
