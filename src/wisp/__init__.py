@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "AlertLevel",
     "Config",
     "Histogram",
     "Image",
@@ -39,15 +40,20 @@ __all__ = [
     "Table",
     "UsageError",
     "WispError",
+    "alert",
     "config",
     "define_metric",
     "doctor",
     "finish",
     "init",
     "log",
+    "login",
     "open_run",
     "run",
+    "save",
     "summary",
+    "unwatch",
+    "watch",
 ]
 
 #: The current run (set by :func:`init`, cleared by :func:`finish`), or None.
@@ -65,6 +71,13 @@ _LAZY = {
     "Histogram": ("wisp.media", "Histogram"),
     "Image": ("wisp.media", "Image"),
     "Table": ("wisp.media", "Table"),
+    # wandb-shaped helpers (src/wisp/integrations)
+    "watch": ("wisp.integrations._watch", "watch"),
+    "unwatch": ("wisp.integrations._watch", "unwatch"),
+    "save": ("wisp.integrations._files", "save"),
+    "alert": ("wisp.integrations._alert", "alert"),
+    "AlertLevel": ("wisp.integrations._alert", "AlertLevel"),
+    "login": ("wisp.integrations._alert", "login"),
 }
 
 
@@ -82,9 +95,20 @@ def init(
     resume: str | bool | None = None,
     settings: Settings | Mapping[str, Any] | None = None,
     ranks: str | None = None,
+    **wandb_only: Any,
 ) -> Run:
-    """Start a run (finishing the current one first) and make it the current run."""
+    """Start a run (finishing the current one first) and make it the current run.
+
+    Arguments that only wandb knows (``entity``, ``reinit``, ``save_code``, ...) are
+    accepted and ignored with one warning, so ``import wisp as wandb`` works;
+    any other unknown argument raises UsageError.
+    """
     from wisp._init import start_run
+
+    if wandb_only:
+        from wisp._init import wandb_only_args
+
+        config = wandb_only_args(wandb_only, config)
 
     new = start_run(
         project=project,

@@ -15,7 +15,30 @@ TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need 
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["start_run"]
+__all__ = ["WANDB_ONLY_ARGS", "start_run", "wandb_only_args"]
+
+#: ``wandb.init()`` arguments wisp accepts and ignores (one warning lists them), so
+#: ``import wisp as wandb`` keeps working.  ``config_exclude_keys`` and
+#: ``config_include_keys`` are honoured rather than ignored.
+WANDB_ONLY_ARGS = frozenset(
+    {
+        "entity",
+        "reinit",
+        "anonymous",
+        "save_code",
+        "magic",
+        "sync_tensorboard",
+        "tensorboard",
+        "monitor_gym",
+        "allow_val_change",
+        "config_exclude_keys",
+        "config_include_keys",
+        "force",
+        "fork_from",
+        "resume_from",
+    }
+)
+_HONOURED = ("config_exclude_keys", "config_include_keys")
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 _ADJECTIVES = [
@@ -109,6 +132,40 @@ def _check_str(what: str, value: Any) -> str | None:
     if not isinstance(value, str):
         raise UsageError(f"init() {what} must be a string, got {type(value).__name__} {value!r}")
     return value
+
+
+def wandb_only_args(kwargs: Mapping[str, Any], config: Any) -> Any:
+    """Check ``init(**kwargs)``: refuse unknown names, warn once about ignored wandb ones.
+
+    Returns ``config`` filtered by ``config_exclude_keys`` / ``config_include_keys``.
+    """
+    unknown = sorted(k for k in kwargs if k not in WANDB_ONLY_ARGS)
+    if unknown:
+        raise UsageError(
+            f"init() got unexpected argument(s) {', '.join(map(repr, unknown))}; wisp accepts "
+            f"wisp's own arguments and these wandb-only ones: {', '.join(sorted(WANDB_ONLY_ARGS))}"
+        )
+    ignored = sorted(k for k in kwargs if k not in _HONOURED)
+    if ignored:
+        import warnings
+
+        from wisp.errors import WispWarning
+
+        warnings.warn(
+            f"wisp: init() ignores wandb-only argument(s) {', '.join(ignored)}",
+            WispWarning,
+            stacklevel=3,
+        )
+    exclude, include = kwargs.get("config_exclude_keys"), kwargs.get("config_include_keys")
+    if (exclude or include) and config is not None:
+        if exclude and include:
+            raise UsageError("init() takes config_exclude_keys or config_include_keys, not both")
+        if not isinstance(config, Mapping) and hasattr(config, "__dict__"):
+            config = vars(config)
+        if isinstance(config, Mapping):
+            keys = set(exclude or include or ())
+            config = {k: v for k, v in config.items() if (k in keys) == bool(include)}
+    return config
 
 
 def start_run(

@@ -67,6 +67,7 @@ _FIELDS: dict[str, tuple[type, Any, str | None, Callable[[str, Any], Any]]] = {
     "ranks": (str, "zero", "WISP_RANKS", _choice("zero", "all")),
     "signals": (bool, True, "WISP_SIGNALS", _any),
     "heartbeat_interval": (float, 15.0, "WISP_HEARTBEAT_INTERVAL", _positive),
+    "alert_webhook": (str, None, "WISP_ALERT_WEBHOOK", _any),
 }
 
 _TRUE = {"1", "true", "yes", "on"}
