@@ -270,3 +270,15 @@ def test_repr_html_names_the_run() -> None:
     html = run._repr_html_()
     assert "&lt;shown&gt;" in html and run.id in html and str(run.dir) in html
     run.finish()
+
+
+def test_a_huge_top_level_string_is_refused_naming_the_key() -> None:
+    """A plain string over max_value_bytes raises ValueLimitError naming the key, and nothing is logged."""
+    from wisp.errors import ValueLimitError
+
+    run = wisp.init(settings={"max_value_bytes": 1000})
+    with pytest.raises(ValueLimitError, match="'s'.*over the limit of 1,000 bytes"):
+        run.log({"s": "x" * 5000, "ok": 1.0})
+    run.log({"s": "short"})
+    run.finish()
+    assert [r["s"] for r in _rows(run)] == ["short"]

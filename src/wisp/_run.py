@@ -28,6 +28,8 @@ __all__ = ["Config", "Run", "Summary"]
 RUN_FILE = "run.wisp"
 META_FILE = "run.json"
 _FAST_REJECT = RESERVED_KEYS | {""}
+# Values log() passes without a closer look; strings take the slow path for the size limit.
+_FAST_TYPES = frozenset({float, int, bool, type(None)})
 _SUMMARY_KINDS = ("last", "min", "max", "mean", "none")
 
 
@@ -350,7 +352,7 @@ class Run:
         # fast path: a dict of str -> plain scalars
         if type(data) is dict and _FAST_REJECT.isdisjoint(data):
             for k, v in data.items():
-                if type(v) not in SCALAR_TYPES or type(k) is not str:
+                if type(v) not in _FAST_TYPES or type(k) is not str:
                     row, deferred = prepare_row(data, self._settings.max_value_bytes)
                     break
             else:

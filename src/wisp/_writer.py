@@ -350,7 +350,7 @@ class Writer:
         import hashlib
 
         digest = hashlib.sha256(data).hexdigest()
-        name = f"{digest[:32]}{suffix}"
+        name = f"{digest}{suffix}"  # the full hash: servers address media by sha256
         os.makedirs(self.media_dir, exist_ok=True)
         path = os.path.join(self.media_dir, name)
         if not os.path.exists(path):
