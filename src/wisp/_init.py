@@ -109,6 +109,10 @@ def start_run(
         s = s.replace(**overrides)
     if s.mode is None:
         s = s.replace(mode="online" if s.server_url else "offline")
+    if s.mode == "online":
+        from wisp._uploader import check_settings
+
+        check_settings(s)
 
     project = _check_str("project", project) or os.environ.get("WISP_PROJECT") or "uncategorized"
     name = _check_str("name", name)
@@ -141,6 +145,16 @@ def start_run(
         previous, wisp.run = wisp.run, None
         previous.finish()
 
+    resumed = None
+    if resume not in (None, False) and s.mode != "disabled":
+        from wisp._resume import find_resumable
+
+        resumed = find_resumable(os.path.abspath(s.dir or os.getcwd()), id, resume)
+        if resumed is not None:
+            name = name or resumed.name
+            if project == "uncategorized" and resumed.project:
+                project = resumed.project
+            config = resumed.merge_config(config)
     run_id = id or new_run_id()
     name = name or _default_name(run_id)
     if s.mode == "disabled":
@@ -152,6 +166,8 @@ def start_run(
     base = os.path.abspath(s.dir or os.getcwd())
     stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime())
     run_dir = os.path.join(base, "wisp", f"run-{stamp}-{run_id}")
+    if resumed is not None:
+        run_dir = resumed.run_dir
     try:
         os.makedirs(run_dir, exist_ok=True)
     except OSError as exc:
@@ -163,4 +179,10 @@ def start_run(
         notes=notes, group=group, job_type=job_type, config=config,
     )
     _run._register(run)
+    if resumed is not None:
+        resumed.apply(run)
+    if s.mode == "online":
+        from wisp._uploader import attach
+
+        attach(run)
     return run
