@@ -43,6 +43,7 @@ __all__ = [
     "open_run",
     "run",
     "summary",
+    "sync",
 ]
 
 #: The current run (set by :func:`init`, cleared by :func:`finish`), or None.
@@ -56,6 +57,7 @@ _LAZY = {
     "open_run": ("wisp._reader", "open_run"),
     "RunData": ("wisp._reader", "RunData"),
     "doctor": ("wisp._doctor", "doctor"),
+    "sync": ("wisp._sync", "sync"),
     "errors": ("wisp.errors", None),
 }
 

@@ -49,9 +49,7 @@ class HttpTransport:
     def __init__(self, base_url: str) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UsageError(
-                f"server_url must be an http:// or https:// URL, got {base_url!r}"
-            )
+            raise UsageError(f"server_url must be an http:// or https:// URL, got {base_url!r}")
         self.scheme = parts.scheme
         self.host = parts.hostname
         self.port = parts.port
@@ -182,7 +180,11 @@ class ApiClient:
         what = f"{method} {path}"
         try:
             resp = self.transport.request(
-                method, API_PREFIX + path, body, headers, self.timeout if timeout is None else timeout
+                method,
+                API_PREFIX + path,
+                body,
+                headers,
+                self.timeout if timeout is None else timeout,
             )
         except OSError as exc:
             raise RetryableApiError(

@@ -256,7 +256,11 @@ class Uploader:
         log.warning(
             "wisp: uploading run %s stopped (%s: %s); the run file %s keeps everything, "
             "run `wisp sync %s` once the problem is fixed",
-            self.run_id or "?", type(exc).__name__, exc, self.path, self.run_dir,
+            self.run_id or "?",
+            type(exc).__name__,
+            exc,
+            self.path,
+            self.run_dir,
         )
 
     def stop(self) -> None:
@@ -327,9 +331,9 @@ class Uploader:
                     raise
                 self._sleep(self._delay(failures, exc.retry_after))
                 continue
+            failures = 0
+            last_progress = self.clock()
             if progressed:
-                failures = 0
-                last_progress = self.clock()
                 if on_progress is not None:
                     on_progress(self)
             else:
@@ -339,7 +343,7 @@ class Uploader:
 
     def _delay(self, failures: int, retry_after: float | None) -> float:
         base, cap = self.backoff
-        delay = min(cap, base * 2 ** min(failures - 1, 30)) * (0.5 + 0.5 * self._rand())
+        delay: float = min(cap, base * 2.0 ** min(failures - 1, 30)) * (0.5 + 0.5 * self._rand())
         if retry_after is not None:
             delay = max(delay, min(retry_after, 60.0))
         return delay
@@ -362,9 +366,7 @@ class Uploader:
     def _step(self) -> bool:
         """Register, or send one batch.  False when there is nothing to send."""
         if not self.registered.is_set():
-            if not self._register():
-                return False
-            return True
+            return self._register()
         if not self._pending:
             self._fill()
             if not self._pending:
@@ -413,8 +415,10 @@ class Uploader:
         except FatalApiError as exc:
             if exc.status == 413 and self.batch_bytes > 64 * 1024 and len(batch) > 1:
                 self.batch_bytes //= 2
-                log.info("wisp: server refused a batch as too large; batches now %d bytes",
-                         self.batch_bytes)
+                log.info(
+                    "wisp: server refused a batch as too large; batches now %d bytes",
+                    self.batch_bytes,
+                )
                 return
             if exc.status == 404 and self.registered.is_set():
                 self.registered.clear()  # the server lost the run: register it again
@@ -448,8 +452,12 @@ class Uploader:
         Earlier segments are resent too (the server ignores what it has); records of
         ``writer_id`` up to ``acked_seq`` are skipped.
         """
-        log.info("wisp: server has run %s writer %s only up to seq %d; resending from there",
-                 self.run_id, writer_id, acked_seq)
+        log.info(
+            "wisp: server has run %s writer %s only up to seq %d; resending from there",
+            self.run_id,
+            writer_id,
+            acked_seq,
+        )
         self._pending.clear()
         self.tail.offset = HEADER_SIZE
         self._read_writer, self._read_seq = None, 0
@@ -472,15 +480,19 @@ class Uploader:
 
     def _encode(self, writer_id: str, first_seq: int, batch: list[Record]) -> bytes:
         parts = [
-            b'{"writer_id":', _dumps(writer_id).encode(), b',"first_seq":',
-            str(first_seq).encode(), b',"records":[',
+            b'{"writer_id":',
+            _dumps(writer_id).encode(),
+            b',"first_seq":',
+            str(first_seq).encode(),
+            b',"records":[',
         ]
         for i, rec in enumerate(batch):
             payload = rec.payload
             if b'"path"' in payload:
                 payload = self._with_media(payload)
-            parts.append(b'{"type":%d,"data":' % rec.type if i == 0 else
-                         b',{"type":%d,"data":' % rec.type)
+            parts.append(
+                b'{"type":%d,"data":' % rec.type if i == 0 else b',{"type":%d,"data":' % rec.type
+            )
             parts.append(payload)
             parts.append(b"}")
         parts.append(b"]}")
@@ -558,8 +570,12 @@ def attach(run: Any) -> None:
     if up.registered.wait(max(0.0, deadline - time.monotonic())):
         run.url = f"{client.server_url}/runs/{run.id}"
     else:
-        log.info("wisp: server %s did not answer within init_timeout=%ss; training goes on, "
-                 "uploads will catch up", s.server_url, s.init_timeout)
+        log.info(
+            "wisp: server %s did not answer within init_timeout=%ss; training goes on, "
+            "uploads will catch up",
+            s.server_url,
+            s.init_timeout,
+        )
 
 
 def _human(n: float) -> str:
@@ -593,8 +609,10 @@ def finish_upload(run: Any, timeout: float, *, stream: Any = None) -> None:
                 out.write(f"\rwisp: uploading run {run.id}: {_human(left)} left ...  ")
                 shown = True
             elif not shown:
-                out.write(f"wisp: uploading run {run.id}: {_human(left)} left, waiting up to "
-                          f"{timeout:.0f}s\n")
+                out.write(
+                    f"wisp: uploading run {run.id}: {_human(left)} left, waiting up to "
+                    f"{timeout:.0f}s\n"
+                )
                 shown = True
     if shown and tty:
         out.write("\n")
