@@ -57,7 +57,7 @@ _LAZY = {
     "open_run": ("wisp._reader", "open_run"),
     "RunData": ("wisp._reader", "RunData"),
     "doctor": ("wisp._doctor", "doctor"),
-    "sync": ("wisp._sync", "sync"),
+    "sync": ("wisp._upload._sync", "sync"),
     "errors": ("wisp.errors", None),
 }
 

@@ -110,7 +110,7 @@ def start_run(
     if s.mode is None:
         s = s.replace(mode="online" if s.server_url else "offline")
     if s.mode == "online":
-        from wisp._uploader import check_settings
+        from wisp._upload._uploader import check_settings
 
         check_settings(s)
 
@@ -182,7 +182,7 @@ def start_run(
     if resumed is not None:
         resumed.apply(run)
     if s.mode == "online":
-        from wisp._uploader import attach
+        from wisp._upload._uploader import attach
 
         attach(run)
     return run

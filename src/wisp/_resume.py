@@ -10,7 +10,7 @@ record with a fresh ``writer_id``, then a RESUME record (type 12)::
 last step found in the file; config and summary start from the run's last
 snapshots.  A torn record left by a killed process is cut off first, so the new
 segment is readable.  On the server the new segment is just another writer of
-the same run (see ``wisp._uploader``).
+the same run (see ``wisp._upload._uploader``).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class Resumed(NamedTuple):
             writer.summary.update(summary)
 
         writer.put((CALL, start_segment))
-        from wisp._uploader import mark_not_done
+        from wisp._upload._uploader import mark_not_done
 
         mark_not_done(self.run_dir)
 

@@ -223,7 +223,7 @@ class Run:
         self._queue: Any = None
         self._qsize = settings.queue_size
         self._live = False
-        self._uploader: Any = None  # online mode: wisp._uploader.Uploader, set by init()
+        self._uploader: Any = None  # online mode: the Uploader, set by init()
         self.created_at = get_time()
         if config:
             self.config.update(config)
@@ -438,7 +438,7 @@ class Run:
             self._final_summary = {**w.summary, **w._summary_user}
             self._write_meta(final_state)
         if self._uploader is not None:
-            from wisp._uploader import finish_upload
+            from wisp._upload._uploader import finish_upload
 
             finish_upload(self, self._settings.upload_timeout)
         if not done:

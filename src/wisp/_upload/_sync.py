@@ -1,6 +1,6 @@
 """``wisp.sync()``: upload run directories written offline (or left behind) to a server.
 
-Each run is uploaded by an :class:`~wisp._uploader.Uploader` on the calling
+Each run is uploaded by an :class:`~wisp._upload._uploader.Uploader` on the calling
 thread, from its saved cursor (``upload.json``), so a second sync sends nothing
 that the server already acknowledged.  A run still being written is followed
 until its finish record appears or its process is gone.
@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from wisp._uploader import RUN_FILE, Cursor, Uploader, _human
+from wisp._upload._uploader import RUN_FILE, Cursor, Uploader, _human
 from wisp.errors import ApiError, UsageError
 
 __all__ = ["SyncResult", "find_run_dirs", "sync"]
@@ -147,7 +147,7 @@ def sync(
     :class:`SyncResult` per run otherwise.
     """
     from wisp._settings import Settings
-    from wisp._transport import ApiClient
+    from wisp._upload._transport import ApiClient
 
     settings = Settings.resolve()
     server = server_url or settings.server_url

@@ -3,7 +3,7 @@
 The wire format is the HTTP API v1 of docs/API (see API-CONTRACT.md): JSON over
 HTTP under ``/api/v1``, ``Authorization: Bearer <key>``, record batches
 optionally gzip-compressed.  This module only speaks it; what to send and when
-is the uploader's business (``wisp._uploader``).
+is the uploader's business (``wisp._upload._uploader``).
 
 :class:`HttpTransport` uses ``http.client`` (imported when first used) with one
 keep-alive connection per transport, so it belongs to one thread.  Anything

@@ -46,7 +46,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wisp._runfile import FRAME_SIZE, HEADER_SIZE, Record, RecordTail, RecordType
-from wisp._transport import ApiClient, Conflict
+from wisp._upload._transport import ApiClient, Conflict
 from wisp.errors import FatalApiError, RetryableApiError, UsageError
 
 __all__ = ["CURSOR_FILE", "Cursor", "Uploader", "attach", "check_settings", "finish_upload"]
@@ -413,8 +413,8 @@ class Uploader:
         try:
             answer = self.client.post_records(self.run_id, body, gzip=self.compress)
         except FatalApiError as exc:
-            if exc.status == 413 and self.batch_bytes > 64 * 1024 and len(batch) > 1:
-                self.batch_bytes //= 2
+            if exc.status == 413 and len(batch) > 1:
+                self.batch_bytes = max(1, min(self.batch_bytes, size) // 2)
                 log.info(
                     "wisp: server refused a batch as too large; batches now %d bytes",
                     self.batch_bytes,
@@ -553,7 +553,7 @@ def check_settings(settings: Any) -> None:
             "mode 'online' needs a server: set WISP_SERVER_URL (and WISP_API_KEY) or pass "
             "settings={'server_url': ..., 'api_key': ...}"
         )
-    from wisp._transport import HttpTransport
+    from wisp._upload._transport import HttpTransport
 
     HttpTransport(settings.server_url)  # checks the URL
 
