@@ -1,0 +1,45 @@
+"""The wisp tracking server: HTTP API v1 over SQLite or PostgreSQL (see docs/http-api.md).
+
+Importing this package does nothing; the names below load their modules on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from wisp.server._app import create_app
+    from wisp.server._serve import keys_create, keys_list, keys_revoke, serve
+    from wisp.server._settings import ServerSettings
+    from wisp.server._store import Store, open_store
+
+__all__ = [
+    "ServerSettings",
+    "Store",
+    "create_app",
+    "keys_create",
+    "keys_list",
+    "keys_revoke",
+    "open_store",
+    "serve",
+]
+
+_WHERE = {
+    "create_app": "_app",
+    "keys_create": "_serve",
+    "keys_list": "_serve",
+    "keys_revoke": "_serve",
+    "serve": "_serve",
+    "ServerSettings": "_settings",
+    "Store": "_store",
+    "open_store": "_store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    mod = _WHERE.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'wisp.server' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"wisp.server.{mod}"), name)

@@ -1,0 +1,282 @@
+"""HTTP endpoints of API v1 (docs/http-api.md is the user-facing description).
+
+Each handler declares the scope it needs; :func:`endpoint` checks the key,
+turns :class:`Problem` into a JSON error and runs blocking storage calls in the
+thread pool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+import os
+import re
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response, StreamingResponse
+
+from wisp.server._http import json_response, q_float, q_int, q_str, read_json
+from wisp.server._ingest import STATES, check_project, check_run_fields, prepare_records
+from wisp.server._problem import Problem, check_id, clean_json, clean_str, invalid
+from wisp.server._query import list_runs
+from wisp.server._series import export_history, series
+from wisp.server._settings import ServerSettings
+from wisp.server._store import Store
+
+__all__ = ["Api"]
+
+_LEVEL = {"read": 1, "write": 2, "admin": 3}
+_SHA = re.compile(r"([0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?")
+_RUN_BODY = {"project", "name", "tags", "notes", "group", "job_type", "config", "metadata"}
+_RUN_BODY |= {"state", "created_at"}
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class Api:
+    """The endpoints, bound to one store and settings."""
+
+    def __init__(self, store: Store, settings: ServerSettings) -> None:
+        self.store = store
+        self.settings = settings
+        self.media_dir = Path(settings.media_dir).resolve()
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    async def _auth(self, request: Request, scope: str) -> None:
+        if scope == "read" and self.settings.no_auth:
+            return
+        header = request.headers.get("authorization", "")
+        kind, _, token = header.partition(" ")
+        if kind.lower() != "bearer" or not token.strip():
+            raise Problem(
+                401, "unauthorized", "an API key is required: Authorization: Bearer <key>"
+            )
+        token = token.strip()
+        if len(token) > 200 or not token.isascii():
+            raise Problem(401, "unauthorized", "the API key is not valid")
+        have = await run_in_threadpool(self.store.key_scope, token)
+        if have is None:
+            raise Problem(401, "unauthorized", "the API key is not valid or was revoked")
+        if _LEVEL[have] < _LEVEL[scope]:
+            raise Problem(403, "forbidden", f"this endpoint needs a {scope} key, got a {have} key")
+
+    def endpoint(self, scope: str, fn: Handler) -> Handler:
+        async def handle(request: Request) -> Response:
+            try:
+                await self._auth(request, scope)
+                return await fn(request)
+            except Problem as p:
+                return json_response(p.body(), p.status)
+
+        handle.__name__ = fn.__name__
+        return handle
+
+    def _run_id(self, request: Request) -> str:
+        return check_id(request.path_params["run_id"], "run_id")
+
+    async def _need_run(self, run_id: str) -> dict[str, Any]:
+        run = await run_in_threadpool(self.store.get_run, run_id)
+        if run is None:
+            raise Problem(404, "run_not_found", f"no run {run_id!r}", "run_id")
+        return run
+
+    # -- ingestion ----------------------------------------------------------------------------
+
+    async def put_run(self, request: Request) -> Response:
+        run_id = self._run_id(request)
+        body = await read_json(request, self.settings.max_body_bytes)
+        if not isinstance(body, dict):
+            raise invalid("body", "expected a JSON object")
+        for k in body:
+            if k not in _RUN_BODY:
+                raise invalid(
+                    str(k)[:100], f"unknown field: expected {', '.join(sorted(_RUN_BODY))}"
+                )
+        cols = check_run_fields(body, "")
+        for src, col in (("config", "config"), ("metadata", "meta")):
+            if body.get(src) is not None:
+                if not isinstance(body[src], dict):
+                    raise invalid(src, "expected an object")
+                cols[col] = clean_json(body[src], src)
+        if body.get("state") is not None:
+            if body["state"] not in STATES:
+                raise invalid("state", f"expected one of {', '.join(STATES)}")
+            cols["state"] = body["state"]
+        run = await run_in_threadpool(self.store.put_run, run_id, cols)
+        return json_response({"run": run})
+
+    async def post_records(self, request: Request) -> Response:
+        run_id = self._run_id(request)
+        body = await read_json(request, self.settings.max_body_bytes)
+        if not isinstance(body, dict):
+            raise invalid("body", "expected a JSON object {writer_id, first_seq, records}")
+        writer = check_id(body.get("writer_id"), "writer_id")
+        first = body.get("first_seq")
+        if type(first) is not int or not 0 <= first < (1 << 62):
+            raise invalid("first_seq", "expected an integer >= 0")
+        prepared = await run_in_threadpool(prepare_records, body.get("records"))
+        acked = await run_in_threadpool(self.store.ingest, run_id, writer, first, prepared)
+        return json_response({"acked_seq": acked})
+
+    async def get_writer(self, request: Request) -> Response:
+        run_id = self._run_id(request)
+        writer = check_id(request.path_params["writer_id"], "writer_id")
+        return json_response(
+            {"acked_seq": await run_in_threadpool(self.store.acked_seq, run_id, writer)}
+        )
+
+    async def heartbeat(self, request: Request) -> Response:
+        run_id = self._run_id(request)
+        if not await run_in_threadpool(self.store.heartbeat, run_id):
+            raise Problem(404, "run_not_found", f"no run {run_id!r}", "run_id")
+        return json_response({"ok": True})
+
+    # -- media --------------------------------------------------------------------------------
+
+    def _sha(self, request: Request) -> tuple[str, str]:
+        m = _SHA.fullmatch(request.path_params["sha256"])
+        if m is None:
+            raise invalid("sha256", "expected 64 lowercase hex digits, optionally with .suffix")
+        return m.group(1), m.group(2) or ""
+
+    def _media_path(self, sha: str) -> Path:
+        path = (self.media_dir / sha[:2] / sha).resolve()
+        if self.media_dir not in path.parents:  # cannot happen for hex names; belt and braces
+            raise invalid("sha256", "bad media path")
+        return path
+
+    async def head_media(self, request: Request) -> Response:
+        sha, _ = self._sha(request)
+        known = await run_in_threadpool(self.store.media_known, sha)
+        if known is None or not self._media_path(sha).is_file():
+            return Response(status_code=404)
+        return Response(status_code=200, headers={"content-length": str(known["size"])})
+
+    async def put_media(self, request: Request) -> Response:
+        sha, suffix = self._sha(request)
+        path = self._media_path(sha)
+        if await run_in_threadpool(self.store.media_known, sha) is not None and path.is_file():
+            return json_response({"sha256": sha, "stored": False}, 200)
+        if request.headers.get("content-encoding", "identity").lower() not in ("identity", ""):
+            raise Problem(415, "unsupported_encoding", "media bodies are sent as raw bytes")
+        limit = self.settings.max_media_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise Problem(413, "too_large", f"media larger than {limit} bytes")
+        tmpdir = self.media_dir / "tmp"
+        tmpdir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=tmpdir)
+        h = hashlib.sha256()
+        size = 0
+        try:
+            with os.fdopen(fd, "wb") as f:
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > limit:
+                        raise Problem(413, "too_large", f"media larger than {limit} bytes")
+                    h.update(chunk)
+                    f.write(chunk)
+            if h.hexdigest() != sha:
+                raise Problem(
+                    422, "hash_mismatch", "the body's sha256 does not match the URL", "sha256"
+                )
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        await run_in_threadpool(self.store.media_add, sha, size, suffix)
+        return json_response({"sha256": sha, "stored": True}, 201)
+
+    async def get_media(self, request: Request) -> Response:
+        sha, suffix = self._sha(request)
+        known = await run_in_threadpool(self.store.media_known, sha)
+        path = self._media_path(sha)
+        if known is None or not path.is_file():
+            raise Problem(404, "media_not_found", f"no media {sha}", "sha256")
+        ctype = mimetypes.guess_type("x" + (known["suffix"] or suffix))[0]
+        return FileResponse(path, media_type=ctype or "application/octet-stream")
+
+    # -- queries ------------------------------------------------------------------------------
+
+    async def projects(self, request: Request) -> Response:
+        return json_response({"projects": await run_in_threadpool(self.store.projects)})
+
+    async def project_runs(self, request: Request) -> Response:
+        project = check_project(request.path_params["project"], "project")
+        order = q_str(request, "order", "desc")
+        if order not in ("asc", "desc"):
+            raise invalid("order", "expected asc or desc")
+        kw: dict[str, Any] = {
+            "filter_expr": q_str(request, "filter", ""),
+            "sort": q_str(request, "sort", "created_at", 1000),
+            "order": order,
+            "limit": q_int(request, "limit", 50, 1, 1000),
+            "offset": q_int(request, "offset", 0, 0, 1_000_000_000),
+            "group": q_str(request, "group", None, 1024),
+        }
+        if kw["group"] is not None:
+            clean_str(kw["group"], "group")
+        out = await run_in_threadpool(lambda: list_runs(self.store, project, **kw))
+        return json_response(out)
+
+    async def get_run(self, request: Request) -> Response:
+        return json_response(await self._need_run(self._run_id(request)))
+
+    async def series(self, request: Request) -> Response:
+        runs_s = q_str(request, "runs")
+        keys_s = q_str(request, "keys", None, 100_000)
+        if not runs_s:
+            raise invalid("runs", "required: comma-separated run ids")
+        if not keys_s:
+            raise invalid("keys", "required: comma-separated metric keys")
+        runs = [check_id(r, "runs") for r in runs_s.split(",")]
+        keys = [clean_str(k, "keys", 1024) for k in keys_s.split(",") if k]
+        if len(runs) > 200 or len(keys) > 500 or len(runs) * len(keys) > 2000:
+            raise invalid("runs", "at most 200 runs, 500 keys and 2000 series per request")
+        x = clean_str(q_str(request, "x", "step", 1024), "x")
+        kw: dict[str, Any] = {
+            "x": x,
+            "lo": q_float(request, "min"),
+            "hi": q_float(request, "max"),
+            "after": q_float(request, "after"),
+            "buckets": q_int(request, "buckets", 1000, 1, 100_000),
+        }
+        out = await run_in_threadpool(lambda: series(self.store, runs, keys, **kw))
+        return json_response({"series": out})
+
+    async def history(self, request: Request) -> Response:
+        run_id = self._run_id(request)
+        fmt = q_str(request, "format", "jsonl")
+        if fmt not in ("csv", "jsonl"):
+            raise invalid("format", "expected csv or jsonl")
+        keys_s = q_str(request, "keys", None, 100_000)
+        keys = [clean_str(k, "keys", 1024) for k in keys_s.split(",") if k] if keys_s else None
+        await self._need_run(run_id)
+        it = export_history(self.store, run_id, fmt, keys)
+        ctype = "text/csv" if fmt == "csv" else "application/x-ndjson"
+        disp = f'attachment; filename="{run_id}-history.{fmt}"'
+        return StreamingResponse(it, media_type=ctype, headers={"content-disposition": disp})
+
+    async def media_list(self, request: Request) -> Response:
+        run_id = self._run_id(request)
+        key = q_str(request, "key", None, 1024)
+        if key is not None:
+            clean_str(key, "key")
+        limit = q_int(request, "limit", 10_000, 1, 100_000)
+        await self._need_run(run_id)
+        items = await run_in_threadpool(self.store.media_items, run_id, key, limit)
+        return json_response({"media": items})
+
+    async def console(self, request: Request) -> Response:
+        run_id = self._run_id(request)
+        after = q_int(request, "after", -1, -1, (1 << 62))
+        limit = q_int(request, "limit", 1000, 1, 10_000)
+        await self._need_run(run_id)
+        lines = await run_in_threadpool(self.store.console_lines, run_id, after, limit)
+        return json_response({"lines": lines})

@@ -1,0 +1,91 @@
+"""The ASGI application factory: ``create_app(settings)`` -> Starlette app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, Response
+from starlette.routing import Route
+
+from wisp.server._api import Api
+from wisp.server._http import json_response
+from wisp.server._openapi import openapi_document
+from wisp.server._settings import ServerSettings
+from wisp.server._store import Store, open_store
+
+__all__ = ["create_app"]
+
+_NO_UI = """<!doctype html><html><head><meta charset="utf-8"><title>wisp server</title></head>
+<body><h1>wisp server</h1><p>The dashboard UI is not built into this install.
+The HTTP API is at <a href="/api/openapi.json">/api/openapi.json</a>.</p></body></html>"""
+
+
+def create_app(settings: ServerSettings | None = None, *, store: Store | None = None) -> Any:
+    """Build the app: API under ``/api/v1``, OpenAPI at ``/api/openapi.json``, UI at ``/``."""
+    settings = (settings or ServerSettings()).resolved()
+    if store is None:
+        store = open_store(
+            settings.db,
+            heartbeat_timeout=settings.heartbeat_timeout,
+            run_migrations=settings.migrate,
+        )
+    api = Api(store, settings)
+    Path(settings.media_dir).mkdir(parents=True, exist_ok=True)
+    ep = api.endpoint
+    v1 = "/api/v1"
+    routes = [
+        Route("/api/openapi.json", _openapi, methods=["GET"]),
+        Route(f"{v1}/runs/{{run_id}}", ep("write", api.put_run), methods=["PUT"]),
+        Route(f"{v1}/runs/{{run_id}}", ep("read", api.get_run), methods=["GET"]),
+        Route(f"{v1}/runs/{{run_id}}/records", ep("write", api.post_records), methods=["POST"]),
+        Route(
+            f"{v1}/runs/{{run_id}}/writers/{{writer_id}}",
+            ep("read", api.get_writer),
+            methods=["GET"],
+        ),
+        Route(f"{v1}/runs/{{run_id}}/heartbeat", ep("write", api.heartbeat), methods=["POST"]),
+        Route(f"{v1}/runs/{{run_id}}/history", ep("read", api.history), methods=["GET"]),
+        Route(f"{v1}/runs/{{run_id}}/media", ep("read", api.media_list), methods=["GET"]),
+        Route(f"{v1}/runs/{{run_id}}/console", ep("read", api.console), methods=["GET"]),
+        Route(f"{v1}/media/{{sha256}}", ep("read", api.head_media), methods=["HEAD"]),
+        Route(f"{v1}/media/{{sha256}}", ep("read", api.get_media), methods=["GET"]),
+        Route(f"{v1}/media/{{sha256}}", ep("write", api.put_media), methods=["PUT"]),
+        Route(f"{v1}/projects", ep("read", api.projects), methods=["GET"]),
+        Route(f"{v1}/projects/{{project}}/runs", ep("read", api.project_runs), methods=["GET"]),
+        Route(f"{v1}/series", ep("read", api.series), methods=["GET"]),
+        Route("/api/{rest:path}", _api_not_found),
+        Route("/{path:path}", _static_handler(Path(settings.static_dir)), methods=["GET", "HEAD"]),
+    ]
+    app = Starlette(routes=routes)
+    app.state.store = store
+    app.state.settings = settings
+    return app
+
+
+async def _openapi(request: Request) -> Response:
+    return json_response(openapi_document())
+
+
+async def _api_not_found(request: Request) -> Response:
+    body = {"error": {"code": "not_found", "message": f"no endpoint {request.url.path}"}}
+    return json_response(body, 404)
+
+
+def _static_handler(root: Path) -> Any:
+    async def static(request: Request) -> Response:
+        index = root / "index.html"
+        if not index.is_file():
+            if request.path_params["path"] in ("", "index.html"):
+                return HTMLResponse(_NO_UI)
+            return HTMLResponse(_NO_UI, status_code=404)
+        base = root.resolve()
+        rel = request.path_params["path"]
+        target = (base / rel).resolve()
+        if rel and base in target.parents and target.is_file():
+            return FileResponse(target)
+        return FileResponse(index, media_type="text/html")
+
+    return static

@@ -1,0 +1,115 @@
+"""HTTP plumbing: bounded body reading (413), JSON parsing (400), query parameters (422)."""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from wisp.server._problem import Problem, invalid
+
+__all__ = ["json_response", "q_float", "q_int", "q_str", "read_json"]
+
+
+def _dumps(obj: Any) -> bytes:
+    try:
+        s = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # a non-finite float slipped into a value: JSON has no token for it
+        s = json.dumps(_finite(obj), separators=(",", ":"), allow_nan=False)
+    return s.encode("utf-8", "surrogatepass")
+
+
+def _finite(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_finite(x) for x in v]
+    return v
+
+
+def json_response(obj: Any, status: int = 200) -> Response:
+    return Response(_dumps(obj), status_code=status, media_type="application/json")
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refusing (413) more than ``limit`` bytes after gzip decoding."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise Problem(413, "too_large", f"request body is larger than {limit} bytes")
+    enc = request.headers.get("content-encoding", "identity").strip().lower()
+    if enc not in ("identity", "gzip", ""):
+        raise Problem(415, "unsupported_encoding", f"Content-Encoding {enc!r}: use gzip")
+    dec = zlib.decompressobj(wbits=31) if enc == "gzip" else None
+    parts: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            if dec is not None:
+                chunk = dec.decompress(chunk, limit + 1 - size)
+                if dec.unconsumed_tail:
+                    raise Problem(413, "too_large", f"decoded body is larger than {limit} bytes")
+            size += len(chunk)
+            if size > limit:
+                raise Problem(413, "too_large", f"request body is larger than {limit} bytes")
+            parts.append(chunk)
+        if dec is not None:
+            if not dec.eof:
+                raise Problem(400, "bad_gzip", "gzip body is truncated")
+            tail = dec.flush()
+            size += len(tail)
+            if size > limit:
+                raise Problem(413, "too_large", f"decoded body is larger than {limit} bytes")
+            parts.append(tail)
+    except zlib.error as e:
+        raise Problem(400, "bad_gzip", f"gzip body could not be decoded: {e}") from None
+    return b"".join(parts)
+
+
+async def read_json(request: Request, limit: int) -> Any:
+    body = await read_body(request, limit)
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as e:
+        msg = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+        raise Problem(400, "bad_json", f"request body is not valid JSON: {msg}", "body") from None
+
+
+def q_str(request: Request, name: str, default: str | None = None, max_len: int = 4000) -> Any:
+    v = request.query_params.get(name)
+    if v is None:
+        return default
+    if len(v) > max_len or "\x00" in v:
+        raise invalid(name, f"at most {max_len} characters, no NUL")
+    return v
+
+
+def q_int(request: Request, name: str, default: int, lo: int, hi: int) -> int:
+    v = request.query_params.get(name)
+    if v is None or v == "":
+        return default
+    try:
+        n = int(v)
+    except ValueError:
+        raise invalid(name, f"expected an integer, got {v[:40]!r}") from None
+    if not lo <= n <= hi:
+        raise invalid(name, f"expected an integer from {lo} to {hi}, got {n}")
+    return n
+
+
+def q_float(request: Request, name: str) -> float | None:
+    v = request.query_params.get(name)
+    if v is None or v == "":
+        return None
+    try:
+        f = float(v)
+    except ValueError:
+        raise invalid(name, f"expected a number, got {v[:40]!r}") from None
+    if not math.isfinite(f):
+        raise invalid(name, "expected a finite number")
+    return f

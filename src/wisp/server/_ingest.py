@@ -1,0 +1,224 @@
+"""Ingestion: validate a batch of run-file records, then apply it exactly once.
+
+A batch is ``(run_id, writer_id, first_seq, records)``; record ``i`` has sequence
+number ``first_seq + i``.  Inside one transaction the writer's acknowledged
+sequence is locked, records at or below it are skipped, the rest are applied and
+the new acknowledged sequence is stored, so a retried or duplicated batch changes
+nothing.  Everything is validated before the transaction starts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from wisp.server._problem import Problem, clean_json, clean_str, invalid
+
+__all__ = ["Prepared", "prepare_records"]
+
+MAX_STEP = 1 << 62
+STATES = ("running", "finished", "failed", "killed", "crashed")
+_NF = {math.inf: 2, -math.inf: 3}
+RUN_FIELDS = ("project", "name", "tags", "notes", "group", "job_type", "created_at")
+
+
+def nf_code(v: float) -> int:
+    """0 finite, 1 NaN, 2 +inf, 3 -inf (the ``points.nf`` column)."""
+    if v - v == 0.0:
+        return 0
+    return 1 if v != v else _NF[v]
+
+
+@dataclass
+class Prepared:
+    """One validated record, ready to apply: ``kind`` and its converted payload."""
+
+    kind: int
+    data: dict[str, Any]
+    points: list[tuple[str, int, float, float | None, int]] = field(default_factory=list)
+    extras: list[tuple[int, float, str]] = field(default_factory=list)
+    media: list[tuple[str, int, float, str, Any]] = field(default_factory=list)
+
+
+def _num(value: Any, fld: str) -> float:
+    if type(value) not in (int, float) or not math.isfinite(value):
+        raise invalid(fld, "expected a finite number")
+    return float(value)
+
+
+def check_project(value: Any, fld: str) -> str:
+    s = clean_str(value, fld, 128)
+    if not s.strip() or "/" in s or not s.isprintable():
+        raise invalid(fld, "expected 1-128 printable characters without '/'")
+    return s
+
+
+def check_tags(value: Any, fld: str) -> list[str]:
+    if not isinstance(value, list) or len(value) > 256:
+        raise invalid(fld, "expected a list of at most 256 strings")
+    return [clean_str(t, f"{fld}[{i}]", 256) for i, t in enumerate(value)]
+
+
+def check_run_fields(data: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """Validated run columns from a run body or a run record (unknown keys ignored here)."""
+    out: dict[str, Any] = {}
+    if "project" in data:
+        out["project"] = check_project(data["project"], f"{prefix}project")
+    if data.get("name") is not None:
+        out["name"] = clean_str(data["name"], f"{prefix}name", 1024)
+    if data.get("tags") is not None:
+        out["tags"] = check_tags(data["tags"], f"{prefix}tags")
+    if data.get("notes") is not None:
+        out["notes"] = clean_str(data["notes"], f"{prefix}notes", 100_000)
+    for src, col in (("group", "run_group"), ("job_type", "job_type")):
+        if src in data:
+            v = data[src]
+            out[col] = None if v is None else clean_str(v, f"{prefix}{src}", 1024)
+    if data.get("created_at") is not None:
+        out["created_at"] = _num(data["created_at"], f"{prefix}created_at")
+    return out
+
+
+def _prep_history(data: dict[str, Any], fld: str) -> Prepared:
+    rows = data.get("rows")
+    if type(rows) is not list:
+        raise invalid(f"{fld}.rows", "expected a list of [step, timestamp, {key: value}] rows")
+    prep = Prepared(3, {})
+    pts = prep.points
+    dumps = json.dumps
+    for i, row in enumerate(rows):
+        if type(row) is not list or len(row) != 3:
+            raise invalid(f"{fld}.rows[{i}]", "expected [step, timestamp, {key: value}]")
+        step, ts, vals = row
+        if type(step) is not int or not 0 <= step < MAX_STEP:
+            raise invalid(f"{fld}.rows[{i}][0]", "expected a step: an integer >= 0 and < 2**62")
+        tt = type(ts)
+        if (tt is not float and tt is not int) or not math.isfinite(ts):
+            raise invalid(f"{fld}.rows[{i}][1]", "expected a finite unix timestamp")
+        ts = float(ts)
+        if type(vals) is not dict:
+            raise invalid(f"{fld}.rows[{i}][2]", "expected an object of {key: value}")
+        other: dict[str, Any] | None = None
+        for k, v in vals.items():
+            t = type(v)
+            if t is float:
+                if v - v == 0.0:
+                    pts.append((k, step, ts, v, 0))
+                else:
+                    pts.append((k, step, ts, None, nf_code(v)))
+            elif t is int:
+                try:
+                    pts.append((k, step, ts, float(v), 0))
+                except OverflowError:
+                    other = other if other is not None else {}
+                    other[k] = v
+            elif t is dict:
+                vf = f"{fld}.rows[{i}][2].{k}"
+                kind = v.get("_type")
+                if not isinstance(kind, str):
+                    raise invalid(vf, "objects must be typed values with a string '_type'")
+                prep.media.append((k, step, ts, clean_str(kind, vf, 64), clean_json(v, vf)))
+            else:
+                other = other if other is not None else {}
+                other[k] = v
+        if other is not None:
+            clean_json(other, f"{fld}.rows[{i}][2]")
+            prep.extras.append((step, ts, dumps(other, allow_nan=True)))
+    seen: set[str] = set()
+    for p in pts:
+        k = p[0]
+        if k not in seen:
+            seen.add(k)
+            clean_str(k, f"{fld}.rows.<key>", 1024)
+            if not k:
+                raise invalid(f"{fld}.rows.<key>", "keys must not be empty")
+    for m in prep.media:
+        clean_str(m[0], f"{fld}.rows.<key>", 1024)
+    return prep
+
+
+def _prep_console(data: dict[str, Any], fld: str) -> Prepared:
+    lines = data.get("lines")
+    items = lines if isinstance(lines, list) else [data]
+    out = []
+    for i, ln in enumerate(items):
+        lf = f"{fld}.lines[{i}]" if isinstance(lines, list) else fld
+        if not isinstance(ln, dict):
+            raise invalid(lf, "expected an object {ts, stream, text}")
+        ts = _num(ln.get("ts", ln.get("time", 0.0)), f"{lf}.ts")
+        stream = clean_str(ln.get("stream", "stdout"), f"{lf}.stream", 16)
+        text = clean_str(ln.get("text", ""), f"{lf}.text")
+        out.append((ts, stream, text))
+    return Prepared(7, {"lines": out})
+
+
+def _prep_one(kind: int, data: dict[str, Any], fld: str) -> Prepared:
+    if kind == 3:
+        return _prep_history(data, fld)
+    if kind == 1:
+        cols = check_run_fields(data, f"{fld}.")
+        meta = {k: v for k, v in data.items() if k not in RUN_FIELDS}
+        return Prepared(1, {"cols": cols, "meta": clean_json(meta, f"{fld}")})
+    if kind in (2, 4):
+        name = "config" if kind == 2 else "summary"
+        body = data.get(name)
+        if not isinstance(body, dict):
+            raise invalid(f"{fld}.{name}", "expected an object")
+        return Prepared(kind, {name: clean_json(body, f"{fld}.{name}")})
+    if kind == 5:
+        name = clean_str(data.get("name"), f"{fld}.name", 1024)
+        return Prepared(5, {"name": name, "spec": clean_json(data, fld)})
+    if kind == 6:
+        state = data.get("state", "finished")
+        if state not in STATES:
+            raise invalid(f"{fld}.state", f"expected one of {', '.join(STATES)}")
+        fin = data.get("finished_at")
+        code = data.get("exit_code")
+        if code is not None and (type(code) is not int or abs(code) >= 1 << 31):
+            raise invalid(f"{fld}.exit_code", "expected a 32-bit integer or null")
+        return Prepared(
+            6,
+            {
+                "state": state,
+                "finished_at": None if fin is None else _num(fin, f"{fld}.finished_at"),
+                "exit_code": code,
+            },
+        )
+    if kind == 7:
+        return _prep_console(data, fld)
+    return Prepared(kind, {"text": json.dumps(clean_json(data, fld))})
+
+
+def prepare_records(records: Any, fld: str = "records") -> list[Prepared]:
+    """Validate the ``records`` array of a batch; a :class:`Problem` names the bad field."""
+    if not isinstance(records, list):
+        raise invalid(fld, "expected a list of {type, data} records")
+    out = []
+    for i, rec in enumerate(records):
+        rf = f"{fld}[{i}]"
+        if not isinstance(rec, dict):
+            raise invalid(rf, "expected an object {type, data}")
+        kind = rec.get("type")
+        if type(kind) is not int or not 0 <= kind <= 255:
+            raise invalid(f"{rf}.type", "expected a record type code 0-255")
+        data = rec.get("data")
+        if not isinstance(data, dict):
+            raise invalid(f"{rf}.data", "expected the record's JSON object payload")
+        out.append(_prep_one(kind, data, f"{rf}.data"))
+    return out
+
+
+Clock = Callable[[], float]
+
+
+def conflict(acked: int) -> Problem:
+    return Problem(
+        409,
+        "seq_gap",
+        f"first_seq is beyond the acknowledged sequence + 1 (acked_seq={acked}); resume from it",
+        "first_seq",
+        {"acked_seq": acked},
+    )

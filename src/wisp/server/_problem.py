@@ -1,0 +1,96 @@
+"""Request problems: the one exception the HTTP layer turns into a 4xx answer.
+
+Every error body has the shape ``{"error": {"code", "message", "field"}}``
+(see docs/http-api.md); ``extra`` adds top-level members such as ``acked_seq``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+__all__ = ["MAX_DEPTH", "Problem", "check_id", "clean_json", "clean_str"]
+
+MAX_DEPTH = 64
+_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_NONFINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+class Problem(Exception):
+    """A client error: HTTP ``status`` with a machine ``code`` and the offending ``field``."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        field: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.extra = extra or {}
+
+    def body(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.field is not None:
+            err["field"] = self.field
+        return {"error": err, **self.extra}
+
+
+def invalid(field: str, message: str) -> Problem:
+    return Problem(422, "invalid", f"{field}: {message}", field)
+
+
+def check_id(value: Any, field: str) -> str:
+    """A run or writer id: 1-64 characters of ``[A-Za-z0-9_-]``."""
+    if not isinstance(value, str) or not _ID.fullmatch(value):
+        raise invalid(field, "expected 1-64 characters of [A-Za-z0-9_-]")
+    return value
+
+
+def clean_str(value: Any, field: str, max_len: int = 1 << 20) -> str:
+    """A string storable in every backend: no NUL, no lone surrogates, bounded length."""
+    if not isinstance(value, str):
+        raise invalid(field, f"expected a string, got {type(value).__name__}")
+    if len(value) > max_len:
+        raise invalid(field, f"longer than {max_len} characters")
+    if "\x00" in value:
+        raise invalid(field, "NUL characters are not allowed")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise invalid(field, "not valid Unicode (lone surrogate)") from None
+    return value
+
+
+def clean_json(value: Any, field: str, depth: int = 0) -> Any:
+    """A copy of a JSON value that both JSON column types accept.
+
+    Non-finite floats become the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``
+    (JSON has no token for them); strings and keys are checked by :func:`clean_str`.
+    """
+    if depth > MAX_DEPTH:
+        raise invalid(field, f"nested deeper than {MAX_DEPTH} levels")
+    t = type(value)
+    if t is str:
+        return clean_str(value, field)
+    if t is float:
+        if math.isfinite(value):
+            return value
+        return "NaN" if value != value else _NONFINITE[value]
+    if value is None or t is bool or t is int:
+        return value
+    if t is list:
+        return [clean_json(v, f"{field}[{i}]", depth + 1) for i, v in enumerate(value)]
+    if t is dict:
+        out = {}
+        for k, v in value.items():
+            out[clean_str(k, f"{field}.<key>", 4096)] = clean_json(v, f"{field}.{k}", depth + 1)
+        return out
+    raise invalid(field, f"unsupported JSON value of type {t.__name__}")

@@ -1,0 +1,165 @@
+"""Database schema (schema version 1; Alembic revision ``0001``).
+
+One set of SQLAlchemy Core tables serves SQLite and PostgreSQL.  Changes go in a
+new Alembic revision under ``migrations/versions`` *and* here.
+
+- ``runs``         one row per run; config/summary/metadata/tags as JSON (JSONB on PostgreSQL).
+- ``writers``      acknowledged record sequence per (run, writer): the exactly-once ledger.
+- ``metric_keys``  one id per (run, key) of numeric history values.
+- ``points``       the narrow numeric table, clustered by (key_id, step).  ``value`` is NULL
+                   for non-finite numbers and ``nf`` tells which (1 NaN, 2 +inf, 3 -inf).
+- ``extras``       per (run, step): history values that are neither numbers nor media, as JSON text.
+- ``media_items``  typed history values (``{"_type": ...}``) with their key and step.
+- ``run_metrics``  ``define_metric`` specs; ``console`` lines; ``events`` other record types.
+- ``media_files``  uploaded media by sha256; ``api_keys`` hashed API keys.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+__all__ = ["SCHEMA_VERSION", "metadata"]
+
+SCHEMA_VERSION = 1
+JSONT = JSON().with_variant(JSONB(), "postgresql")
+
+metadata = MetaData()
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("project", String(128), nullable=False),
+    Column("name", Text, nullable=False, default=""),
+    Column("state", String(16), nullable=False, default="running"),
+    Column("tags", JSONT, nullable=False),
+    Column("notes", Text, nullable=False, default=""),
+    Column("run_group", Text, nullable=True),
+    Column("job_type", Text, nullable=True),
+    Column("config", JSONT, nullable=False),
+    Column("summary", JSONT, nullable=False),
+    Column("meta", JSONT, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("finished_at", Float, nullable=True),
+    Column("exit_code", Integer, nullable=True),
+    Column("last_seen", Float, nullable=False),
+    Index("ix_runs_project_created", "project", "created_at"),
+)
+
+writers = Table(
+    "writers",
+    metadata,
+    Column("run_id", String(64), nullable=False),
+    Column("writer_id", String(64), nullable=False),
+    Column("acked_seq", BigInteger, nullable=False),
+    PrimaryKeyConstraint("run_id", "writer_id"),
+)
+
+metric_keys = Table(
+    "metric_keys",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(64), nullable=False),
+    Column("key", Text, nullable=False),
+    UniqueConstraint("run_id", "key", name="uq_metric_keys_run_key"),
+)
+
+points = Table(
+    "points",
+    metadata,
+    Column("key_id", Integer, nullable=False),
+    Column("step", BigInteger, nullable=False),
+    Column("time", Float, nullable=False),
+    Column("value", Float, nullable=True),
+    Column("nf", SmallInteger, nullable=False),
+    PrimaryKeyConstraint("key_id", "step"),
+    sqlite_with_rowid=False,
+)
+
+extras = Table(
+    "extras",
+    metadata,
+    Column("run_id", String(64), nullable=False),
+    Column("step", BigInteger, nullable=False),
+    Column("time", Float, nullable=False),
+    Column("data", Text, nullable=False),
+    PrimaryKeyConstraint("run_id", "step"),
+)
+
+media_items = Table(
+    "media_items",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(64), nullable=False),
+    Column("key", Text, nullable=False),
+    Column("step", BigInteger, nullable=False),
+    Column("time", Float, nullable=False),
+    Column("type", Text, nullable=False),
+    Column("data", JSONT, nullable=False),
+    Index("ix_media_items_run_key_step", "run_id", "key", "step"),
+)
+
+run_metrics = Table(
+    "run_metrics",
+    metadata,
+    Column("run_id", String(64), nullable=False),
+    Column("name", Text, nullable=False),
+    Column("spec", JSONT, nullable=False),
+    PrimaryKeyConstraint("run_id", "name"),
+)
+
+console = Table(
+    "console",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(64), nullable=False),
+    Column("ts", Float, nullable=False),
+    Column("stream", String(16), nullable=False),
+    Column("text", Text, nullable=False),
+    Index("ix_console_run_id", "run_id", "id"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(64), nullable=False),
+    Column("type", Integer, nullable=False),
+    Column("data", Text, nullable=False),
+    Index("ix_events_run", "run_id", "type"),
+)
+
+media_files = Table(
+    "media_files",
+    metadata,
+    Column("sha256", String(64), primary_key=True),
+    Column("size", BigInteger, nullable=False),
+    Column("suffix", String(16), nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(16), primary_key=True),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("scope", String(8), nullable=False),
+    Column("name", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float, nullable=True),
+)

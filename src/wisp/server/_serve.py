@@ -1,0 +1,124 @@
+"""``wisp server`` and ``wisp server keys ...``: functions the CLI wires to commands."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import json
+import os
+from typing import Any
+
+from wisp.errors import UsageError
+from wisp.server._settings import ServerSettings
+
+__all__ = ["keys_create", "keys_list", "keys_revoke", "serve"]
+
+_ENV = "WISP_SERVER_SETTINGS_JSON"
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(
+    db: str | None = None,
+    media_dir: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    workers: int = 1,
+    no_auth: bool = False,
+    heartbeat_timeout: float = 300.0,
+    log_level: str = "info",
+) -> None:
+    """Run the tracking server (blocks).  ``--no-auth`` is refused on a non-loopback host."""
+    if no_auth and not _is_loopback(host):
+        raise UsageError(
+            f"--no-auth is only allowed on a loopback host (127.0.0.1, ::1, localhost), "
+            f"not {host!r}: create a read key with `wisp server keys create --scope read`"
+        )
+    if workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {workers}")
+    if heartbeat_timeout <= 0:
+        raise UsageError(f"--heartbeat-timeout must be > 0, got {heartbeat_timeout}")
+    try:
+        import uvicorn
+    except ImportError:
+        raise UsageError("the wisp server needs its extra: pip install 'wisp[server]'") from None
+    settings = ServerSettings(
+        db=db or "",
+        media_dir=media_dir or "",
+        host=host,
+        port=port,
+        workers=workers,
+        no_auth=no_auth,
+        heartbeat_timeout=heartbeat_timeout,
+    ).resolved()
+    from wisp.server._db import make_engine, migrate
+
+    engine = make_engine(settings.db)
+    migrate(engine)
+    engine.dispose()
+    settings.migrate = False
+    if workers == 1:
+        from wisp.server._app import create_app
+
+        uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
+        return
+    os.environ[_ENV] = json.dumps(dataclasses.asdict(settings))
+    uvicorn.run(
+        "wisp.server._serve:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+    )
+
+
+def app_from_env() -> Any:
+    """App factory for uvicorn worker processes (settings passed in the environment)."""
+    from wisp.server._app import create_app
+
+    return create_app(ServerSettings(**json.loads(os.environ[_ENV])))
+
+
+def _store(db: str | None) -> Any:
+    from wisp.server._store import open_store
+
+    return open_store(ServerSettings(db=db or "").resolved().db)
+
+
+def keys_create(scope: str = "write", name: str = "", db: str | None = None) -> tuple[str, str]:
+    """Create an API key; returns ``(key_id, secret)``.  The secret is shown only this once."""
+    if scope not in ("read", "write", "admin"):
+        raise UsageError(f"--scope must be read, write or admin, got {scope!r}")
+    store = _store(db)
+    try:
+        result: tuple[str, str] = store.create_key(scope, name)
+        return result
+    finally:
+        store.close()
+
+
+def keys_list(db: str | None = None) -> list[dict[str, Any]]:
+    """All keys (id, scope, name, created_at, revoked_at), never the secrets."""
+    store = _store(db)
+    try:
+        result: list[dict[str, Any]] = store.list_keys()
+        return result
+    finally:
+        store.close()
+
+
+def keys_revoke(key_id: str, db: str | None = None) -> bool:
+    """Revoke a key by id; False if there was no such active key."""
+    store = _store(db)
+    try:
+        return bool(store.revoke_key(key_id))
+    finally:
+        store.close()

@@ -1,0 +1,1 @@
+"""Alembic migrations of the server database (see ``_schema.py``)."""
