@@ -30,22 +30,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _server_cmd(db_url: str, port: int) -> list[str]:
+def _server_cmd(db_url: str, media_dir: str, port: int) -> list[str]:
     fake = os.environ.get("WISP_SYNC_DEV_FAKE_SERVER")  # local development only
     if fake:
         return [sys.executable, fake, str(port), db_url]
-    return [
-        sys.executable,
-        "-m",
-        "wisp.server",
-        "--db",
-        db_url,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--no-auth",
-    ]
+    code = (
+        "import sys; from wisp.server import serve; "
+        "serve(db=sys.argv[1], media_dir=sys.argv[2], host='127.0.0.1', port=int(sys.argv[3]), "
+        "no_auth=True, log_level='warning')"
+    )
+    return [sys.executable, "-c", code, db_url, media_dir, str(port)]
 
 
 def need_server_package() -> None:
@@ -65,7 +59,13 @@ class ServerProcess:
 
     def __init__(self, tmp_path: Path, db_url: str | None = None, port: int | None = None):
         self.db_url = db_url or f"sqlite:///{tmp_path / 'server.db'}"
+        self.media_dir = str(tmp_path / "server-media")
         self.port = port or free_port()
+        self.key = "none"
+        if not os.environ.get("WISP_SYNC_DEV_FAKE_SERVER"):
+            from wisp.server import keys_create
+
+            self.key = keys_create("write", "sync tests", db=self.db_url)[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tmp_path / f"server-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -73,7 +73,9 @@ class ServerProcess:
     def start(self, timeout: float = 30.0) -> ServerProcess:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                _server_cmd(self.db_url, self.port), stdout=log, stderr=subprocess.STDOUT
+                _server_cmd(self.db_url, self.media_dir, self.port),
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -39,7 +39,13 @@ def test_kill_9_mid_run_then_sync_uploads_everything_flushed(
     server: ServerProcess, tmp_path: Path
 ) -> None:
     """After kill -9 of an online training process, sync() uploads every flushed point."""
-    proc = start_training(tmp_path, "killed9", 10**6, 0.01, {"WISP_SERVER_URL": server.url})
+    proc = start_training(
+        tmp_path,
+        "killed9",
+        10**6,
+        0.01,
+        {"WISP_SERVER_URL": server.url, "WISP_API_KEY": server.key},
+    )
     try:
         _wait_for(lambda: _run_dir(tmp_path, "killed9") is not None, 30, "the run directory")
         run_dir = _run_dir(tmp_path, "killed9")
@@ -51,7 +57,7 @@ def test_kill_9_mid_run_then_sync_uploads_everything_flushed(
         proc.stdout.close()  # type: ignore[union-attr]
         proc.stderr.close()  # type: ignore[union-attr]
     on_disk = _file_points(str(run_dir), "loss")
-    (res,) = wisp.sync([run_dir], server_url=server.url)
+    (res,) = wisp.sync([run_dir], server_url=server.url, api_key=server.key)
     assert res.done and res.error is None
     assert server.points("killed9", "loss") == on_disk
     assert server.get("/runs/killed9")["state"] == "crashed"
@@ -74,18 +80,22 @@ def test_offline_run_synced_twice_gives_identical_server_state(
     old = os.getcwd()
     os.chdir(tmp_path)
     try:
-        (first,) = wisp.sync(server_url=server.url)  # default: every run under ./wisp
+        (first,) = wisp.sync(
+            server_url=server.url, api_key=server.key
+        )  # default: every run under ./wisp
     finally:
         os.chdir(old)
     assert first.done and first.records > 0
     before = state()
     assert before[1] == _file_points(run.dir, "loss") and len(before[1]) == 2000
     assert before[0]["config"] == {"a": 1} and before[0]["summary"]["best"] == 7
-    (second,) = wisp.sync([run.dir], server_url=server.url)
+    (second,) = wisp.sync([run.dir], server_url=server.url, api_key=server.key)
     assert second.skipped == "up to date" and second.records == 0
     assert state() == before
     os.remove(os.path.join(run.dir, "upload.json"))
-    (third,) = wisp.sync([run.dir], server_url=server.url)  # everything resent, nothing applied
+    (third,) = wisp.sync(
+        [run.dir], server_url=server.url, api_key=server.key
+    )  # everything resent, nothing applied
     assert third.done and third.records == first.records
     assert state() == before
 
@@ -96,7 +106,7 @@ def test_sync_follows_a_run_that_is_still_logging(server: ServerProcess, tmp_pat
     try:
         _wait_for(lambda: _run_dir(tmp_path, "liverun") is not None, 30, "the run directory")
         run_dir = _run_dir(tmp_path, "liverun")
-        (res,) = wisp.sync([run_dir], server_url=server.url)  # type: ignore[list-item]
+        (res,) = wisp.sync([run_dir], server_url=server.url, api_key=server.key)  # type: ignore[list-item]
         assert proc.wait(30) == 0
     finally:
         if proc.poll() is None:
@@ -113,7 +123,12 @@ def test_resumed_run_continues_on_the_server(
     server: ServerProcess, tmp_path: Path, no_run: None
 ) -> None:
     """An online run resumed with the same id continues its steps on the server."""
-    settings = {"server_url": server.url, "dir": str(tmp_path), "flush_interval": 0.05}
+    settings = {
+        "server_url": server.url,
+        "api_key": server.key,
+        "dir": str(tmp_path),
+        "flush_interval": 0.05,
+    }
     run = wisp.init(project="res", id="resume-me", settings=settings)
     for i in range(100):
         wisp.log({"loss": float(i)})
@@ -149,7 +164,7 @@ def test_media_uploaded_by_hash_once(server: ServerProcess, tmp_path: Path, no_r
         wisp.log({"weights": _Blob(blob), "loss": 1.0})
         run.finish()
         dirs.append(run.dir)
-    first, second = wisp.sync(dirs, server_url=server.url)
+    first, second = wisp.sync(dirs, server_url=server.url, api_key=server.key)
     assert (first.media, second.media) == (1, 0)
     import urllib.request
 

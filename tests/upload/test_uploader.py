@@ -20,10 +20,10 @@ from wisp.errors import FatalApiError
 pytestmark = pytest.mark.timeout(120)
 
 
-def _online(url: str, tmp_path: Path, **extra: Any) -> dict[str, Any]:
+def _online(url: str, tmp_path: Path, key: str, **extra: Any) -> dict[str, Any]:
     return {
         "server_url": url,
-        "api_key": "test",
+        "api_key": key,
         "dir": str(tmp_path),
         "flush_interval": 0.05,
         **extra,
@@ -52,7 +52,9 @@ def test_online_run_uploads_everything_and_saves_its_cursor(
     server: ServerProcess, tmp_path: Path, no_run: None
 ) -> None:
     """An online run ends with every point on the server and a done cursor in upload.json."""
-    run = wisp.init(project="up", config={"lr": 0.1}, settings=_online(server.url, tmp_path))
+    run = wisp.init(
+        project="up", config={"lr": 0.1}, settings=_online(server.url, tmp_path, server.key)
+    )
     assert run.mode == "online"
     _log_rows(3000)
     run.finish()
@@ -70,7 +72,9 @@ def test_server_stopped_for_10s_mid_run_loses_nothing(
     server: ServerProcess, tmp_path: Path, no_run: None
 ) -> None:
     """A server down for 10 s mid-run ends up with exactly the logged points; log() stays fast."""
-    run = wisp.init(project="up", settings=_online(server.url, tmp_path, upload_timeout=60))
+    run = wisp.init(
+        project="up", settings=_online(server.url, tmp_path, server.key, upload_timeout=60)
+    )
     lat = _log_rows(1000, pause_every=100, pause=0.1)
     server.stop()
     t_end = time.monotonic() + 10
@@ -93,7 +97,9 @@ def test_500_and_429_on_a_third_of_requests_loses_and_doubles_nothing(
 ) -> None:
     """With a proxy failing 1/3 of requests all arrive once."""
     with FlakyProxy(server.url, share=1 / 3, seed=7) as proxy:
-        run = wisp.init(project="up", settings=_online(proxy.url, tmp_path, upload_timeout=60))
+        run = wisp.init(
+            project="up", settings=_online(proxy.url, tmp_path, server.key, upload_timeout=60)
+        )
         lat = _log_rows(4000, pause_every=200, pause=0.05)
         run.finish()
         assert proxy.failed >= 3, "the proxy should have failed some requests"
@@ -108,7 +114,8 @@ def test_server_unreachable_at_init_then_started(tmp_path: Path, no_run: None) -
     srv = ServerProcess(tmp_path, port=free_port())
     t0 = time.monotonic()
     run = wisp.init(
-        project="up", settings=_online(srv.url, tmp_path, init_timeout=1, upload_timeout=60)
+        project="up",
+        settings=_online(srv.url, tmp_path, srv.key, init_timeout=1, upload_timeout=60),
     )
     assert time.monotonic() - t0 < 3
     try:
@@ -128,7 +135,8 @@ def test_finish_stops_at_upload_timeout_and_sync_completes(
     need_server_package()
     srv = ServerProcess(tmp_path, port=free_port())
     run = wisp.init(
-        project="up", settings=_online(srv.url, tmp_path, init_timeout=0.2, upload_timeout=1)
+        project="up",
+        settings=_online(srv.url, tmp_path, srv.key, init_timeout=0.2, upload_timeout=1),
     )
     _log_rows(500)
     t0 = time.monotonic()
@@ -138,7 +146,7 @@ def test_finish_stops_at_upload_timeout_and_sync_completes(
     assert "not uploaded" in err and f"wisp sync {run.dir}" in err
     srv.start()
     try:
-        (res,) = wisp.sync([run.dir], server_url=srv.url)
+        (res,) = wisp.sync([run.dir], server_url=srv.url, api_key=srv.key)
         assert res.done and res.records > 0
         _assert_exact(srv, run.id, 500)
     finally:
@@ -170,7 +178,7 @@ def test_a_4xx_that_cannot_succeed_is_not_retried(server: ServerProcess, tmp_pat
     """A batch the server refuses as invalid (4xx) is sent once, then sync names the failure."""
     run_dir = _hand_made_run(tmp_path, [[-5, 1.0e9, {"loss": 1.0}]])  # negative step: invalid
     with FlakyProxy(server.url, share=0) as proxy:
-        client = ApiClient(proxy.url, "test")
+        client = ApiClient(proxy.url, server.key)
         up = Uploader(str(run_dir), client, sleep=lambda s: pytest.fail("must not retry"))
         with pytest.raises(FatalApiError) as info:
             up.run(final=lambda: True)
@@ -190,7 +198,7 @@ def test_retry_after_is_honoured(server: ServerProcess, tmp_path: Path) -> None:
             if len(delays) == 3:
                 proxy.share = 0.0
 
-        client = ApiClient(proxy.url, "test")
+        client = ApiClient(proxy.url, server.key)
         assert Uploader(str(run_dir), client, sleep=sleep).run(final=lambda: True)
     assert len(delays) == 3 and all(d >= 2.5 for d in delays)
     assert server.points("handmade", "loss") == [(0, 1.0)]
@@ -225,7 +233,9 @@ def test_413_halves_the_batch(server: ServerProcess, tmp_path: Path) -> None:
         for i in range(1, 200):
             f.write(encode_record(RecordType.HISTORY, json.dumps({"rows": [rows[i]]}).encode()))
     with FlakyProxy(server.url, share=0, max_body=3000) as proxy:
-        up = Uploader(str(run_dir), ApiClient(proxy.url, "t"), batch_bytes=1 << 20, compress=False)
+        up = Uploader(
+            str(run_dir), ApiClient(proxy.url, server.key), batch_bytes=1 << 20, compress=False
+        )
         assert up.run(final=lambda: True)
     assert up.batch_bytes < 1 << 20
     assert server.points("handmade", "loss") == [(i, float(i)) for i in range(200)]

@@ -357,6 +357,9 @@ class Uploader:
             self._last_contact = self.clock()
 
     def _mark_done(self) -> None:
+        if self.crashed and self.run_id is not None:
+            # the run records said "running": tell the server no finish record will come
+            self._register()
         self.cursor.done = True
         self.cursor.save(self.run_dir)
         self.done.set()
