@@ -30,8 +30,9 @@ typecheck: install
 test: install lint typecheck
 	$(BIN)/python -m pytest
 
+# `make bench` runs every benchmark; `make bench ONLY="sdk media"` runs some.
 bench: install
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python benchmarks/run.py
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python benchmarks/run.py $(ONLY)
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -12,12 +12,12 @@ numpy support, the reader, the server) is imported on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from wisp.errors import RunStateError, UsageError, WispError
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs ~15 ms
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
     from wisp._reader import RunData, open_run
     from wisp._run import Config, Run, Summary
@@ -36,7 +36,6 @@ __all__ = [
     "WispError",
     "config",
     "define_metric",
-    "doctor",
     "finish",
     "init",
     "log",
@@ -56,7 +55,6 @@ _LAZY = {
     "Settings": ("wisp._settings", "Settings"),
     "open_run": ("wisp._reader", "open_run"),
     "RunData": ("wisp._reader", "RunData"),
-    "doctor": ("wisp._doctor", "doctor"),
     "sync": ("wisp._upload._sync", "sync"),
     "errors": ("wisp.errors", None),
 }

@@ -7,26 +7,88 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from wisp import _run
 from wisp._run import Run
 from wisp._settings import Settings
 from wisp.errors import UsageError
 
+TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["start_run"]
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
-_ADJECTIVES = (
-    "amber autumn bold brisk calm crisp dapper eager fancy gentle glad hardy icy jolly keen "
-    "lively lucid mellow misty noble olive proud quiet rapid rosy silent snowy sunny swift "
-    "tidy vivid warm witty"
-).split()
-_NOUNS = (
-    "badger breeze brook canyon cedar comet dawn delta ember falcon fern forest galaxy grove "
-    "harbor heron island lagoon maple meadow nebula oasis orbit otter pine prairie quartz "
-    "river sparrow summit tundra willow"
-).split()
+_ADJECTIVES = [
+    "amber",
+    "autumn",
+    "bold",
+    "brisk",
+    "calm",
+    "crisp",
+    "dapper",
+    "eager",
+    "fancy",
+    "gentle",
+    "glad",
+    "hardy",
+    "icy",
+    "jolly",
+    "keen",
+    "lively",
+    "lucid",
+    "mellow",
+    "misty",
+    "noble",
+    "olive",
+    "proud",
+    "quiet",
+    "rapid",
+    "rosy",
+    "silent",
+    "snowy",
+    "sunny",
+    "swift",
+    "tidy",
+    "vivid",
+    "warm",
+    "witty",
+]
+_NOUNS = [
+    "badger",
+    "breeze",
+    "brook",
+    "canyon",
+    "cedar",
+    "comet",
+    "dawn",
+    "delta",
+    "ember",
+    "falcon",
+    "fern",
+    "forest",
+    "galaxy",
+    "grove",
+    "harbor",
+    "heron",
+    "island",
+    "lagoon",
+    "maple",
+    "meadow",
+    "nebula",
+    "oasis",
+    "orbit",
+    "otter",
+    "pine",
+    "prairie",
+    "quartz",
+    "river",
+    "sparrow",
+    "summit",
+    "tundra",
+    "willow",
+]
 
 _hooks_installed = False
 
@@ -122,9 +184,7 @@ def start_run(
     if id is not None:
         _check_str("id", id)
         if not id or any(c not in _ALPHABET + "-_" for c in id.lower()) or len(id) > 64:
-            raise UsageError(
-                f"init() id must be 1-64 letters, digits, '-' or '_', got {id!r}"
-            )
+            raise UsageError(f"init() id must be 1-64 letters, digits, '-' or '_', got {id!r}")
     tag_list: list[str] = []
     if tags is not None:
         if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
@@ -159,8 +219,17 @@ def start_run(
     name = name or _default_name(run_id)
     if s.mode == "disabled":
         return Run(
-            settings=s, project=project, name=name, run_id=run_id, run_dir=None, tags=tag_list,
-            notes=notes, group=group, job_type=job_type, config=config, disabled=True,
+            settings=s,
+            project=project,
+            name=name,
+            run_id=run_id,
+            run_dir=None,
+            tags=tag_list,
+            notes=notes,
+            group=group,
+            job_type=job_type,
+            config=config,
+            disabled=True,
         )
     _install_hooks()
     base = os.path.abspath(s.dir or os.getcwd())
@@ -175,8 +244,16 @@ def start_run(
 
         raise RunFileError(f"cannot create run directory {run_dir}: {exc}") from exc
     run = Run(
-        settings=s, project=project, name=name, run_id=run_id, run_dir=run_dir, tags=tag_list,
-        notes=notes, group=group, job_type=job_type, config=config,
+        settings=s,
+        project=project,
+        name=name,
+        run_id=run_id,
+        run_dir=run_dir,
+        tags=tag_list,
+        notes=notes,
+        group=group,
+        job_type=job_type,
+        config=config,
     )
     _run._register(run)
     if resumed is not None:

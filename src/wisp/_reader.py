@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from typing import Any
 
-from wisp._runfile import RecordType, iter_records, scan
+from wisp._runfile import RecordType, decode_history, iter_records, scan
 from wisp.errors import RunFileError
+
+TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["RunData", "find_run_file", "open_run"]
 
@@ -104,7 +107,7 @@ class RunData:
         """Rows in logged order: ``{"_step": s, "_timestamp": t, key: value, ...}``."""
         want = set(keys) if keys is not None else None
         for payload in self._history_payloads:
-            for step, ts, values in _loads(payload)["rows"]:
+            for step, ts, values in decode_history(payload):
                 if want is not None:
                     values = {k: v for k, v in values.items() if k in want}
                     if not values:
@@ -118,7 +121,7 @@ class RunData:
         steps: list[int] = []
         values: list[Any] = []
         for payload in self._history_payloads:
-            for step, _ts, row in _loads(payload)["rows"]:
+            for step, _ts, row in decode_history(payload):
                 if key in row:
                     steps.append(step)
                     values.append(row[key])
@@ -127,7 +130,7 @@ class RunData:
     def keys(self) -> list[str]:
         seen: dict[str, None] = {}
         for payload in self._history_payloads:
-            for _s, _t, row in _loads(payload)["rows"]:
+            for _s, _t, row in decode_history(payload):
                 seen.update(dict.fromkeys(row))
         return list(seen)
 

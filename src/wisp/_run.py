@@ -7,7 +7,6 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import Any
 
 from wisp import _runfile
 from wisp._runfile import RecordType
@@ -15,6 +14,14 @@ from wisp._settings import Settings
 from wisp._values import RESERVED_KEYS, SCALAR_TYPES, prepare_row
 from wisp._writer import CALL, METRIC, RECORD, ROW, ROW_DEFERRED, SUMMARY_SET, Writer
 from wisp.errors import RunStateError, UsageError, WispWarning, WriterError
+
+TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any
+
+    _MappingBase = MutableMapping[str, Any]
+else:
+    _MappingBase = MutableMapping
 
 __all__ = ["Config", "Run", "Summary"]
 
@@ -57,7 +64,7 @@ def _jsonable(key: str, value: Any) -> Any:
     )
 
 
-class Config(MutableMapping[str, Any]):
+class Config(_MappingBase):
     """The run's configuration: ``run.config.lr`` and ``run.config["lr"]`` alike.
 
     Every change writes a full snapshot to the run file.  Values are converted to
@@ -73,7 +80,7 @@ class Config(MutableMapping[str, Any]):
         if run is not None:
             run._record(RecordType.CONFIG, {"config": self.as_dict()})
 
-    def update(self, other: Any = (), /, **kwargs: Any) -> None:  # type: ignore[override]
+    def update(self, other: Any = (), /, **kwargs: Any) -> None:
         if other is not None and not isinstance(other, Mapping) and hasattr(other, "__dict__"):
             other = vars(other)  # argparse.Namespace and friends
         items = dict(other or (), **kwargs)
@@ -125,7 +132,7 @@ class Config(MutableMapping[str, Any]):
         return f"Config({self._data!r})"
 
 
-class Summary(MutableMapping[str, Any]):
+class Summary(_MappingBase):
     """The run's summary: last value per key unless ``define_metric`` says otherwise.
 
     Reading waits until the writer has processed everything logged so far, so
@@ -153,7 +160,7 @@ class Summary(MutableMapping[str, Any]):
             raise UsageError(f"summary keys must be non-empty strings, got {key!r}")
         self.update({key: value})
 
-    def update(self, other: Any = (), /, **kwargs: Any) -> None:  # type: ignore[override]
+    def update(self, other: Any = (), /, **kwargs: Any) -> None:
         items = dict(other, **kwargs)
         row, _ = prepare_row(items)
         self._run._send((SUMMARY_SET, row, ()))
@@ -260,7 +267,7 @@ class Run:
         return self._step
 
     def _write_start(self) -> None:
-        from wisp import _meta, __version__
+        from wisp import __version__, _meta
 
         assert self._writer is not None
         payload = {
@@ -297,8 +304,9 @@ class Run:
         if pending is not None:
             self._pending = None
             kind = ROW_DEFERRED if self._pending_deferred else ROW
-            self._queue.append((kind, self._step, self._get_time(), pending))
-            self._step += 1
+            step = self._step
+            self._step = step + 1
+            self._enqueue((kind, step, self._get_time(), pending))
 
     def _inactive(self, what: str) -> None:
         if self._pid != os.getpid():
@@ -365,24 +373,28 @@ class Run:
             deferred = deferred or self._pending_deferred
             row = pending
         if commit:
-            queue = self._queue
-            queue.append((ROW_DEFERRED if deferred else ROW, cur, self._get_time(), row))
             self._pending = None
             self._step = cur + 1
-            if len(queue) >= self._qsize:
-                self._writer.wait_for_space()  # type: ignore[union-attr]
+            self._enqueue((ROW_DEFERRED if deferred else ROW, cur, self._get_time(), row))
         else:
             self._pending = row
             self._pending_deferred = deferred
 
+    def _enqueue(self, item: tuple[Any, ...]) -> None:
+        queue = self._queue
+        queue.append(item)
+        if len(queue) >= self._qsize:
+            self._writer.wait_for_space()  # type: ignore[union-attr]
+
     @staticmethod
     def _check_step(step: Any) -> int:
+        index: int
         if isinstance(step, bool) or not hasattr(step, "__index__"):
             raise UsageError(f"log() step must be an int, got {type(step).__name__} {step!r}")
-        step = int(step.__index__())
-        if step < 0:
-            raise UsageError(f"log() step must be >= 0, got {step}")
-        return step
+        index = int(step.__index__())  # numpy and torch integer scalars
+        if index < 0:
+            raise UsageError(f"log() step must be >= 0, got {index}")
+        return index
 
     def define_metric(
         self,
@@ -424,14 +436,20 @@ class Run:
             final_state = state or ("finished" if exit_code == 0 else "failed")
             w = self._writer
             w.put((CALL, w.write_summary))
-            w.put((RECORD, RecordType.FINISH, {
-                "state": final_state,
-                "exit_code": exit_code,
-                "finished_at": self._get_time(),
-                "last_step": self._step - 1 if self._step else None,
-                "backpressure_waits": w.backpressure_waits,
-                "failures": dict(w.failures),
-            }))
+            w.put(
+                (
+                    RECORD,
+                    RecordType.FINISH,
+                    {
+                        "state": final_state,
+                        "exit_code": exit_code,
+                        "finished_at": self._get_time(),
+                        "last_step": self._step - 1 if self._step else None,
+                        "backpressure_waits": w.backpressure_waits,
+                        "failures": dict(w.failures),
+                    },
+                )
+            )
             done = w.close(self._settings.finish_timeout)
             self.state = final_state
             self.exit_code = exit_code
@@ -443,8 +461,9 @@ class Run:
             finish_upload(self, self._settings.upload_timeout)
         if not done:
             raise WriterError(
-                f"run {self.id}: the writer did not finish within {self._settings.finish_timeout}s; "
-                f"{len(w.queue)} queued items are not in {self.path}"
+                f"run {self.id}: the writer did not finish within "
+                f"{self._settings.finish_timeout}s; {len(w.queue)} queued items "
+                f"are not in {self.path}"
             )
         if w.first_error is not None:
             counts = ", ".join(f"{k}: {v}" for k, v in w.failures.items())
@@ -497,14 +516,14 @@ class Run:
             self.finish(exit_code=1)
 
     def __repr__(self) -> str:
-        return f"<wisp.Run {self.project}/{self.name} id={self.id} state={self.state} dir={self.dir}>"
+        return (
+            f"<wisp.Run {self.project}/{self.name} id={self.id} state={self.state} dir={self.dir}>"
+        )
 
     def _repr_html_(self) -> str:
         from html import escape
 
-        link = (
-            f' · <a href="{escape(self.url)}" target="_blank">dashboard</a>' if self.url else ""
-        )
+        link = f' · <a href="{escape(self.url)}" target="_blank">dashboard</a>' if self.url else ""
         return (
             f"<div><b>wisp run</b> {escape(self.project)}/<b>{escape(self.name)}</b> "
             f"<code>{escape(self.id)}</code> · {escape(self.state)}{link}<br>"
@@ -517,10 +536,8 @@ def _register(run: Run) -> None:
 
 
 def _unregister(run: Run) -> None:
-    try:
+    if run in _live_runs:
         _live_runs.remove(run)
-    except ValueError:
-        pass
 
 
 def live_runs() -> list[Run]:

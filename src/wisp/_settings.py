@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from wisp.errors import UsageError
+
+TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Settings"]
 
@@ -102,7 +105,7 @@ class Settings:
     0.5
     """
 
-    __slots__ = ("_values", "_explicit")
+    __slots__ = ("_explicit", "_values")
 
     def __init__(self, **kwargs: Any) -> None:
         self._values: dict[str, Any] = {k: spec[1] for k, spec in _FIELDS.items()}

@@ -9,26 +9,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Protocol
 
 from wisp.errors import UsageError
 
-__all__ = ["RESERVED_KEYS", "SCALAR_TYPES", "Deferred", "ResolveContext", "prepare_row"]
+TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    class ResolveContext(Protocol):
+        """What a deferred value may use on the writer thread."""
+
+        @property
+        def media_dir(self) -> str: ...
+
+        def save_media(self, data: bytes, suffix: str) -> str:
+            """Store bytes under their content hash; return the path relative to the run dir."""
+            ...
+
+
+__all__ = ["RESERVED_KEYS", "SCALAR_TYPES", "Deferred", "prepare_row"]
 
 SCALAR_TYPES = frozenset({float, int, str, bool, type(None)})
 RESERVED_KEYS = frozenset({"_step", "_timestamp", "_runtime"})
 MAX_KEY_LENGTH = 256
-
-
-class ResolveContext(Protocol):
-    """What a deferred value may use on the writer thread."""
-
-    @property
-    def media_dir(self) -> str: ...
-
-    def save_media(self, data: bytes, suffix: str) -> str:
-        """Store bytes under their content hash; return the path relative to the run dir."""
-        ...
 
 
 class Deferred:
@@ -106,8 +109,10 @@ def convert_value(key: str, value: Any) -> Any:
     if isinstance(value, (int, float, str)):  # subclasses (IntEnum, ...) become plain values
         if isinstance(value, bool):
             return bool(value)
-        return int(value) if isinstance(value, int) else (
-            float(value) if isinstance(value, float) else str(value)
+        return (
+            int(value)
+            if isinstance(value, int)
+            else (float(value) if isinstance(value, float) else str(value))
         )
     module = t.__module__ or ""
     if module == "numpy" or module.startswith("numpy."):

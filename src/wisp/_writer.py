@@ -12,24 +12,22 @@ into the training loop; ``Run.finish()`` raises the first failure as a
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
 import math
 import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from fnmatch import fnmatchcase
-from typing import Any
 
-from wisp._runfile import HEADER, RecordType, encode_record
+from wisp._runfile import HEADER, RecordType, encode_history, encode_record
 from wisp._values import Deferred
 
-__all__ = ["Writer"]
+TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any
 
-log = logging.getLogger("wisp")
+__all__ = ["Writer"]
 
 # queue item kinds (first element of each tuple)
 ROW = 0  # (ROW, step, timestamp, values)
@@ -42,12 +40,14 @@ CALL = 6  # (CALL, fn) run fn() on the writer thread
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BUFFER_LIMIT = 1024 * 1024
-SLICE = 256  # rows encoded per GIL hold, keeps the caller's p99 low
+SLICE = 256
+_IDLE_MIN = 0.005
+_IDLE_MAX = 0.1  # rows encoded per GIL hold, keeps the caller's p99 low
 _dumps = json.JSONEncoder(allow_nan=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
 class _Agg:
-    __slots__ = ("min", "max", "sum", "count")
+    __slots__ = ("count", "max", "min", "sum")
 
     def __init__(self) -> None:
         self.min = math.inf
@@ -136,19 +136,18 @@ class Writer:
         self._wake.set()
         if self.thread.is_alive():
             self.thread.join(timeout)
-        if self.thread.is_alive():
-            return False
-        return True
+        return not self.thread.is_alive()
 
     # -- the writer thread -------------------------------------------------------------------
 
     def _main(self) -> None:
         next_flush = self._get_time() + self.flush_interval
-        queue = self.queue
+        idle = _IDLE_MIN
         while True:
-            if queue:
+            if self.queue:
                 self._guarded("write", self._drain_slice)
                 time.sleep(0)  # hand the GIL back to the training thread between slices
+                idle = _IDLE_MIN
             elif self._stop:
                 break
             else:
@@ -157,8 +156,11 @@ class Writer:
                     self._guarded("flush", self._flush, self.fsync == "interval")
                     next_flush = now + self.flush_interval
                     continue
-                self._wake.wait(min(0.01, next_flush - now))
+                # log() never signals (too costly per call): poll, backing off while idle.
+                # A full queue signals through wait_for_space(), so bursts are never stuck.
+                self._wake.wait(min(idle, next_flush - now))
                 self._wake.clear()
+                idle = min(idle * 2, _IDLE_MAX)
         self._guarded("flush", self._flush, self.fsync in ("interval", "finish"))
         self._guarded("close", self._close_fd)
 
@@ -175,8 +177,15 @@ class Writer:
         if self.first_error is None:
             self.first_error = exc
         if n == 1:
-            log.warning("wisp: background %s failed (%s: %s); counting further failures, "
-                        "finish() will report them", what, type(exc).__name__, exc)
+            import logging
+
+            logging.getLogger("wisp").warning(
+                "wisp: background %s failed (%s: %s); counting further failures, "
+                "finish() will report them",
+                what,
+                type(exc).__name__,
+                exc,
+            )
 
     def _drain_slice(self) -> None:
         queue = self.queue
@@ -212,7 +221,7 @@ class Writer:
         return out
 
     def _write_rows(self, rows: list[list[Any]]) -> None:
-        self._append(RecordType.HISTORY, {"rows": rows})
+        self._append_raw(RecordType.HISTORY, encode_history(rows))
         self.rows_written += len(rows)
         self.last_step = rows[-1][0]
         summary = self.summary
@@ -228,6 +237,8 @@ class Writer:
         try:
             return self._key_spec[key]
         except KeyError:
+            from fnmatch import fnmatchcase
+
             spec = None
             for m in reversed(self._metrics):
                 if fnmatchcase(key, m["name"]):
@@ -285,7 +296,10 @@ class Writer:
             self._summary_dirty = False
 
     def _append(self, rtype: int, obj: Any) -> None:
-        data = encode_record(rtype, _dumps(obj).encode("utf-8"))
+        self._append_raw(rtype, _dumps(obj).encode("utf-8"))
+
+    def _append_raw(self, rtype: int, payload: bytes) -> None:
+        data = encode_record(rtype, payload)
         self._buf += data
         self.records_written += 1
         self.bytes_written += len(data)
@@ -328,6 +342,8 @@ class Writer:
     # -- ResolveContext for Deferred values --------------------------------------------------
 
     def save_media(self, data: bytes, suffix: str) -> str:
+        import hashlib
+
         digest = hashlib.sha256(data).hexdigest()
         name = f"{digest[:32]}{suffix}"
         os.makedirs(self.media_dir, exist_ok=True)

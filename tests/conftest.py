@@ -1,0 +1,25 @@
+"""Shared fixtures: every test gets its own run directory and no current run leaks between tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import wisp
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    for name in list(__import__("os").environ):
+        if name.startswith("WISP_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("WISP_DIR", str(tmp_path))
+    monkeypatch.setenv("WISP_GIT", "false")
+    monkeypatch.setenv("WISP_SYSTEM_METRICS", "false")
+    monkeypatch.setenv("WISP_CONSOLE", "off")
+    monkeypatch.setenv("WISP_SIGNALS", "false")
+    yield
+    if wisp.run is not None:
+        wisp.finish()

@@ -1,0 +1,60 @@
+"""init(): arguments, exit handling, and finishing at interpreter exit (src/wisp/_init.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import wisp
+from wisp.errors import UsageError
+
+
+def _script(tmp_path: Path, body: str) -> tuple[subprocess.CompletedProcess[str], wisp.RunData]:
+    env = {**os.environ, "WISP_DIR": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", "import wisp\nrun = wisp.init()\n" + body],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    (run_dir,) = (tmp_path / "wisp").iterdir()
+    return out, wisp.open_run(run_dir)
+
+
+def test_exit_without_finish_finishes_the_run(tmp_path: Path) -> None:
+    """A script that never calls finish() still gets a finished run with all rows, at exit."""
+    out, data = _script(tmp_path, "for i in range(1000): wisp.log({'i': i})\n")
+    assert out.returncode == 0, out.stderr
+    assert data.state == "finished" and len(list(data.history())) == 1000
+
+
+def test_unhandled_exception_marks_the_run_failed(tmp_path: Path) -> None:
+    """An unhandled exception at top level leaves the run failed with exit code 1."""
+    out, data = _script(tmp_path, "wisp.log({'i': 1})\nraise SystemError('boom')\n")
+    assert out.returncode == 1 and "boom" in out.stderr
+    assert data.state == "failed" and data.finish["exit_code"] == 1  # type: ignore[index]
+
+
+def test_bad_arguments_are_clear_errors() -> None:
+    """init() names the argument and what it expected."""
+    with pytest.raises(UsageError, match="project must be a string"):
+        wisp.init(project=3)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="tags must be a list of strings"):
+        wisp.init(tags="a")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="mode"):
+        wisp.init(mode="sometimes")
+    with pytest.raises(UsageError, match="id must be"):
+        wisp.init(id="a b")
+
+
+def test_explicit_id_and_dir_are_used(tmp_path: Path) -> None:
+    """id= and dir= choose the run id and the base directory."""
+    run = wisp.init(id="my-run_1", dir=str(tmp_path / "base"))
+    run.finish()
+    assert run.id == "my-run_1" and run.dir is not None
+    assert Path(run.dir).parent == tmp_path / "base" / "wisp"

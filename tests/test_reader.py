@@ -1,0 +1,88 @@
+"""Reading runs back: open_run, history, states, pandas, torn tails (src/wisp/_reader.py)."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import wisp
+from wisp.errors import RunFileError
+
+
+def test_one_million_points_read_back_identical() -> None:
+    """1M logged points (NaN and ±inf included) read back with the same steps and values."""
+    run = wisp.init()
+    specials = [math.nan, math.inf, -math.inf]
+    n = 200_000
+    for i in range(n):
+        a = specials[i % 3] if i % 997 == 0 else i * 0.5
+        run.log({"a": a, "b": -i, "c": i / 3, "d": float(i), "e": 1e300 * (i % 2)}, step=i * 2)
+    run.finish()
+    data = wisp.open_run(run.dir)  # type: ignore[arg-type]
+    count = 0
+    for i, row in enumerate(data.history()):
+        count += len(row) - 2
+        assert row["_step"] == i * 2
+        want_a = specials[i % 3] if i % 997 == 0 else i * 0.5
+        assert row["a"] == want_a or (math.isnan(want_a) and math.isnan(row["a"]))
+        assert row["b"] == -i and row["c"] == i / 3 and row["d"] == float(i)
+        assert row["e"] == 1e300 * (i % 2)
+    assert count == 1_000_000
+    assert data.ignored_bytes == 0
+
+
+def test_torn_tail_is_ignored_and_reported() -> None:
+    """Garbage appended after the last record is ignored and its size reported."""
+    run = wisp.init()
+    run.log({"a": 1})
+    run.finish()
+    with open(run.path, "ab") as f:  # type: ignore[arg-type]
+        f.write(b"\x05\x00\x00\x00torn")
+    data = wisp.open_run(run.dir)  # type: ignore[arg-type]
+    assert data.ignored_bytes == 8 and [r["a"] for r in data.history()] == [1]
+
+
+def test_a_killed_process_leaves_a_crashed_readable_run(tmp_path: Path) -> None:
+    """A process killed before finish leaves a run whose flushed rows read back and whose state is crashed."""
+    script = (
+        "import os, wisp, time\n"
+        "r = wisp.init(settings={'flush_interval': 0.01})\n"
+        "for i in range(100): r.log({'i': i})\n"
+        "r._writer.barrier()\n"
+        "print(r.dir, flush=True)\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=os.environ
+    )
+    assert out.returncode == -9
+    data = wisp.open_run(out.stdout.strip())
+    assert data.state == "crashed" and data.finish is None
+    assert [r["i"] for r in data.history()] == list(range(100))
+
+
+def test_to_pandas_and_scalars() -> None:
+    """History converts to a DataFrame, and scalars() gives one metric's steps and values."""
+    run = wisp.init()
+    for i in range(5):
+        run.log({"x": i * 1.5})
+    run.log({"y": 1})
+    run.finish()
+    data = wisp.open_run(run.path)  # type: ignore[arg-type]
+    df = data.to_pandas()
+    assert list(df["_step"]) == [0, 1, 2, 3, 4, 5] and df["x"].iloc[4] == 6.0
+    assert data.scalars("x") == ([0, 1, 2, 3, 4], [0.0, 1.5, 3.0, 4.5, 6.0])
+    assert data.keys() == ["x", "y"]
+
+
+def test_missing_run_is_a_clear_error(tmp_path: Path) -> None:
+    """open_run on a path that is not a run names the path."""
+    with pytest.raises(RunFileError, match="not a wisp run directory"):
+        wisp.open_run(tmp_path)
+    with pytest.raises(RunFileError, match="no run file"):
+        wisp.open_run(tmp_path / "nope")
