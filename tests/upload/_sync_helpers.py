@@ -31,9 +31,6 @@ def free_port() -> int:
 
 
 def _server_cmd(db_url: str, media_dir: str, port: int) -> list[str]:
-    fake = os.environ.get("WISP_SYNC_DEV_FAKE_SERVER")  # local development only
-    if fake:
-        return [sys.executable, fake, str(port), db_url]
     code = (
         "import sys; from wisp.server import serve; "
         "serve(db=sys.argv[1], media_dir=sys.argv[2], host='127.0.0.1', port=int(sys.argv[3]), "
@@ -43,14 +40,15 @@ def _server_cmd(db_url: str, media_dir: str, port: int) -> list[str]:
 
 
 def need_server_package() -> None:
+    """Skip without the server extra, except in CI where that is a failure."""
     try:
+        import uvicorn  # noqa: F401
+
         import wisp.server  # noqa: F401
     except ImportError as exc:
-        msg = f"the wisp server is not installed here ({exc})"
-        if os.environ.get("CI") or os.environ.get("WISP_SYNC_DEV_FAKE_SERVER"):
-            if not os.environ.get("WISP_SYNC_DEV_FAKE_SERVER"):
-                pytest.fail(msg)
-            return
+        msg = f"the wisp server is not installed here ({exc}): pip install -e '.[test-sync]'"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
         pytest.skip(msg)
 
 
@@ -61,11 +59,9 @@ class ServerProcess:
         self.db_url = db_url or f"sqlite:///{tmp_path / 'server.db'}"
         self.media_dir = str(tmp_path / "server-media")
         self.port = port or free_port()
-        self.key = "none"
-        if not os.environ.get("WISP_SYNC_DEV_FAKE_SERVER"):
-            from wisp.server import keys_create
+        from wisp.server import keys_create
 
-            self.key = keys_create("write", "sync tests", db=self.db_url)[1]
+        self.key = keys_create("write", "sync tests", db=self.db_url)[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tmp_path / f"server-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
