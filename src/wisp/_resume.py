@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from wisp._runfile import RecordTail, RecordType, scan
+from wisp._runfile import RecordTail, RecordType, decode_history, scan
 from wisp.errors import RunFileError, RunStateError, UsageError
 
 __all__ = ["Resumed", "find_resumable"]
@@ -156,7 +156,7 @@ def _read(run_dir: str) -> Resumed:
                 if type(step) is int:
                     last_step = step if last_step is None else max(last_step, step)
     if last_history is not None:
-        rows = json.loads(last_history).get("rows") or []
+        rows = decode_history(last_history)
         if rows and type(rows[-1][0]) is int:
             last_step = rows[-1][0] if last_step is None else max(last_step, rows[-1][0])
     return Resumed(

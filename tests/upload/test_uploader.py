@@ -12,7 +12,7 @@ import pytest
 from _sync_helpers import FlakyProxy, ServerProcess, free_port, latencies_ok, need_server_package
 
 import wisp
-from wisp._runfile import HEADER, RecordType, encode_record
+from wisp._runfile import HEADER, RecordType, encode_history, encode_record
 from wisp._upload._transport import ApiClient
 from wisp._upload._uploader import Cursor, Uploader
 from wisp.errors import FatalApiError
@@ -168,7 +168,7 @@ def _hand_made_run(tmp_path: Path, rows: list[Any]) -> Path:
         "created_at": 1.0e9,
     }
     data = HEADER + encode_record(RecordType.RUN, json.dumps(run).encode())
-    data += encode_record(RecordType.HISTORY, json.dumps({"rows": rows}).encode())
+    data += encode_record(RecordType.HISTORY, encode_history(rows))
     (run_dir / "run.wisp").write_bytes(data)
     (run_dir / "run.json").write_text(json.dumps({"id": "handmade", "state": "finished"}))
     return run_dir
@@ -231,7 +231,7 @@ def test_413_halves_the_batch(server: ServerProcess, tmp_path: Path) -> None:
     _hand_made_run(tmp_path, rows[:1])
     with open(run_dir / "run.wisp", "ab") as f:
         for i in range(1, 200):
-            f.write(encode_record(RecordType.HISTORY, json.dumps({"rows": [rows[i]]}).encode()))
+            f.write(encode_record(RecordType.HISTORY, encode_history([rows[i]])))
     with FlakyProxy(server.url, share=0, max_body=3000) as proxy:
         up = Uploader(
             str(run_dir), ApiClient(proxy.url, server.key), batch_bytes=1 << 20, compress=False

@@ -45,7 +45,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from wisp._runfile import FRAME_SIZE, HEADER_SIZE, Record, RecordTail, RecordType
+from wisp._runfile import (
+    FRAME_SIZE,
+    HEADER_SIZE,
+    Record,
+    RecordTail,
+    RecordType,
+    decode_history,
+)
 from wisp._upload._transport import ApiClient, Conflict
 from wisp.errors import FatalApiError, RetryableApiError, UsageError
 
@@ -491,7 +498,12 @@ class Uploader:
         ]
         for i, rec in enumerate(batch):
             payload = rec.payload
-            if b'"path"' in payload:
+            if rec.type == RecordType.HISTORY:  # binary columns in the file, JSON on the wire
+                rows = decode_history(payload)
+                if b'"path"' in payload:
+                    self._upload_refs(rows)
+                payload = _dumps({"rows": rows}).encode("utf-8")
+            elif b'"path"' in payload:
                 payload = self._with_media(payload)
             parts.append(
                 b'{"type":%d,"data":' % rec.type if i == 0 else b',{"type":%d,"data":' % rec.type
