@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint typecheck bench install clean
+.PHONY: demo test lint typecheck bench install clean web chromium
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -15,10 +15,24 @@ $(STAMP): $(BIN)/python pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-install: $(STAMP)
+# The dashboard: built by Vite into the package (src/wisp/server/static, not committed).
+WEB_OUT := src/wisp/server/static/index.html
+WEB_SRC := web/package.json web/package-lock.json web/index.html web/vite.config.ts $(wildcard web/src/*)
 
-demo: install
+$(WEB_OUT): $(WEB_SRC)
+	cd web && npm ci --no-audit --no-fund && npm run build
+
+web: $(WEB_OUT)
+
+# Browser tests drive Debian's Chromium (never a downloaded browser).
+chromium:
+	command -v chromium || (apt-get update && apt-get install -y chromium chromium-driver)
+
+install: $(STAMP) web
+
+demo: install web
 	$(BIN)/python examples/train.py
+	$(BIN)/python -m wisp._ui
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks examples
@@ -27,7 +41,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: install lint typecheck
+test: install web chromium lint typecheck
 	$(BIN)/python -m pytest
 
 # `make bench` runs every benchmark; `make bench ONLY="sdk media"` runs some.
@@ -35,4 +49,4 @@ bench: install
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python benchmarks/run.py $(ONLY)
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache web/node_modules src/wisp/server/static

@@ -16,6 +16,7 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]
         if name.startswith("WISP_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("WISP_DIR", str(tmp_path))
+    monkeypatch.setenv("WISP_CONFIG", str(tmp_path / "no-user-config.json"))
     monkeypatch.setenv("WISP_GIT", "false")
     monkeypatch.setenv("WISP_SYSTEM_METRICS", "false")
     monkeypatch.setenv("WISP_CONSOLE", "off")

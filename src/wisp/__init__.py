@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from wisp._doctor import doctor
     from wisp._reader import RunData, open_run
     from wisp._run import Config, Run, Summary
     from wisp._settings import Settings
@@ -36,6 +37,7 @@ __all__ = [
     "WispError",
     "config",
     "define_metric",
+    "doctor",
     "finish",
     "init",
     "log",
@@ -55,6 +57,7 @@ _LAZY = {
     "Settings": ("wisp._settings", "Settings"),
     "open_run": ("wisp._reader", "open_run"),
     "RunData": ("wisp._reader", "RunData"),
+    "doctor": ("wisp._doctor", "doctor"),
     "sync": ("wisp._upload._sync", "sync"),
     "errors": ("wisp.errors", None),
 }
@@ -108,7 +111,10 @@ def log(data: Mapping[str, Any], step: int | None = None, commit: bool | None = 
     """Log ``data`` to the current run (see :meth:`Run.log`)."""
     r = run
     if r is None:
-        raise RunStateError("wisp.log() needs a run: call wisp.init() first")
+        from wisp._hooks import log_without_run
+
+        log_without_run()  # raises RunStateError, except in a multiprocessing child
+        return
     r.log(data, step, commit)
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import atexit
 import os
-import sys
 import time
 from collections.abc import Mapping
 
@@ -90,15 +88,18 @@ _NOUNS = [
     "willow",
 ]
 
-_hooks_installed = False
-
 
 def new_run_id() -> str:
     return "".join(_ALPHABET[b % 36] for b in os.urandom(8))
 
 
-def _default_name(run_id: str) -> str:
-    raw = os.urandom(2)
+def _default_name(run_id: str, *, shared: bool = False) -> str:
+    if shared:  # ranks sharing a run agree on its name without talking
+        import hashlib
+
+        raw = hashlib.sha256(run_id.encode()).digest()
+    else:
+        raw = os.urandom(2)
     return f"{_ADJECTIVES[raw[0] % len(_ADJECTIVES)]}-{_NOUNS[raw[1] % len(_NOUNS)]}-{run_id[:4]}"
 
 
@@ -108,39 +109,6 @@ def _check_str(what: str, value: Any) -> str | None:
     if not isinstance(value, str):
         raise UsageError(f"init() {what} must be a string, got {type(value).__name__} {value!r}")
     return value
-
-
-def _install_hooks() -> None:
-    """Once per process, at the first init(): fork handler and exit hook."""
-    global _hooks_installed
-    if _hooks_installed:
-        return
-    _hooks_installed = True
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=_run.after_fork_in_child)
-    atexit.register(_finish_at_exit)
-
-
-def _exit_state() -> tuple[int, str]:
-    """Best guess of how the interpreter is exiting, for runs nobody finished."""
-    if getattr(sys, "last_value", None) is not None and "ipykernel" not in sys.modules:
-        exc = sys.last_value
-        if isinstance(exc, KeyboardInterrupt):
-            return 130, "killed"
-        return 1, "failed"
-    return 0, "finished"
-
-
-def _finish_at_exit() -> None:
-    code, state = _exit_state()
-    for run in _run.live_runs():
-        if run._pid != os.getpid():
-            continue
-        run._settings = run._settings.replace(finish_timeout=run._settings.exit_timeout)
-        try:
-            run.finish(code, state=state)
-        except Exception as exc:  # noqa: BLE001 - exit must never hang or crash on us
-            sys.stderr.write(f"wisp: run {run.id} did not finish cleanly at exit: {exc}\n")
 
 
 def start_run(
@@ -205,8 +173,14 @@ def start_run(
         previous, wisp.run = wisp.run, None
         previous.finish()
 
+    from wisp import _ranks
+
+    rank = _ranks.detect()
+    if rank is not None and rank.rank != 0 and s.ranks == "zero":
+        s = s.replace(mode="disabled")  # only rank 0 records unless ranks="all"
+    shared = rank is not None and s.ranks == "all" and s.mode != "disabled"
     resumed = None
-    if resume not in (None, False) and s.mode != "disabled":
+    if resume not in (None, False) and s.mode != "disabled" and not shared:
         from wisp._resume import find_resumable
 
         resumed = find_resumable(os.path.abspath(s.dir or os.getcwd()), id, resume)
@@ -215,8 +189,8 @@ def start_run(
             if project == "uncategorized" and resumed.project:
                 project = resumed.project
             config = resumed.merge_config(config)
-    run_id = id or new_run_id()
-    name = name or _default_name(run_id)
+    run_id = id or (_ranks.shared_run_id() if shared else new_run_id())
+    name = name or _default_name(run_id, shared=shared)
     if s.mode == "disabled":
         return Run(
             settings=s,
@@ -231,18 +205,26 @@ def start_run(
             config=config,
             disabled=True,
         )
-    _install_hooks()
+    from wisp import _hooks
+
+    _hooks.install(signals=s.signals, exit_timeout=s.exit_timeout)
     base = os.path.abspath(s.dir or os.getcwd())
     stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime())
-    run_dir = os.path.join(base, "wisp", f"run-{stamp}-{run_id}")
+    dir_name = f"run-{stamp}-{run_id}"
     if resumed is not None:
-        run_dir = resumed.run_dir
+        dir_name = os.path.basename(resumed.run_dir)
+    files = ("run.wisp", "run.json")
     try:
+        if shared:
+            assert rank is not None
+            dir_name = _ranks.claim_run_dir(os.path.join(base, "wisp"), run_id, dir_name)
+            files = _ranks.rank_file_names(rank.rank)
+        run_dir = os.path.join(base, "wisp", dir_name)
         os.makedirs(run_dir, exist_ok=True)
     except OSError as exc:
         from wisp.errors import RunFileError
 
-        raise RunFileError(f"cannot create run directory {run_dir}: {exc}") from exc
+        raise RunFileError(f"cannot create run directory under {base}: {exc}") from exc
     run = Run(
         settings=s,
         project=project,
@@ -254,10 +236,15 @@ def start_run(
         group=group,
         job_type=job_type,
         config=config,
+        files=files,
+        rank=rank._asdict() if rank is not None else None,
     )
     _run._register(run)
     if resumed is not None:
         resumed.apply(run)
+    from wisp import _extras
+
+    _extras.start(run)
     if s.mode == "online":
         from wisp._upload._uploader import attach
 

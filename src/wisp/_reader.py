@@ -3,6 +3,13 @@
 Works on a finished run, a run still being written, and a run whose process
 was killed: the reader stops at the first torn or corrupt record and reports
 how many bytes it ignored.
+
+A run recorded by several ranks (``init(ranks="all")``, see ``_ranks.py``) has
+one run file per rank in its directory (``run.wisp`` for rank 0,
+``run.rank<N>.wisp`` for rank N).  ``open_run(dir)`` merges them into one
+:class:`RunData` whose history keys, summary keys and metric names are
+prefixed ``rank<N>/`` (every rank, 0 included) so per-rank series stay
+distinct; ``RunData.ranks`` maps each rank to its own, unprefixed RunData.
 """
 
 from __future__ import annotations
@@ -32,11 +39,24 @@ def find_run_file(path: str | os.PathLike[str]) -> str:
     if os.path.isdir(p):
         candidate = os.path.join(p, RUN_FILE)
         if not os.path.exists(candidate):
-            raise RunFileError(f"{p} is not a wisp run directory (no {RUN_FILE})")
+            ranks = _rank_files(p)
+            if not ranks:
+                raise RunFileError(f"{p} is not a wisp run directory (no {RUN_FILE})")
+            return ranks[min(ranks)]
         return candidate
     if not os.path.exists(p):
         raise RunFileError(f"no run file or run directory at {p}")
     return p
+
+
+def _rank_files(run_dir: str) -> dict[int, str]:
+    """rank -> run file for every ``run.rank<N>.wisp`` in ``run_dir``."""
+    out: dict[int, str] = {}
+    for entry in os.listdir(run_dir):
+        number = entry[len("run.rank") : -len(".wisp")]
+        if entry.startswith("run.rank") and entry.endswith(".wisp") and number.isdigit():
+            out[int(number)] = os.path.join(run_dir, entry)
+    return out
 
 
 class RunData:
@@ -45,6 +65,9 @@ class RunData:
     def __init__(self, path: str) -> None:
         self.path = path
         self.dir = os.path.dirname(os.path.abspath(path))
+        #: rank -> that rank's RunData, for a run recorded by several ranks (else empty)
+        self.ranks: dict[int, RunData] = {}
+        self._state: str | None = None  # set on merged multi-rank runs
         self.metadata: dict[str, Any] = {}
         self.config: dict[str, Any] = {}
         self.summary: dict[str, Any] = {}
@@ -93,7 +116,13 @@ class RunData:
 
     @property
     def state(self) -> str:
-        """finished / failed / killed from the finish record; running or crashed without one."""
+        """finished / failed / killed from the finish record; running or crashed without one.
+
+        A merged multi-rank run shows the most telling state of its ranks, in the
+        order running, failed, killed, crashed, finished.
+        """
+        if self._state is not None:
+            return self._state
         if self.finish is not None:
             return str(self.finish.get("state", "finished"))
         pid = self.metadata.get("pid")
@@ -103,35 +132,45 @@ class RunData:
 
     # -- history -----------------------------------------------------------------------------
 
-    def history(self, keys: list[str] | None = None) -> Iterator[dict[str, Any]]:
-        """Rows in logged order: ``{"_step": s, "_timestamp": t, key: value, ...}``."""
-        want = set(keys) if keys is not None else None
+    def _rows(self) -> Iterator[Any]:
+        """(step, timestamp, values) in logged order; a merged run goes rank by rank."""
+        if self.ranks:
+            for rank in sorted(self.ranks):
+                for step, ts, values in self.ranks[rank]._rows():
+                    yield step, ts, {f"rank{rank}/{k}": v for k, v in values.items()}
+            return
         for payload in self._history_payloads:
-            for step, ts, values in decode_history(payload):
-                if want is not None:
-                    values = {k: v for k, v in values.items() if k in want}
-                    if not values:
-                        continue
-                row = {"_step": step, "_timestamp": ts}
-                row.update(values)
-                yield row
+            yield from decode_history(payload)
+
+    def history(self, keys: list[str] | None = None) -> Iterator[dict[str, Any]]:
+        """Rows in logged order: ``{"_step": s, "_timestamp": t, key: value, ...}``.
+
+        A merged multi-rank run yields rank 0's rows, then rank 1's, and so on.
+        """
+        want = set(keys) if keys is not None else None
+        for step, ts, values in self._rows():
+            if want is not None:
+                values = {k: v for k, v in values.items() if k in want}
+                if not values:
+                    continue
+            row = {"_step": step, "_timestamp": ts}
+            row.update(values)
+            yield row
 
     def scalars(self, key: str) -> tuple[list[int], list[Any]]:
         """(steps, values) of one metric."""
         steps: list[int] = []
         values: list[Any] = []
-        for payload in self._history_payloads:
-            for step, _ts, row in decode_history(payload):
-                if key in row:
-                    steps.append(step)
-                    values.append(row[key])
+        for step, _ts, row in self._rows():
+            if key in row:
+                steps.append(step)
+                values.append(row[key])
         return steps, values
 
     def keys(self) -> list[str]:
         seen: dict[str, None] = {}
-        for payload in self._history_payloads:
-            for _s, _t, row in decode_history(payload):
-                seen.update(dict.fromkeys(row))
+        for _s, _t, row in self._rows():
+            seen.update(dict.fromkeys(row))
         return list(seen)
 
     def to_pandas(self) -> Any:
@@ -158,6 +197,48 @@ def _alive(pid: int) -> bool:
     return True
 
 
+_STATE_ORDER = ("running", "failed", "killed", "crashed", "finished")
+
+
+def _merge_ranks(files: dict[int, str]) -> RunData:
+    """One RunData over every rank's file; series keep their rank as a key prefix."""
+    parts = {rank: RunData(path) for rank, path in sorted(files.items())}
+    first = parts[min(parts)]
+    merged = RunData.__new__(RunData)
+    merged.__dict__.update(first.__dict__)
+    merged.ranks = parts
+    merged._history_payloads = []
+    merged.summary = {
+        f"rank{rank}/{k}": v for rank, part in parts.items() for k, v in part.summary.items()
+    }
+    merged.metrics = [
+        {**m, "name": f"rank{rank}/{m['name']}"}
+        for rank, part in parts.items()
+        for m in part.metrics
+    ]
+    merged.record_count = sum(p.record_count for p in parts.values())
+    merged.ignored_bytes = sum(p.ignored_bytes for p in parts.values())
+    merged.metadata = {**first.metadata, "ranks": sorted(parts)}
+    states = {p.state for p in parts.values()}
+    merged._state = next((s for s in _STATE_ORDER if s in states), first.state)
+    finishes = [p.finish for p in parts.values() if p.finish is not None]
+    telling = [f for f in finishes if f.get("state") == merged._state]
+    merged.finish = None if len(finishes) < len(parts) else (telling or finishes)[0]
+    return merged
+
+
 def open_run(path: str | os.PathLike[str]) -> RunData:
-    """Read a run directory (or its run file)."""
-    return RunData(find_run_file(path))
+    """Read a run directory (or one run file).
+
+    A directory written by several ranks is merged (see the module docstring);
+    the path of one rank's file reads that rank alone.
+    """
+    file = find_run_file(path)
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        ranks = _rank_files(p)
+        if ranks:
+            if os.path.exists(os.path.join(p, RUN_FILE)):
+                ranks[0] = os.path.join(p, RUN_FILE)
+            return _merge_ranks(ranks)
+    return RunData(file)

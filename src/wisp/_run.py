@@ -181,6 +181,7 @@ class Summary(_MappingBase):
 
 
 _live_runs: list[Run] = []
+_recent_runs: list[Run] = []  # the last few finished runs, for doctor
 
 
 class Run:
@@ -201,6 +202,8 @@ class Run:
         config: Mapping[str, Any] | None,
         disabled: bool = False,
         get_time: Any = time.time,
+        files: tuple[str, str] = (RUN_FILE, META_FILE),
+        rank: dict[str, int] | None = None,
     ) -> None:
         self._settings = settings
         self.project = project
@@ -214,13 +217,15 @@ class Run:
         self.mode = "disabled" if disabled else (settings.mode or "offline")
         self._get_time = get_time
         self._pid = os.getpid()
+        self._file, self._meta_file = files
+        self.rank = rank  # {"rank", "world_size", "local_rank"} under a distributed launch
         self._step = 0
         self._pending: dict[str, Any] | None = None
         self._pending_deferred = False
         self._finished = False
-        self._forked_warned = False
         self._final_summary: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        # re-entrant: a signal handler may finish the run while finish() is under way
+        self._lock = threading.RLock()
         self.state = "running"
         self.exit_code: int | None = None
         self.url: str | None = None
@@ -239,9 +244,12 @@ class Run:
             return
         assert run_dir is not None
         os.makedirs(run_dir, exist_ok=True)
+        from wisp import _meta  # imported here, never on the writer thread (fork + import locks)
+
+        self._meta = _meta
         self._writer = Writer(
             run_dir,
-            RUN_FILE,
+            self._file,
             flush_interval=settings.flush_interval,
             fsync=settings.fsync,
             queue_size=settings.queue_size,
@@ -259,7 +267,7 @@ class Run:
     @property
     def path(self) -> str | None:
         """The run file."""
-        return None if self.dir is None else os.path.join(self.dir, RUN_FILE)
+        return None if self.dir is None else os.path.join(self.dir, self._file)
 
     @property
     def step(self) -> int:
@@ -267,7 +275,7 @@ class Run:
         return self._step
 
     def _write_start(self) -> None:
-        from wisp import __version__, _meta
+        from wisp import __version__
 
         assert self._writer is not None
         payload = {
@@ -282,8 +290,10 @@ class Run:
             "created_at": self.created_at,
             "mode": self.mode,
             "wisp_version": __version__,
-            **_meta.collect(git=self._settings.git),
+            **self._meta.collect(git=self._settings.git),
         }
+        if self.rank is not None:
+            payload["rank"] = self.rank
         self._writer._append(RecordType.RUN, payload)
 
     def _changed_config(self) -> None:
@@ -310,14 +320,13 @@ class Run:
 
     def _inactive(self, what: str) -> None:
         if self._pid != os.getpid():
-            if not self._forked_warned:
-                self._forked_warned = True
-                warnings.warn(
-                    f"wisp: {what} on run {self.id} in a forked child process is ignored; "
-                    "call wisp.init() in the child to record a run of its own",
-                    WispWarning,
-                    stacklevel=3,
-                )
+            from wisp._hooks import warn_once
+
+            warn_once(
+                f"wisp: {what} on run {self.id} in a forked child process is ignored; "
+                "call wisp.init() in the child to record a run of its own",
+                stacklevel=4,
+            )
         elif self._finished:
             raise RunStateError(f"run {self.id} is finished; call wisp.init() to start a new one")
 
@@ -431,6 +440,9 @@ class Run:
             if self._writer is None:
                 self.state = "finished"
                 return
+            extras_stop = getattr(self, "_extras_stop", None)
+            if extras_stop is not None:
+                extras_stop()  # system sampler, console capture (wisp._extras)
             self._live = False
             self._commit_pending()
             final_state = state or ("finished" if exit_code == 0 else "failed")
@@ -484,11 +496,12 @@ class Run:
             "created_at": self.created_at,
             "pid": self._pid,
             "host": os.uname().nodename,
-            "file": RUN_FILE,
+            "file": self._file,
+            "rank": self.rank,
             "format_version": _runfile.FORMAT_VERSION,
             "exit_code": self.exit_code,
         }
-        path = os.path.join(self.dir, META_FILE)
+        path = os.path.join(self.dir, self._meta_file)
         tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=1)
@@ -536,6 +549,8 @@ def _register(run: Run) -> None:
 
 
 def _unregister(run: Run) -> None:
+    _recent_runs.append(run)
+    del _recent_runs[:-5]
     if run in _live_runs:
         _live_runs.remove(run)
 
@@ -544,11 +559,21 @@ def live_runs() -> list[Run]:
     return list(_live_runs)
 
 
+def recent_runs() -> list[Run]:
+    """The last few runs finished in this process, newest last."""
+    return list(_recent_runs)
+
+
 def after_fork_in_child() -> None:
-    """Forked child: the parent's runs become inert no-ops that warn once."""
+    """Forked child: the parent's runs become inert no-ops that warn once per process.
+
+    Only the forking thread exists in the child, so nothing here may wait on a
+    lock another thread could have held at the fork: locks are replaced, never
+    released or joined on.
+    """
     for run in _live_runs:
         run._live = False
-        run._lock = threading.Lock()
+        run._lock = threading.RLock()
         if run._writer is not None:
             run._writer.after_fork_in_child()
     _live_runs.clear()

@@ -1,6 +1,7 @@
 """Settings: one table of every knob, read at ``init()``, never at import.
 
-Precedence, lowest first: the defaults below, environment variables
+Precedence, lowest first: the defaults below, the ``wisp login`` config file
+(``server_url`` and ``api_key`` only, see ``_userconfig.py``), environment variables
 (``WISP_*``), then ``wisp.init(settings=Settings(...))`` or a plain dict.
 docs/settings.md lists the same table for users; keep them in step.
 """
@@ -135,6 +136,8 @@ class Settings:
         env = os.environ if environ is None else environ
         out = cls()
         out._explicit.clear()
+        if environ is None or "WISP_CONFIG" in env:
+            out._apply_user_config(env)
         from_env = {
             name: env[spec[2]]
             for name, spec in _FIELDS.items()
@@ -151,6 +154,17 @@ class Settings:
                 )
             out._apply(explicit, "settings")
         return out
+
+    def _apply_user_config(self, env: Mapping[str, str]) -> None:
+        # `wisp login`'s file: server_url and api_key, below env vars and explicit settings
+        from wisp._userconfig import config_path, read_config
+
+        try:
+            values = read_config(config_path(env))
+        except (OSError, ValueError):
+            return  # missing or broken: init() goes on; `wisp doctor` reports it
+        self._apply(values, "the wisp config file")
+        self._explicit.difference_update(values)
 
     def replace(self, **kwargs: Any) -> Settings:
         """A copy with some settings changed."""

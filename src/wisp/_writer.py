@@ -78,6 +78,9 @@ class Writer:
         self.queue: deque[tuple[Any, ...]] = deque()
         self._get_time = get_time
         self._wake = threading.Event()
+        # held while a slice is drained; os.fork() waits for it (bounded), so a child never
+        # inherits a half-done import or encode from this thread (see _hooks.py)
+        self.busy = threading.Lock()
         self._stop = False
         # Raw fd + our own buffer: no io object whose lock or buffer a fork could copy.
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC, 0o644)
@@ -145,7 +148,8 @@ class Writer:
         idle = _IDLE_MIN
         while True:
             if self.queue:
-                self._guarded("write", self._drain_slice)
+                with self.busy:
+                    self._guarded("write", self._drain_slice)
                 time.sleep(0)  # hand the GIL back to the training thread between slices
                 idle = _IDLE_MIN
             elif self._stop:
@@ -333,6 +337,7 @@ class Writer:
         self._buf = bytearray()
         self.queue = deque()
         self._wake = threading.Event()
+        self.busy = threading.Lock()
         null = os.open(os.devnull, os.O_WRONLY)
         try:
             os.dup2(null, self.fd)

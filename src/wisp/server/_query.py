@@ -20,7 +20,20 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sqlalchemy import Float, Text, and_, cast, exists, func, literal, not_, or_, select, true
+from sqlalchemy import (
+    Float,
+    Text,
+    and_,
+    cast,
+    exists,
+    false,
+    func,
+    literal,
+    not_,
+    or_,
+    select,
+    true,
+)
 
 from wisp.server import _schema as S
 from wisp.server._problem import Problem
@@ -125,11 +138,11 @@ class _Compiler:
         if self.kw("exists"):
             return fld.exists()
         if self.kw("contains"):
-            return fld.contains(self.value())
+            return _known(fld.contains(self.value()))
         op = self.take()
         if op[0] != "op" or op[1] in "()":
             raise _bad(f"expected an operator after {t[1]!r}, got {op[1]!r}")
-        return fld.compare(op[1], self.value())
+        return _known(fld.compare(op[1], self.value()))
 
     def value(self) -> Any:
         kind, v = self.take()
@@ -274,6 +287,11 @@ class _Field:
         else:
             keys = [self.num(), self.text()]
         return [(k.desc() if desc else k.asc()).nulls_last() for k in keys]
+
+
+def _known(cond: Any) -> Any:
+    """Two-valued logic: a comparison with a missing value is false, so ``not`` selects it."""
+    return func.coalesce(cond, false())
 
 
 def _pg_num(jtype: Any, txt: Any) -> Any:

@@ -57,6 +57,8 @@ def _step_series(
         return {**_raw([], []), "count": 0, "nonfinite": 0}
     s_hi = conn.execute(select(func.max(p.step)).where(*conds)).scalar()
     span = s_hi - s_lo + 1
+    if span > buckets * S.BLOCK:
+        return _block_series(conn, kid, conds, s_lo, s_hi, buckets)
     bucket = (
         ((p.step - s_lo) * buckets) // span
         if span * buckets < (1 << 62)
@@ -100,6 +102,81 @@ def _step_series(
         "max": [a[3] for a in agg],
         "first": [vals.get(a[4]) for a in agg],
         "last": [vals.get(a[5]) for a in agg],
+        "raw": False,
+        "count": count,
+        "nonfinite": nonfinite,
+    }
+
+
+def _block_series(
+    conn: Any, kid: int, conds: list[Any], s_lo: int, s_hi: int, buckets: int
+) -> dict[str, Any]:
+    """Buckets whose width is a multiple of the block size, aggregated from ``blocks``.
+
+    The bucket origin is aligned down to a block and the width rounded up to whole
+    blocks, so every block falls in exactly one bucket and the result is exact.
+    Points of partly covered blocks at the range ends are read one by one.
+    """
+    B = S.BLOCK
+    p, bl = S.points.c, S.blocks.c
+    origin = (s_lo // B) * B
+    width = -(-(s_hi - s_lo + 1) // buckets)
+    width = -(-width // B) * B
+    while (s_hi - origin) // width >= buckets:
+        width += B
+    fb_lo, fb_hi = -(-s_lo // B), (s_hi + 1) // B - 1
+    Entry = tuple[int, int, int, Any, Any, Any, Any, int]
+    entries: list[Entry] = []
+    edge_q = select(p.step, p.value, p.nf).order_by(p.step)
+    for step, v, nf in conn.execute(edge_q.where(*conds, p.step < fb_lo * B)):
+        entries.append((step, step, 1, v, v, v, v, 1 if nf else 0))
+    if fb_lo <= fb_hi:
+        q = (
+            select(bl.smin, bl.smax, bl.n, bl.vmin, bl.vmax, bl.first_v, bl.last_v, bl.nonfinite)
+            .where(bl.key_id == kid, bl.blk >= fb_lo, bl.blk <= fb_hi)
+            .order_by(bl.blk)
+        )
+        entries.extend(tuple(r) for r in conn.execute(q))
+    right = max(fb_hi + 1, fb_lo) * B
+    for step, v, nf in conn.execute(edge_q.where(*conds, p.step >= right)):
+        entries.append((step, step, 1, v, v, v, v, 1 if nf else 0))
+    count = sum(e[2] for e in entries)
+    nonfinite = sum(e[7] for e in entries)
+    if count <= buckets:
+        rows = conn.execute(select(p.step, p.value).where(*conds).order_by(p.step)).all()
+        return {
+            **_raw([r[0] for r in rows], [r[1] for r in rows]),
+            "count": count,
+            "nonfinite": nonfinite,
+        }
+    xs: list[int] = []
+    mins: list[Any] = []
+    maxs: list[Any] = []
+    firsts: list[Any] = []
+    lasts: list[Any] = []
+    cur = -1
+    for smin, _smax, _n, vmin, vmax, fv, lv, _nf in entries:
+        b = (smin - origin) // width
+        if b != cur:
+            cur = b
+            xs.append(smin)
+            mins.append(vmin)
+            maxs.append(vmax)
+            firsts.append(fv)
+            lasts.append(lv)
+            continue
+        lasts[-1] = lv
+        if vmin is not None and (mins[-1] is None or vmin < mins[-1]):
+            mins[-1] = vmin
+        if vmax is not None and (maxs[-1] is None or vmax > maxs[-1]):
+            maxs[-1] = vmax
+    return {
+        "x": xs,
+        "y": lasts,
+        "min": mins,
+        "max": maxs,
+        "first": firsts,
+        "last": lasts,
         "raw": False,
         "count": count,
         "nonfinite": nonfinite,
@@ -156,9 +233,7 @@ def _other_series(
     xmap: dict[int, float] | None = None
     if xid is not None:
         xmap = dict(
-            conn.execute(select(p.step, p.value).where(p.key_id == xid, p.value.is_not(None)))
-            .tuples()
-            .all()
+            conn.execute(select(p.step, p.value).where(p.key_id == xid, p.value.is_not(None))).all()
         )
     pts: list[tuple[float, float | None, int]] = []
     for step, t, v, nf in rows:

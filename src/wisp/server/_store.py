@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import and_, case, func, select, update
+from sqlalchemy import and_, case, func, select, text, update
 from sqlalchemy.engine import Connection, Engine
 
 from wisp.server import _schema as S
@@ -335,6 +335,7 @@ class Store:
             ids = self._key_id_map(conn, run_id, {p[0] for p in pts}, new_keys)
             rows = [(ids[k], s, t, v, nf) for k, s, t, v, nf in pts]
             self._write_points(conn, rows)
+            self._update_blocks(conn, rows)
         if rec.extras:
             self._upsert(
                 conn,
@@ -350,6 +351,24 @@ class Store:
                     for k, s, t, ty, data in rec.media
                 ],
             )
+
+    def _update_blocks(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+        """Recompute the 64-step blocks that ``rows`` touched, from ``points``."""
+        span: dict[int, list[int]] = {}
+        for r in rows:
+            k, s = r[0], r[1]
+            cur = span.get(k)
+            if cur is None:
+                span[k] = [s, s]
+            elif s < cur[0]:
+                cur[0] = s
+            elif s > cur[1]:
+                cur[1] = s
+        B = S.BLOCK
+        params = [
+            {"k": k, "a": (lo // B) * B, "b": (hi // B + 1) * B} for k, (lo, hi) in span.items()
+        ]
+        conn.execute(_BLOCKS_SQL, params)
 
     def _write_points(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
         if not self.pg:
@@ -474,6 +493,27 @@ class Store:
     def iter_rows(self, q: Any) -> Iterator[Any]:
         with self.engine.connect() as conn:
             yield from conn.execute(q)
+
+
+_BLOCKS_SQL = text(
+    f"""
+INSERT INTO blocks (key_id, blk, n, vmin, vmax, smin, smax, first_v, last_v, nonfinite)
+SELECT g.key_id, g.blk, g.n, g.vmin, g.vmax, g.smin, g.smax,
+  (SELECT p.value FROM points p WHERE p.key_id = g.key_id AND p.step = g.smin),
+  (SELECT p.value FROM points p WHERE p.key_id = g.key_id AND p.step = g.smax),
+  g.nonfinite
+FROM (
+  SELECT key_id, step / {S.BLOCK} AS blk, count(*) AS n, min(value) AS vmin,
+    max(value) AS vmax, min(step) AS smin, max(step) AS smax,
+    sum(CASE WHEN nf <> 0 THEN 1 ELSE 0 END) AS nonfinite
+  FROM points WHERE key_id = :k AND step >= :a AND step < :b
+  GROUP BY key_id, step / {S.BLOCK}
+) g WHERE true
+ON CONFLICT (key_id, blk) DO UPDATE SET n = excluded.n, vmin = excluded.vmin,
+  vmax = excluded.vmax, smin = excluded.smin, smax = excluded.smax,
+  first_v = excluded.first_v, last_v = excluded.last_v, nonfinite = excluded.nonfinite
+"""
+)
 
 
 def hash_key(secret: str) -> str:

@@ -29,6 +29,21 @@ def upgrade() -> None:
         sa.UniqueConstraint("key_hash"),
     )
     op.create_table(
+        "blocks",
+        sa.Column("key_id", sa.Integer(), nullable=False),
+        sa.Column("blk", sa.BigInteger(), nullable=False),
+        sa.Column("n", sa.Integer(), nullable=False),
+        sa.Column("vmin", sa.Float(), nullable=True),
+        sa.Column("vmax", sa.Float(), nullable=True),
+        sa.Column("smin", sa.BigInteger(), nullable=False),
+        sa.Column("smax", sa.BigInteger(), nullable=False),
+        sa.Column("first_v", sa.Float(), nullable=True),
+        sa.Column("last_v", sa.Float(), nullable=True),
+        sa.Column("nonfinite", sa.Integer(), nullable=False),
+        sa.PrimaryKeyConstraint("key_id", "blk"),
+        sqlite_with_rowid=False,
+    )
+    op.create_table(
         "console",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
         sa.Column("run_id", sa.String(length=64), nullable=False),
@@ -142,4 +157,5 @@ def downgrade() -> None:
     op.drop_table("extras")
     op.drop_table("events")
     op.drop_table("console")
+    op.drop_table("blocks")
     op.drop_table("api_keys")

@@ -1,0 +1,123 @@
+"""Train a tiny numpy model and log it with wisp (the `make demo` script).
+
+A two-layer MLP learns a noisy spiral on the CPU in a few seconds: no GPU, no
+downloads.  Three runs with different learning rates are logged to ``./wisp``
+(or ``--dir``), with scalars, and a weight histogram, sample images and a
+predictions table when this wisp has ``wisp.Histogram``/``Image``/``Table``.
+
+    python examples/train.py                 # three runs
+    python examples/train.py --steps 2000 --runs 1 --sleep 0.01   # one slow, "live" run
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+import numpy as np
+
+import wisp
+
+
+def spiral(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Two interleaved spirals with noise: points (n, 2) and labels (n,)."""
+    t = rng.uniform(0.25, 3.5 * math.pi, n)
+    y = rng.integers(0, 2, n)
+    r = t / (3.5 * math.pi)
+    ang = t + np.pi * y
+    x = np.stack([r * np.cos(ang), r * np.sin(ang)], axis=1) + rng.normal(0, 0.03, (n, 2))
+    return x.astype(np.float64), y.astype(np.float64)
+
+
+def media_values(
+    step: int, w1: np.ndarray, grid_pred: np.ndarray, xs: np.ndarray, probs: np.ndarray
+) -> dict[str, Any]:
+    """Histogram of weights, an image of the decision surface, a table of predictions."""
+    out: dict[str, Any] = {}
+    histogram = getattr(wisp, "Histogram", None) if hasattr(wisp, "Histogram") else None
+    image = getattr(wisp, "Image", None) if hasattr(wisp, "Image") else None
+    table = getattr(wisp, "Table", None) if hasattr(wisp, "Table") else None
+    if histogram is not None:
+        out["weights/w1"] = histogram(w1.ravel())
+    if image is not None:
+        pixels = (np.clip(grid_pred, 0, 1) * 255).astype(np.uint8)
+        out["predictions/surface"] = image(np.stack([pixels, 64 + pixels // 2, 255 - pixels], -1))
+    if table is not None:
+        pairs = zip(xs[:50], probs[:50], strict=True)
+        rows = [[float(x[0]), float(x[1]), float(p)] for x, p in pairs]
+        out["predictions/table"] = table(columns=["x0", "x1", "p"], data=rows)
+    return out
+
+
+def train(lr: float, hidden: int, steps: int, seed: int, sleep: float, project: str) -> None:
+    rng = np.random.default_rng(seed)
+    x, y = spiral(2000, rng)
+    xv, yv = spiral(500, rng)
+    run = wisp.init(
+        project=project,
+        name=f"mlp-lr{lr:g}-h{hidden}",
+        config={"lr": lr, "hidden": hidden, "steps": steps, "seed": seed, "optim": {"name": "sgd"}},
+        tags=["demo", "baseline" if lr == 0.5 else "sweep"],
+        group="spiral-mlp",
+    )
+    w1 = rng.normal(0, 1, (2, hidden))
+    b1 = np.zeros(hidden)
+    w2 = rng.normal(0, 1 / math.sqrt(hidden), (hidden, 1))
+    b2 = np.zeros(1)
+    g = np.linspace(-1, 1, 32)
+    grid = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
+    wisp.define_metric("val/*", step_metric="epoch")
+    batch = 128
+    for step in range(steps):
+        idx = rng.integers(0, len(x), batch)
+        xb, yb = x[idx], y[idx, None]
+        hid = np.tanh(xb @ w1 + b1)
+        p = 1 / (1 + np.exp(-(hid @ w2 + b2)))
+        loss = float(-np.mean(yb * np.log(p + 1e-9) + (1 - yb) * np.log(1 - p + 1e-9)))
+        dz = (p - yb) / batch
+        gw2 = hid.T @ dz
+        dh = (dz @ w2.T) * (1 - hid**2)
+        gw1 = xb.T @ dh
+        cur_lr = lr * 0.5 * (1 + math.cos(math.pi * step / steps))
+        w2 -= cur_lr * gw2
+        b2 -= cur_lr * dz.sum(0)
+        w1 -= cur_lr * gw1
+        b1 -= cur_lr * dh.sum(0)
+        row: dict[str, Any] = {
+            "train/loss": loss,
+            "train/acc": float(np.mean((p > 0.5) == (yb > 0.5))),
+            "train/lr": cur_lr,
+            "train/grad_norm": float(np.sqrt((gw1**2).sum() + (gw2**2).sum())),
+        }
+        if step % 100 == 99 or step == steps - 1:
+            pv = 1 / (1 + np.exp(-(np.tanh(xv @ w1 + b1) @ w2 + b2)))[:, 0]
+            row["val/loss"] = float(
+                -np.mean(yv * np.log(pv + 1e-9) + (1 - yv) * np.log(1 - pv + 1e-9))
+            )
+            row["val/acc"] = float(np.mean((pv > 0.5) == (yv > 0.5)))
+            row["epoch"] = step // 100
+            gp = 1 / (1 + np.exp(-(np.tanh(grid @ w1 + b1) @ w2 + b2)))[:, 0].reshape(32, 32)
+            row.update(media_values(step, w1, gp, xv, pv))
+        wisp.log(row, step=step)
+        if sleep:
+            import time
+
+            time.sleep(sleep)
+    run.summary["best_val_acc"] = float(np.max(row.get("val/acc", 0.0)))
+    run.finish()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--project", default="spiral")
+    ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--sleep", type=float, default=0.0, help="seconds to wait per step")
+    args = ap.parse_args(argv)
+    for i, lr in enumerate([0.5, 1.0, 0.1, 2.0, 0.05][: args.runs]):
+        train(lr, 16 + 8 * i, args.steps, i, args.sleep, args.project)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""The ``wisp`` command.  ``main()`` builds an argparse parser (stdlib only) and
+imports the module behind a subcommand only when that subcommand runs, so
+``wisp --help`` stays instant.  Exit codes are documented in docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+_EPILOG = """exit codes: 0 ok, 1 failed (e.g. doctor found a failure, server unreachable),
+2 usage error (bad arguments, unknown run), 3 optional dependency missing, 130 interrupted.
+docs: docs/cli.md"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="wisp",
+        description="wisp: an experiment tracker for ML training.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def add(name: str, help: str) -> argparse.ArgumentParser:  # noqa: A002
+        sp = sub.add_parser(name, help=help, description=help)
+        return sp
+
+    def dir_opt(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument(
+            "--dir",
+            default=os.environ.get("WISP_DIR") or ".",
+            help="directory holding the wisp/ run folder (default: $WISP_DIR or .)",
+        )
+
+    sp = add("ui", "open the dashboard on the runs of a directory (local server)")
+    dir_opt(sp)
+    sp.add_argument("--host", default="127.0.0.1")
+    sp.add_argument("--port", type=int, default=None)
+    sp.add_argument(
+        "--data",
+        default=None,
+        help="where the dashboard keeps its database and media "
+        "(default: $WISP_DATA_DIR or ~/.local/share/wisp)",
+    )
+    sp.add_argument("--no-browser", action="store_true", help="don't open a browser")
+
+    sp = add("server", "run the wisp server, or manage its API keys (`wisp server keys`)")
+    server_opts = argparse.ArgumentParser(add_help=False)
+    for target in (server_opts, sp):
+        target.add_argument(
+            "--db",
+            default=os.environ.get("WISP_DATABASE_URL"),
+            help="database URL (default: $WISP_DATABASE_URL)",
+        )
+        target.add_argument("--media-dir", default=None, help="where media files are stored")
+    sp.add_argument("--host", default="127.0.0.1")
+    sp.add_argument("--port", type=int, default=8080)
+    sp.add_argument("--no-auth", action="store_true", help="serve reads without an API key")
+    sp.add_argument("--heartbeat-timeout", type=float, default=None)
+    sp.add_argument("--workers", type=int, default=None)
+    ksub = sp.add_subparsers(dest="keys_group", metavar="keys")
+    kp = ksub.add_parser("keys", help="create, list or revoke API keys")
+    kact = kp.add_subparsers(dest="keys_action", metavar="ACTION", required=True)
+    kc = kact.add_parser("create", help="create a key (printed once)", parents=[server_opts])
+    kc.add_argument("--name", default=None)
+    kc.add_argument("--scope", choices=("read", "write", "admin"), default="write")
+    kc.add_argument("--json", action="store_true")
+    kl = kact.add_parser("list", help="list keys", parents=[server_opts])
+    kl.add_argument("--json", action="store_true")
+    kr = kact.add_parser("revoke", help="revoke a key", parents=[server_opts])
+    kr.add_argument("key_id")
+
+    sp = add("login", "save a server URL and API key to the config file (mode 0600)")
+    sp.add_argument("url", help="the server, e.g. http://localhost:8080")
+    sp.add_argument("--key", default=None, help="API key (default: $WISP_API_KEY or a prompt)")
+    sp.add_argument("--no-verify", action="store_true", help="save without contacting the server")
+
+    sp = add("sync", "upload local runs to the server")
+    sp.add_argument("paths", nargs="*", metavar="PATH", help="run directories")
+    sp.add_argument("--all", action="store_true", help="every run under --dir")
+    sp.add_argument("--follow", action="store_true", help="keep uploading while runs grow")
+    sp.add_argument("--server", default=None, help="server URL (default: the configured one)")
+    sp.add_argument("--key", default=None, help="API key (default: the configured one)")
+    dir_opt(sp)
+
+    sp = add("ls", "list local runs")
+    dir_opt(sp)
+    sp.add_argument("--project", default=None, help="only runs of this project")
+    sp.add_argument("--keys", default=None, help="summary keys to show, comma-separated")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
+
+    sp = add("show", "show a run: metadata, config, summary, files")
+    sp.add_argument("run", metavar="RUN", help="run id (or prefix), name or directory")
+    dir_opt(sp)
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
+
+    sp = add("export", "export a run's history")
+    sp.add_argument("run", metavar="RUN", help="run id (or prefix), name or directory")
+    sp.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv")
+    sp.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="file to write ('-' for stdout; default: <run name>.<format>)",
+    )
+    sp.add_argument("--keys", default=None, help="only these metrics, comma-separated")
+    dir_opt(sp)
+
+    sp = add("gc", "delete local run directories that are fully synced")
+    dir_opt(sp)
+    sp.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
+    sp.add_argument("-v", "--verbose", action="store_true", help="also say why runs are kept")
+
+    sp = add("doctor", "check this environment for common tracking problems")
+    dir_opt(sp)
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
+    return p
+
+
+_COMMANDS = {
+    "ui": ("wisp.cli._remote", "cmd_ui"),
+    "server": ("wisp.cli._remote", "cmd_server"),
+    "login": ("wisp.cli._remote", "cmd_login"),
+    "sync": ("wisp.cli._remote", "cmd_sync"),
+    "ls": ("wisp.cli._runs", "cmd_ls"),
+    "show": ("wisp.cli._runs", "cmd_show"),
+    "export": ("wisp.cli._runs", "cmd_export"),
+    "gc": ("wisp.cli._runs", "cmd_gc"),
+    "doctor": ("wisp.cli._doctor_cmd", "cmd_doctor"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``wisp`` command; returns the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from wisp import __version__
+
+        print(f"wisp {__version__}")
+        return 0
+    if not args.command:
+        parser.print_help()
+        return 2
+    import importlib
+
+    from wisp.cli._term import EXIT, CliError, color
+    from wisp.errors import UsageError, WispError
+
+    module, name = _COMMANDS[args.command]
+    try:
+        code: int = getattr(importlib.import_module(module), name)(args)
+    except CliError as exc:
+        _error(str(exc), exc.hint, color)
+        return exc.code
+    except UsageError as exc:
+        _error(str(exc), "see `wisp " + args.command + " --help`", color)
+        return EXIT["usage"]
+    except WispError as exc:
+        _error(str(exc), "`wisp doctor` checks the environment", color)
+        return EXIT["failed"]
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return EXIT["interrupted"]
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT["ok"]
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        _error(f"{exc.strerror or exc}{where}", "check the path and permissions", color)
+        return EXIT["failed"]
+    return code
+
+
+def _error(message: str, hint: str | None, color: object) -> None:
+    paint = color  # the lazily imported wisp.cli._term.color
+    text = f"wisp: error: {message}"
+    print(paint(text, "red", sys.stderr), file=sys.stderr)  # type: ignore[operator]
+    if hint:
+        print(f"hint: {hint}", file=sys.stderr)

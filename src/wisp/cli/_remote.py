@@ -1,0 +1,239 @@
+"""Commands that talk to other parts of wisp: ``ui``, ``server``, ``keys``, ``login``, ``sync``.
+
+Each imports its part lazily (the server, the dashboard, the uploader), so
+``wisp --help`` and ``wisp ls`` never pay for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from wisp.cli._term import EXIT, CliError, table
+
+__all__ = ["call_with", "cmd_keys", "cmd_login", "cmd_server", "cmd_sync", "cmd_ui", "http_get"]
+
+
+def _function(module: str, name: str, what: str, extra: str) -> Callable[..., Any]:
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        missing = getattr(exc, "name", None) or str(exc)
+        if missing and not missing.startswith("wisp"):
+            raise CliError(
+                f"{what} needs the package {missing!r}",
+                f"pip install 'wisp[{extra}]'",
+                EXIT["missing_dependency"],
+            ) from None
+        raise CliError(
+            f"{what} is not part of this wisp build ({module} is missing)",
+            "upgrade wisp",
+            EXIT["missing_dependency"],
+        ) from None
+    fn = getattr(mod, name, None)
+    if not callable(fn):
+        raise CliError(
+            f"{what} is not part of this wisp build ({module}.{name} is missing)",
+            "upgrade wisp",
+            EXIT["missing_dependency"],
+        )
+    return fn  # type: ignore[no-any-return]
+
+
+def call_with(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call ``fn`` with the keyword arguments it accepts (None values left out)."""
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return fn(*args, **kwargs)
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        kwargs = {k: v for k, v in kwargs.items() if k in params}
+    return fn(*args, **kwargs)
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    ui = _function("wisp._ui", "ui", "`wisp ui`", "server")
+    call_with(
+        ui,
+        dir=args.dir,
+        host=args.host,
+        port=args.port,
+        open_browser=not args.no_browser,
+        data=args.data,
+    )
+    return EXIT["ok"]
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    if getattr(args, "keys_action", None):
+        return cmd_keys(args)
+    serve = _function("wisp.server", "serve", "`wisp server`", "server")
+    call_with(
+        serve,
+        db=args.db,
+        media_dir=args.media_dir,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        no_auth=args.no_auth,
+        heartbeat_timeout=args.heartbeat_timeout,
+    )
+    return EXIT["ok"]
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    action = args.keys_action
+    what = f"`wisp server keys {action}`"
+    if action == "create":
+        fn = _function("wisp.server", "keys_create", what, "server")
+        made = call_with(fn, scope=args.scope, name=args.name, db=args.db)
+        key_id, secret = made if isinstance(made, tuple) else ("", made)
+        if args.json:
+            print(json.dumps({"id": key_id, "key": secret, "scope": args.scope}))
+        else:
+            print(secret)
+            print(
+                f"key id {key_id} ({args.scope}); store the key now, it is shown only once: "
+                "`wisp login URL --key KEY`",
+                file=sys.stderr,
+            )
+    elif action == "list":
+        fn = _function("wisp.server", "keys_list", what, "server")
+        keys = list(call_with(fn, db=args.db))
+        if args.json:
+            print(json.dumps({"keys": keys}, default=str))
+        else:
+            cols = ("id", "scope", "name", "created_at", "revoked_at")
+            rows = [[_cell(k.get(c)) for c in cols] for k in keys]
+            print(table(["ID", "SCOPE", "NAME", "CREATED", "REVOKED"], rows) if rows else "no keys")
+    else:
+        fn = _function("wisp.server", "keys_revoke", what, "server")
+        if call_with(fn, args.key_id, db=args.db) is False:
+            raise CliError(
+                f"no active key {args.key_id!r}", "`wisp server keys list` shows key ids"
+            )
+        print(f"revoked {args.key_id}")
+    return EXIT["ok"]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 1e9:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(value))
+    return str(value)
+
+
+def http_get(url: str, key: str | None, timeout: float) -> tuple[int, dict[str, str], bytes]:
+    """GET ``url``; (status, headers, body).  Raises OSError when nothing answers."""
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"} if key else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, dict(resp.headers), resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers or {}), exc.read()
+    except urllib.error.URLError as exc:
+        raise OSError(str(exc.reason)) from None
+
+
+def _check_url(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise CliError(
+            f"server URL must look like http://host:port, got {url!r}",
+            "e.g. `wisp login http://localhost:8080`",
+        )
+    return url.rstrip("/")
+
+
+def cmd_login(args: argparse.Namespace) -> int:
+    from wisp._userconfig import config_path, write_config
+
+    url = _check_url(args.url)
+    key = args.key or os.environ.get("WISP_API_KEY")
+    if not key:
+        if not sys.stdin.isatty():
+            raise CliError("no API key given", "pass --key KEY (or set WISP_API_KEY)")
+        import getpass
+
+        key = getpass.getpass("API key: ").strip()
+        if not key:
+            raise CliError("no API key given", "create one with `wisp server keys create`")
+    if not args.no_verify:
+        try:
+            status, _headers, _ = http_get(f"{url}/api/v1/projects", key, timeout=5.0)
+        except OSError as exc:
+            raise CliError(
+                f"cannot reach {url}: {exc}",
+                "is the server running? (--no-verify saves anyway)",
+                EXIT["failed"],
+            ) from None
+        if status in (401, 403):
+            raise CliError(
+                f"{url} refused the key (HTTP {status})",
+                "check the key with `wisp server keys list`",
+                EXIT["failed"],
+            )
+        if status >= 400:
+            raise CliError(
+                f"{url} answered HTTP {status}; is it a wisp server?",
+                "check the URL",
+                EXIT["failed"],
+            )
+    path = write_config({"server_url": url, "api_key": key}, config_path())
+    print(f"logged in to {url}; saved to {path} (mode 0600)")
+    return EXIT["ok"]
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    import wisp
+
+    if not args.paths and not args.all:
+        raise CliError(
+            "nothing to sync", "give run directories, or --all for every run under --dir"
+        )
+    fn = getattr(wisp, "sync", None)
+    if not callable(fn):
+        fn = _function("wisp._upload._sync", "sync", "`wisp sync`", "server")
+    paths = list(args.paths)
+    if args.all:
+        from wisp.cli._runs import find_runs
+
+        paths += [p for p in find_runs(args.dir) if p not in paths]
+        if not paths:
+            print(f"no runs under {args.dir}")
+            return EXIT["ok"]
+    started = time.monotonic()
+    results = call_with(
+        fn,
+        paths,
+        all=False,
+        follow=args.follow,
+        server_url=args.server,
+        api_key=args.key,
+        progress=sys.stderr.isatty(),
+    )
+    uploaded = skipped = 0
+    for r in results or ():
+        if getattr(r, "skipped", None):
+            skipped += 1
+        else:
+            uploaded += 1
+    print(
+        f"synced {uploaded} run(s), {skipped} already up to date, "
+        f"in {time.monotonic() - started:.1f}s"
+    )
+    return EXIT["ok"]

@@ -1,0 +1,97 @@
+"""`wisp doctor` (src/wisp/cli/_doctor_cmd.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tests.cli._helpers import make_run, wisp_cli
+from tests.cli.fake_server import fake_server
+
+
+def _checks(res: Any) -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in json.loads(res.stdout)["checks"]}
+
+
+def test_doctor_complete_report(tmp_path: Path) -> None:
+    """doctor prints one ok/warn/fail line per checklist item, with a fix under every non-ok line."""
+    make_run(tmp_path, "wisp.log({'x': 1})")
+    res = wisp_cli("doctor", cwd=tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    for name in (
+        "import wisp",
+        "other trackers",
+        "multiprocessing",
+        "torch / CUDA context",
+        "NVML (GPU metrics)",
+        "disk",
+        "config file",
+        "server",
+        "last runs",
+    ):
+        line = next(x for x in lines if name in x)
+        assert line.split()[0] in ("ok", "warn", "fail"), line
+    for i, line in enumerate(lines):
+        if line.startswith(("warn", "fail")):
+            assert lines[i + 1].strip().startswith("fix: "), line
+    assert "\x1b[" not in res.stdout
+    checks = _checks(wisp_cli("doctor", "--json", cwd=tmp_path))
+    assert checks["torch / CUDA context"]["status"] == "ok"
+    assert (
+        "no/no" in checks["torch / CUDA context"]["detail"]
+        or "not installed" in checks["torch / CUDA context"]["detail"]
+    )
+    assert checks["last runs"]["detail"].startswith("1 recent run(s)")
+    assert "threads alive during a run" in checks["multiprocessing"]["detail"]
+
+
+def test_doctor_server_checks(tmp_path: Path) -> None:
+    """doctor reports an accepted key and clock skew, a refused key as fail (exit 1), and a bad config mode."""
+    cfg = tmp_path / "wisp-config.json"
+    with fake_server("good", skew=120.0) as url:
+        cfg.write_text(json.dumps({"server_url": url, "api_key": "good"}))
+        os.chmod(cfg, 0o644)
+        res = wisp_cli("doctor", "--json", cwd=tmp_path)
+        checks = _checks(res)
+        assert res.returncode == 0
+        assert checks["server"]["status"] == "ok" and "key accepted" in checks["server"]["detail"]
+        assert checks["clock skew"]["status"] == "warn"
+        assert checks["clock skew"]["detail"].startswith("+1")  # about +120 s
+        assert (
+            checks["config file"]["status"] == "warn"
+            and "chmod 600" in checks["config file"]["fix"]
+        )
+        res = wisp_cli("doctor", "--json", cwd=tmp_path, env={"WISP_API_KEY": "bad"})
+    assert res.returncode == 1
+    assert _checks(res)["server"]["status"] == "fail"
+    res = wisp_cli("doctor", cwd=tmp_path, env={"WISP_SERVER_URL": "http://127.0.0.1:9"})
+    assert res.returncode == 1 and "unreachable" in res.stdout
+
+
+def test_doctor_reports_background_failures(tmp_path: Path) -> None:
+    """Failure counters in the finish record of a recent run show up as a warning."""
+    from wisp._runfile import HEADER, RecordType, encode_record
+
+    run = tmp_path / "wisp" / "run-20250101_000000-abc"
+    run.mkdir(parents=True)
+    recs = [
+        (RecordType.RUN, {"run_id": "abc", "name": "flaky", "project": "p", "created_at": 1.0}),
+        (
+            RecordType.FINISH,
+            {
+                "state": "finished",
+                "exit_code": 0,
+                "finished_at": 2.0,
+                "failures": {"write": 3},
+                "backpressure_waits": 7,
+            },
+        ),
+    ]
+    data = HEADER + b"".join(encode_record(t, json.dumps(p).encode()) for t, p in recs)
+    (run / "run.wisp").write_bytes(data)
+    checks = _checks(wisp_cli("doctor", "--json", cwd=tmp_path))
+    assert checks["last runs"]["status"] == "warn"
+    assert checks["last runs"]["detail"] == "flaky: write: 3, 7 backpressure waits"

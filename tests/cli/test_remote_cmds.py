@@ -1,0 +1,149 @@
+"""`wisp server`, `server keys`, `login`, `sync` and `gc` against a real server process (src/wisp/cli/_remote.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+
+from tests.cli._helpers import make_run, wisp_cli
+
+
+def _need_server() -> None:
+    try:
+        missing = find_spec("wisp.server") is None or find_spec("uvicorn") is None
+    except ImportError:
+        missing = True
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail("the wisp server (wisp.server + the server extra) is required in CI")
+        pytest.skip("wisp.server not in this build yet")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """A real `wisp server` process on SQLite; yields (url, write key)."""
+    _need_server()
+    db = f"sqlite:///{tmp_path / 'server.db'}"
+    res = wisp_cli(
+        "server", "keys", "create", "--db", db, "--scope", "write", "--json", cwd=tmp_path
+    )
+    assert res.returncode == 0, res.stderr
+    key = json.loads(res.stdout)["key"]
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WISP_")}
+    env["WISP_CONFIG"] = str(tmp_path / "wisp-config.json")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "wisp.cli",
+            "server",
+            "--port",
+            str(port),
+            "--db",
+            db,
+            "--media-dir",
+            str(tmp_path / "media"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/openapi.json", timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    err = proc.stderr.read().decode() if proc.stderr else ""
+                    pytest.fail(f"wisp server did not start: {err[-2000:]}")
+                time.sleep(0.1)
+        yield url, key
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def test_keys_list_and_revoke(tmp_path: Path, server: tuple[str, str]) -> None:
+    """keys list shows the created key and keys revoke disables it; revoking again is an error."""
+    db = f"sqlite:///{tmp_path / 'server.db'}"
+    keys = json.loads(
+        wisp_cli("server", "keys", "list", "--db", db, "--json", cwd=tmp_path).stdout
+    )["keys"]
+    assert len(keys) == 1 and keys[0]["scope"] == "write"
+    key_id = keys[0]["id"]
+    res = wisp_cli("server", "keys", "revoke", key_id, "--db", db, cwd=tmp_path)
+    assert res.returncode == 0 and res.stdout.strip() == f"revoked {key_id}"
+    res = wisp_cli("server", "keys", "revoke", key_id, "--db", db, cwd=tmp_path)
+    assert res.returncode == 2 and "no active key" in res.stderr
+    url, key = server
+    res = wisp_cli("login", url, "--key", key, cwd=tmp_path)
+    assert res.returncode == 1 and "refused the key" in res.stderr
+
+
+def test_login_sync_then_gc(tmp_path: Path, server: tuple[str, str]) -> None:
+    """login + sync --all upload every run to the real server; then gc deletes exactly those runs."""
+    url, key = server
+    a = make_run(tmp_path, "for i in range(50):\n    wisp.log({'loss': 1 / (i + 1)})", name="a")
+    b = make_run(tmp_path, "wisp.log({'loss': 3})", name="b")
+    assert wisp_cli("login", url, "--key", key, cwd=tmp_path).returncode == 0
+    res = wisp_cli("gc", "--dry-run", cwd=tmp_path)
+    assert "0 fully synced run(s)" in res.stdout
+    res = wisp_cli("sync", "--all", cwd=tmp_path, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("synced 2 run(s), 0 already up to date")
+    req = urllib.request.Request(
+        f"{url}/api/v1/projects/proj/runs", headers={"Authorization": f"Bearer {key}"}
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        runs = json.load(resp)["runs"]
+    assert sorted(r["name"] for r in runs) == ["a", "b"]
+    res = wisp_cli("sync", str(a), cwd=tmp_path, timeout=120)
+    assert res.returncode == 0 and "1 already up to date" in res.stdout
+    res = wisp_cli("gc", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert not a.exists() and not b.exists()
+    assert "2 fully synced run(s)" in res.stdout
+
+
+def test_sync_unreachable_server_fails(tmp_path: Path) -> None:
+    """sync to a server that does not answer exits 1 with a one-line error."""
+    _need_server()
+    run = make_run(tmp_path, "wisp.log({'x': 1})")
+    res = wisp_cli(
+        "sync", str(run), "--server", "http://127.0.0.1:9", "--key", "k", cwd=tmp_path, timeout=180
+    )
+    assert res.returncode == 1
+    assert res.stderr.startswith("wisp: error: ") and "Traceback" not in res.stderr
+
+
+def test_sync_without_paths_is_usage_error(tmp_path: Path) -> None:
+    """sync with neither paths nor --all is a usage error with a hint."""
+    res = wisp_cli("sync", cwd=tmp_path)
+    assert res.returncode == 2 and "hint: give run directories" in res.stderr

@@ -1,0 +1,217 @@
+// A grid of metric charts with key search, grouped by key prefix ("train/loss" -> "train").
+// Charts are created when they scroll into view, and all visible charts of a page are
+// fetched in one batched request.
+import { MetricChart, type ChartRun, type ViewOpts } from "./chart";
+import { patchParams } from "./router";
+import { h } from "./util";
+
+export class ChartGrid {
+  readonly el: HTMLElement;
+  private charts = new Map<string, MetricChart>();
+  private cells = new Map<string, HTMLElement>();
+  private io: IntersectionObserver;
+  private keys: string[] = [];
+  private query = "";
+  private zoom: [number, number] | null = null;
+
+  constructor(
+    private runs: ChartRun[],
+    private view: ViewOpts,
+    private opts: { syncZoom?: boolean; emptyText?: string; stepMetric?: (key: string) => string | null } = {},
+  ) {
+    this.el = h("div", { class: "grid-wrap" });
+    this.io = new IntersectionObserver(
+      (entries) => {
+        for (const e of entries) {
+          if (!e.isIntersecting) continue;
+          const key = (e.target as HTMLElement).dataset.cell!;
+          this.io.unobserve(e.target);
+          this.materialise(key);
+        }
+      },
+      { rootMargin: "300px" },
+    );
+  }
+
+  /** A key with a define_metric step metric is plotted against it when x is "step". */
+  private viewFor(key: string): ViewOpts {
+    const sm = this.view.x === "step" ? this.opts.stepMetric?.(key) : null;
+    return sm ? { ...this.view, x: sm } : this.view;
+  }
+
+  setZoom(range: [number, number] | null): void {
+    this.zoom = range;
+  }
+
+  private materialise(key: string): void {
+    if (this.charts.has(key)) return;
+    const cell = this.cells.get(key);
+    if (!cell) return;
+    const chart = new MetricChart(key, this.runs, this.viewFor(key), (range) => this.onZoom(chart, range));
+    this.charts.set(key, chart);
+    cell.replaceChildren(chart.el);
+    if (this.zoom && this.opts.syncZoom) chart.setZoom(this.zoom, false);
+    else void chart.load();
+  }
+
+  private onZoom(src: MetricChart, range: [number, number] | null): void {
+    this.zoom = range;
+    patchParams({ xmin: range ? String(range[0]) : null, xmax: range ? String(range[1]) : null });
+    if (!this.opts.syncZoom) return;
+    for (const c of this.charts.values()) if (c !== src) c.setZoom(range, false);
+  }
+
+  setKeys(keys: string[]): void {
+    const fresh = keys.filter((k) => !this.cells.has(k));
+    this.keys = keys;
+    if (fresh.length || this.el.childElementCount === 0) this.layout();
+  }
+
+  filter(query: string): void {
+    this.query = query;
+    this.layout();
+  }
+
+  private matches(key: string): boolean {
+    const q = this.query.trim().toLowerCase();
+    if (!q) return true;
+    try {
+      return new RegExp(q, "i").test(key);
+    } catch {
+      return key.toLowerCase().includes(q);
+    }
+  }
+
+  private layout(): void {
+    const groups = new Map<string, string[]>();
+    for (const k of this.keys) {
+      if (!this.matches(k)) continue;
+      const i = k.lastIndexOf("/");
+      const g = i > 0 ? k.slice(0, i) : "charts";
+      const list = groups.get(g);
+      if (list) list.push(k);
+      else groups.set(g, [k]);
+    }
+    const sections: HTMLElement[] = [];
+    const order = [...groups.keys()].sort((a, b) => {
+      const sa = a.startsWith("system") ? 1 : 0;
+      const sb = b.startsWith("system") ? 1 : 0;
+      return sa - sb || (a === "charts" ? -1 : b === "charts" ? 1 : a.localeCompare(b));
+    });
+    for (const g of order) {
+      const cells = groups.get(g)!.map((k) => {
+        let cell = this.cells.get(k);
+        if (!cell) {
+          cell = h("div", { class: "cell", "data-cell": k }, h("div", { class: "placeholder" }, k));
+          this.cells.set(k, cell);
+          this.io.observe(cell);
+        }
+        return cell;
+      });
+      const details = h(
+        "details",
+        { class: "section", open: true, "data-section": g },
+        h("summary", {}, `${g} `, h("span", { class: "muted" }, `(${cells.length})`)),
+        h("div", { class: "grid" }, ...cells),
+      );
+      sections.push(details);
+    }
+    if (!sections.length) sections.push(h("p", { class: "muted" }, this.opts.emptyText ?? "No metrics match."));
+    this.el.replaceChildren(...sections);
+  }
+
+  setView(view: ViewOpts): void {
+    const reload = view.x !== this.view.x;
+    this.view = view;
+    if (reload) this.zoom = null;
+    for (const [k, c] of this.charts) c.setView(this.viewFor(k), reload);
+  }
+
+  /** Live update: fetch new points for every materialised chart. */
+  async poll(): Promise<number> {
+    const added = await Promise.all([...this.charts.values()].map((c) => c.poll().catch(() => 0)));
+    return added.reduce((a, b) => a + b, 0);
+  }
+
+  destroy(): void {
+    this.io.disconnect();
+    for (const c of this.charts.values()) c.destroy();
+    this.charts.clear();
+  }
+}
+
+/** Toolbar for x axis, smoothing and log y, bound to URL parameters. */
+export function viewToolbar(
+  params: URLSearchParams,
+  stepMetrics: string[],
+  onChange: (v: ViewOpts) => void,
+): { el: HTMLElement; view: ViewOpts } {
+  const view: ViewOpts = {
+    x: params.get("x") || "step",
+    smooth: Math.min(0.99, Math.max(0, Number(params.get("smooth") || 0))),
+    smoothMode: params.get("smode") === "time" ? "time" : "ema",
+    logY: params.get("log") === "1",
+  };
+  const xSel = h("select", { "aria-label": "x axis", id: "x-axis" });
+  for (const [v, label] of [
+    ["step", "step"],
+    ["time", "wall time"],
+    ["relative", "relative time"],
+    ...stepMetrics.map((m) => [m, m]),
+  ]) {
+    xSel.append(h("option", { value: v, selected: v === view.x }, label));
+  }
+  const smooth = h("input", {
+    type: "range",
+    min: 0,
+    max: 0.99,
+    step: 0.01,
+    value: view.smooth,
+    "aria-label": "smoothing",
+    id: "smoothing",
+  });
+  const smoothVal = h("span", { class: "muted small" }, view.smooth.toFixed(2));
+  const mode = h("select", { "aria-label": "smoothing kind", id: "smoothing-kind" });
+  mode.append(
+    h("option", { value: "ema", selected: view.smoothMode === "ema" }, "EMA"),
+    h("option", { value: "time", selected: view.smoothMode === "time" }, "time-weighted"),
+  );
+  const log = h("input", { type: "checkbox", checked: view.logY, id: "log-y" });
+  const emit = () => {
+    view.x = xSel.value;
+    view.smooth = Number(smooth.value);
+    view.smoothMode = mode.value === "time" ? "time" : "ema";
+    view.logY = log.checked;
+    smoothVal.textContent = view.smooth.toFixed(2);
+    patchParams({
+      x: view.x === "step" ? null : view.x,
+      smooth: view.smooth ? String(view.smooth) : null,
+      smode: view.smoothMode === "time" ? "time" : null,
+      log: view.logY ? "1" : null,
+    });
+    onChange({ ...view });
+  };
+  xSel.addEventListener("change", emit);
+  smooth.addEventListener("input", emit);
+  mode.addEventListener("change", emit);
+  log.addEventListener("change", emit);
+  const el = h(
+    "div",
+    { class: "toolbar" },
+    h("label", {}, "x ", xSel),
+    h("label", {}, "smoothing ", smooth, smoothVal, " ", mode),
+    h("label", {}, log, " log y"),
+  );
+  return { el, view };
+}
+
+/** Match a key against define_metric specs (globs with "*"); returns the step metric. */
+export function stepMetricLookup(specs: { name: string; step_metric: string | null }[]): (key: string) => string | null {
+  const rules = specs
+    .filter((s) => s.step_metric)
+    .map((s) => ({ re: new RegExp(`^${s.name.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*")}$`), sm: s.step_metric! }));
+  return (key) => {
+    for (const r of rules) if (r.re.test(key) && key !== r.sm) return r.sm;
+    return null;
+  };
+}

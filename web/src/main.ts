@@ -1,0 +1,61 @@
+// Entry: routes hash URLs to pages; asks for an API key when the server wants one.
+import "uplot/dist/uPlot.min.css";
+import "./style.css";
+import { setApiKey } from "./api";
+import { comparePage, projectsPage, runPage, type Dispose } from "./pages";
+import { current, href } from "./router";
+import { runsPage } from "./runs";
+import { h } from "./util";
+
+const app = document.getElementById("app")!;
+const crumbs = document.getElementById("crumbs")!;
+let dispose: Dispose = () => {};
+
+function login(): void {
+  const input = h("input", { type: "password", id: "api-key", placeholder: "API key", "aria-label": "API key", autocomplete: "off" });
+  const form = h("form", { class: "login" }, h("h1", {}, "Sign in"), h("p", {}, "This server needs an API key (create one with ", h("code", {}, "wisp server keys create"), ")."), input, h("button", { type: "submit" }, "Sign in"));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    setApiKey(input.value.trim());
+    render();
+  });
+  app.replaceChildren(form);
+  input.focus();
+}
+
+function render(): void {
+  dispose();
+  dispose = () => {};
+  const r = current();
+  const [a, project, b, id] = r.path;
+  const parts: (Node | string)[] = [];
+  if (a === "p" && project) {
+    parts.push(" / ", h("a", { href: href(["p", project]) }, project));
+    if (b === "r" && id) parts.push(" / ", h("span", {}, id));
+    if (b === "compare") parts.push(" / compare");
+  }
+  crumbs.replaceChildren(...parts);
+  if (a === "p" && project && b === "r" && id) dispose = runPage(app, r, id);
+  else if (a === "p" && project && b === "compare") dispose = comparePage(app, r, project);
+  else if (a === "p" && project) dispose = runsPage(app, r, project);
+  else dispose = projectsPage(app);
+}
+
+window.addEventListener("hashchange", render);
+window.addEventListener("wisp-auth", () => {
+  if (!document.getElementById("api-key")) {
+    dispose();
+    dispose = () => {};
+    login();
+  }
+});
+document.addEventListener("keydown", (e) => {
+  if (e.key === "/" && !(e.target instanceof HTMLInputElement)) {
+    const s = document.querySelector<HTMLInputElement>("#key-search, #filter");
+    if (s) {
+      e.preventDefault();
+      s.focus();
+    }
+  }
+});
+render();

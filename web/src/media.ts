@@ -1,0 +1,227 @@
+// Media views: images with a step slider and gallery, histograms over steps as a heat-map,
+// tables with paging, sort and inline images.
+import { api, getJSON, type MediaItem } from "./api";
+import { cssVar, fmtNum, h } from "./util";
+
+function src(item: MediaItem): string | null {
+  if (item.sha256) return api.mediaUrl(item.sha256);
+  if (typeof item.path === "string") return item.path.startsWith("/") ? item.path : `/api/v1/${item.path}`;
+  return null;
+}
+
+export function mediaPanel(runId: string): { el: HTMLElement; refresh: () => Promise<void> } {
+  const el = h("div", { class: "media", id: "media" }, h("p", { class: "muted" }, "Loading media…"));
+  let sig = "";
+  const refresh = async () => {
+    let items: MediaItem[];
+    try {
+      items = (await api.media(runId)).media;
+    } catch (e) {
+      el.replaceChildren(h("p", { class: "error" }, `media: ${(e as Error).message}`));
+      return;
+    }
+    const s = `${items.length}:${items.at(-1)?.step ?? ""}`;
+    if (s === sig) return;
+    sig = s;
+    const byKey = new Map<string, MediaItem[]>();
+    for (const it of items) {
+      const l = byKey.get(it.key);
+      if (l) l.push(it);
+      else byKey.set(it.key, [it]);
+    }
+    if (!byKey.size) {
+      el.replaceChildren(h("p", { class: "muted" }, "No media logged."));
+      return;
+    }
+    const parts: HTMLElement[] = [];
+    for (const [key, list] of [...byKey.entries()].sort((a, b) => a[0].localeCompare(b[0]))) {
+      list.sort((a, b) => a.step - b.step);
+      const type = list[0].type;
+      let view: HTMLElement;
+      if (type === "image" || type === "images") view = imageView(list);
+      else if (type === "histogram") view = histogramView(list);
+      else if (type === "table") view = tableView(list);
+      else view = h("pre", { class: "small" }, JSON.stringify(list.slice(-3), null, 1));
+      parts.push(h("section", { class: "media-item", "data-media-key": key, "data-media-type": type }, h("h3", {}, key, h("span", { class: "muted small" }, ` ${type} · ${list.length} step${list.length === 1 ? "" : "s"}`)), view));
+    }
+    el.replaceChildren(...parts);
+  };
+  return { el, refresh };
+}
+
+function imageView(list: MediaItem[]): HTMLElement {
+  const steps = [...new Set(list.map((i) => i.step))];
+  const img = h("div", { class: "images" });
+  const label = h("span", { class: "muted" });
+  const slider = h("input", { type: "range", min: 0, max: steps.length - 1, value: steps.length - 1, "aria-label": "image step", class: "step-slider" });
+  const gallery = h("input", { type: "checkbox", "aria-label": "gallery" });
+  const show = () => {
+    const items = gallery.checked ? list : list.filter((i) => i.step === steps[Number(slider.value)]);
+    label.textContent = gallery.checked ? `all ${list.length}` : `step ${steps[Number(slider.value)]}`;
+    img.replaceChildren(
+      ...items.map((it) =>
+        h(
+          "figure",
+          {},
+          h("img", { src: src(it) ?? "", alt: String(it.caption ?? `${it.key} step ${it.step}`), loading: "lazy", width: (it.width as number) || null, height: (it.height as number) || null }),
+          h("figcaption", { class: "small muted" }, `${it.caption ? `${String(it.caption)} · ` : ""}step ${it.step}`),
+        ),
+      ),
+    );
+  };
+  slider.addEventListener("input", show);
+  gallery.addEventListener("change", show);
+  show();
+  return h("div", {}, h("div", { class: "toolbar" }, slider, label, h("label", {}, gallery, " gallery")), img);
+}
+
+function histData(it: MediaItem): { edges: number[]; counts: number[] } | null {
+  const counts = (it.counts ?? it.values ?? it.hist) as number[] | undefined;
+  let edges = (it.bins ?? it.edges ?? it.bin_edges) as number[] | undefined;
+  if (!Array.isArray(counts) || !counts.length) return null;
+  if (!Array.isArray(edges) || edges.length !== counts.length + 1) {
+    const lo = Number(it.min ?? 0);
+    const hi = Number(it.max ?? counts.length);
+    edges = counts.map((_, i) => lo + ((hi - lo) * i) / counts.length).concat([hi]);
+  }
+  return { edges, counts };
+}
+
+function histogramView(list: MediaItem[]): HTMLElement {
+  const data = list.map((it) => ({ step: it.step, d: histData(it) })).filter((x) => x.d) as { step: number; d: { edges: number[]; counts: number[] } }[];
+  const canvas = h("canvas", { class: "heatmap", width: 640, height: 220, role: "img", "aria-label": "histogram heat-map over steps" });
+  const info = h("div", { class: "small muted" });
+  if (!data.length) return h("p", { class: "muted" }, "No histogram data.");
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const { d } of data) {
+    lo = Math.min(lo, d.edges[0]);
+    hi = Math.max(hi, d.edges[d.edges.length - 1]);
+  }
+  const ROWS = 64;
+  const ctx = canvas.getContext("2d")!;
+  const W = canvas.width;
+  const H = canvas.height;
+  const colW = W / data.length;
+  const accent = cssVar("--accent") || "#1f77b4";
+  const n = parseInt(accent.slice(1), 16);
+  const [r, g, b] = [(n >> 16) & 255, (n >> 8) & 255, n & 255];
+  data.forEach(({ d }, ci) => {
+    const rows = new Array(ROWS).fill(0);
+    for (let i = 0; i < d.counts.length; i++) {
+      const mid = (d.edges[i] + d.edges[i + 1]) / 2;
+      const row = Math.min(ROWS - 1, Math.max(0, Math.floor(((mid - lo) / (hi - lo || 1)) * ROWS)));
+      rows[row] += d.counts[i];
+    }
+    const m = Math.max(...rows) || 1;
+    rows.forEach((c, ri) => {
+      if (!c) return;
+      ctx.fillStyle = `rgba(${r},${g},${b},${0.08 + 0.92 * (c / m)})`;
+      ctx.fillRect(ci * colW, H - ((ri + 1) * H) / ROWS, Math.ceil(colW), Math.ceil(H / ROWS));
+    });
+  });
+  info.textContent = `steps ${data[0].step}–${data[data.length - 1].step} · values ${fmtNum(lo)} … ${fmtNum(hi)}`;
+  canvas.dataset.columns = String(data.length);
+  return h("div", {}, canvas, info);
+}
+
+type Cell = unknown;
+
+function tableView(list: MediaItem[]): HTMLElement {
+  const wrap = h("div", { class: "table-view" });
+  const steps = list.map((i) => i.step);
+  const slider = h("input", { type: "range", min: 0, max: list.length - 1, value: list.length - 1, "aria-label": "table step", class: "step-slider" });
+  const stepLabel = h("span", { class: "muted" });
+  const show = async () => {
+    const it = list[Number(slider.value)];
+    stepLabel.textContent = `step ${steps[Number(slider.value)]}`;
+    let columns = it.columns as string[] | undefined;
+    let data = (it.data ?? it.rows) as Cell[][] | undefined;
+    if ((!columns || !data) && it.sha256) {
+      try {
+        const t = await getJSON<{ columns: string[]; data?: Cell[][]; rows?: Cell[][] }>(api.mediaUrl(it.sha256));
+        columns = t.columns;
+        data = t.data ?? t.rows;
+      } catch (e) {
+        wrap.replaceChildren(h("p", { class: "error" }, `table: ${(e as Error).message}`));
+        return;
+      }
+    }
+    wrap.replaceChildren(pagedTable(columns ?? [], data ?? []));
+  };
+  slider.addEventListener("input", () => void show());
+  void show();
+  return h("div", {}, list.length > 1 ? h("div", { class: "toolbar" }, slider, stepLabel) : "", wrap);
+}
+
+function pagedTable(columns: string[], data: Cell[][]): HTMLElement {
+  const PAGE = 20;
+  let page = 0;
+  let sortCol = -1;
+  let asc = true;
+  const table = h("table", { class: "data" });
+  const pager = h("div", { class: "toolbar small" });
+  const renderCell = (v: Cell): Node => {
+    if (v && typeof v === "object" && "_type" in (v as object)) {
+      const o = v as MediaItem;
+      if ((o._type === "image" || o.type === "image") && o.sha256) return h("img", { src: api.mediaUrl(o.sha256), class: "thumb", alt: "image" });
+    }
+    return document.createTextNode(fmtNum(v));
+  };
+  const render = () => {
+    let rows = data;
+    if (sortCol >= 0) {
+      rows = [...data].sort((a, b) => {
+        const x = a[sortCol];
+        const y = b[sortCol];
+        const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y), undefined, { numeric: true });
+        return asc ? c : -c;
+      });
+    }
+    const pages = Math.max(1, Math.ceil(rows.length / PAGE));
+    page = Math.min(page, pages - 1);
+    table.replaceChildren(
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          ...columns.map((c, i) =>
+            h("th", {}, h("button", { class: "th", onclick: () => { asc = sortCol === i ? !asc : true; sortCol = i; render(); } }, c + (sortCol === i ? (asc ? " ▲" : " ▼") : ""))),
+          ),
+        ),
+      ),
+      h("tbody", {}, ...rows.slice(page * PAGE, page * PAGE + PAGE).map((r) => h("tr", {}, ...r.map((v) => h("td", {}, renderCell(v)))))),
+    );
+    pager.replaceChildren(
+      h("button", { disabled: page === 0, onclick: () => { page--; render(); } }, "‹ prev"),
+      h("span", { class: "page-label" }, `page ${page + 1} / ${pages} · ${rows.length} rows`),
+      h("button", { disabled: page >= pages - 1, onclick: () => { page++; render(); } }, "next ›"),
+    );
+  };
+  render();
+  return h("div", {}, table, pager);
+}
+
+export function consolePanel(runId: string): { el: HTMLElement; refresh: () => Promise<void> } {
+  const pre = h("pre", { class: "console", id: "console", tabindex: 0 });
+  const el = h("div", {}, pre);
+  let after: number | undefined;
+  let any = false;
+  const refresh = async () => {
+    try {
+      const res = await api.console(runId, after);
+      if (res.lines.length) {
+        any = true;
+        after = res.lines[res.lines.length - 1].ts;
+        const stick = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+        for (const l of res.lines) pre.append(h("span", { class: l.stream === "stderr" ? "err" : "" }, l.text.endsWith("\n") ? l.text : `${l.text}\n`));
+        if (stick) pre.scrollTop = pre.scrollHeight;
+      } else if (!any) pre.textContent = "No console output captured.";
+    } catch (e) {
+      pre.textContent = `console: ${(e as Error).message}`;
+    }
+  };
+  return { el, refresh };
+}

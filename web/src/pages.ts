@@ -1,0 +1,253 @@
+// Projects list, run page and compare view.
+import { api, type RunDetail } from "./api";
+import { ChartGrid, stepMetricLookup, viewToolbar } from "./grid";
+import { consolePanel, mediaPanel } from "./media";
+import { href, patchParams, type Route } from "./router";
+import { fmtDuration, fmtNum, fmtTime, flatten, h, runColors } from "./util";
+
+export type Dispose = () => void;
+
+const LIVE_MS = 2000;
+
+function setLive(on: boolean): void {
+  const el = document.getElementById("live");
+  if (el) el.textContent = on ? "● live" : "";
+}
+
+export function projectsPage(app: HTMLElement): Dispose {
+  app.replaceChildren(h("p", { class: "muted" }, "Loading projects…"));
+  api
+    .projects()
+    .then(({ projects }) => {
+      if (!projects.length) {
+        app.replaceChildren(h("p", { class: "muted" }, "No projects yet. Log a run with wisp.init(project=...) to see it here."));
+        return;
+      }
+      app.replaceChildren(
+        h("h1", {}, "Projects"),
+        h(
+          "table",
+          { class: "data projects", id: "projects" },
+          h("thead", {}, h("tr", {}, h("th", {}, "project"), h("th", {}, "runs"), h("th", {}, "last activity"))),
+          h(
+            "tbody",
+            {},
+            ...projects.map((p) =>
+              h("tr", {}, h("td", {}, h("a", { href: href(["p", p.name]) }, p.name)), h("td", { class: "num" }, String(p.run_count)), h("td", {}, fmtTime(p.last_activity))),
+            ),
+          ),
+        ),
+      );
+    })
+    .catch((e) => app.replaceChildren(h("p", { class: "error" }, String((e as Error).message))));
+  return () => {};
+}
+
+function kvTable(obj: Record<string, unknown>, id: string): HTMLElement {
+  const flat = flatten(obj);
+  const keys = Object.keys(flat).sort();
+  if (!keys.length) return h("p", { class: "muted" }, "—");
+  return h("table", { class: "data kv", id }, h("tbody", {}, ...keys.map((k) => h("tr", {}, h("th", {}, k), h("td", {}, fmtNum(flat[k]))))));
+}
+
+function overview(run: RunDetail): HTMLElement {
+  const m = run.metadata ?? {};
+  const git = (m.git ?? null) as { commit?: string; branch?: string } | null;
+  const facts: [string, string][] = [
+    ["id", run.id],
+    ["state", run.state],
+    ["created", fmtTime(run.created_at)],
+    ["duration", fmtDuration(run.duration)],
+    ["group", run.group ?? ""],
+    ["job type", run.job_type ?? ""],
+    ["tags", (run.tags ?? []).join(", ")],
+    ["host", String(m.host ?? "")],
+    ["python", String(m.python ?? "")],
+    ["platform", String(m.platform ?? "")],
+    ["git", git ? `${git.branch ?? ""} ${git.commit ?? ""}`.trim() : ""],
+    ["command", Array.isArray(m.argv) ? (m.argv as string[]).join(" ") : ""],
+    ["notes", run.notes ?? ""],
+  ];
+  return h(
+    "div",
+    { class: "overview", id: "overview" },
+    h("div", {}, h("h2", {}, "Run"), h("table", { class: "data kv" }, h("tbody", {}, ...facts.filter((f) => f[1]).map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v)))))),
+    h("div", {}, h("h2", {}, "Config"), kvTable(run.config ?? {}, "config")),
+    h("div", {}, h("h2", {}, "Summary"), kvTable(run.summary ?? {}, "summary")),
+  );
+}
+
+const TABS = ["charts", "overview", "system", "media", "console"] as const;
+
+export function runPage(app: HTMLElement, route: Route, runId: string): Dispose {
+  let disposed = false;
+  let timer: number | undefined;
+  const cleanups: (() => void)[] = [];
+  app.replaceChildren(h("p", { class: "muted" }, "Loading run…"));
+  void api
+    .run(runId)
+    .then((run) => {
+      if (disposed) return;
+      const color = runColors([run.id]).get(run.id)!;
+      const chartRuns = [{ id: run.id, label: run.name ?? run.id, color }];
+      const stepMetrics = [...new Set(run.metrics.map((m) => m.step_metric).filter((x): x is string => !!x))];
+      let tab = (TABS as readonly string[]).includes(route.params.get("tab") ?? "") ? route.params.get("tab")! : "charts";
+      const { el: tools, view } = viewToolbar(route.params, stepMetrics, (v) => {
+        grid.setView(v);
+        sys.setView(v);
+      });
+      const isSys = (k: string) => k.startsWith("system/");
+      const hidden = new Set(run.metrics.filter((m) => m.hidden).map((m) => m.name));
+      const keysOf = (r: RunDetail) => r.metric_keys.filter((k) => !hidden.has(k) && !k.startsWith("_"));
+      const stepMetric = stepMetricLookup(run.metrics);
+      const grid = new ChartGrid(chartRuns, view, { emptyText: "No metrics logged (yet).", stepMetric });
+      const sys = new ChartGrid(chartRuns, view, { emptyText: "No system metrics." });
+      grid.setKeys(keysOf(run).filter((k) => !isSys(k)));
+      sys.setKeys(keysOf(run).filter(isSys));
+      cleanups.push(() => grid.destroy(), () => sys.destroy());
+      const search = h("input", { type: "search", id: "key-search", placeholder: "search metrics (regex)", value: route.params.get("q") ?? "", "aria-label": "search metrics" });
+      grid.filter(search.value);
+      search.addEventListener("input", () => {
+        grid.filter(search.value);
+        sys.filter(search.value);
+        patchParams({ q: search.value || null });
+      });
+      const media = mediaPanel(run.id);
+      const cons = consolePanel(run.id);
+      const panels: Record<string, HTMLElement> = {
+        charts: h("div", {}, grid.el),
+        overview: overview(run),
+        system: h("div", {}, sys.el),
+        media: media.el,
+        console: cons.el,
+      };
+      const stateEl = h("span", { class: `state state-${run.state}`, id: "run-state" }, run.state);
+      const durEl = h("span", { class: "muted" }, fmtDuration(run.duration));
+      const tabBar = h("div", { class: "tabs", role: "tablist" });
+      const panelWrap = h("div", { class: "panel" });
+      const showTab = (t: string) => {
+        tab = t;
+        patchParams({ tab: t === "charts" ? null : t });
+        tabBar.replaceChildren(
+          ...TABS.map((name) =>
+            h("button", { role: "tab", "aria-selected": name === t ? "true" : "false", "data-tab": name, onclick: () => showTab(name) }, name),
+          ),
+        );
+        panelWrap.replaceChildren(panels[t]);
+        if (t === "media") void media.refresh();
+        if (t === "console") void cons.refresh();
+      };
+      app.replaceChildren(
+        h(
+          "section",
+          { class: "run-page", "data-run": run.id },
+          h("div", { class: "title" }, h("span", { class: "swatch big", style: `background:${color}` }), h("h1", {}, run.name ?? run.id), stateEl, durEl),
+          tabBar,
+          h("div", { class: "toolbar" }, search, tools),
+          panelWrap,
+        ),
+      );
+      showTab(tab);
+      let state = run.state;
+      const tick = async () => {
+        if (disposed) return;
+        try {
+          const fresh = await api.run(runId);
+          if (disposed) return;
+          state = fresh.state;
+          stateEl.textContent = fresh.state;
+          stateEl.className = `state state-${fresh.state}`;
+          durEl.textContent = fmtDuration(fresh.duration);
+          grid.setKeys(keysOf(fresh).filter((k) => !isSys(k)));
+          sys.setKeys(keysOf(fresh).filter(isSys));
+          await Promise.all([grid.poll(), sys.poll()]);
+          if (tab === "media") await media.refresh();
+          if (tab === "console") await cons.refresh();
+        } catch {
+          /* transient; try again next tick */
+        }
+        setLive(state === "running");
+        if (state === "running" && !disposed) timer = window.setTimeout(tick, LIVE_MS);
+      };
+      setLive(state === "running");
+      if (state === "running") timer = window.setTimeout(tick, LIVE_MS);
+    })
+    .catch((e) => app.replaceChildren(h("p", { class: "error" }, `run ${runId}: ${(e as Error).message}`)));
+  return () => {
+    disposed = true;
+    clearTimeout(timer);
+    setLive(false);
+    cleanups.forEach((c) => c());
+  };
+}
+
+export function comparePage(app: HTMLElement, route: Route, project: string): Dispose {
+  const ids = (route.params.get("runs") ?? "").split(",").filter(Boolean);
+  let disposed = false;
+  let timer: number | undefined;
+  let grid: ChartGrid | null = null;
+  if (!ids.length) {
+    app.replaceChildren(h("p", {}, "No runs selected. ", h("a", { href: href(["p", project]) }, "Pick runs in the table"), " and press Compare."));
+    return () => {};
+  }
+  app.replaceChildren(h("p", { class: "muted" }, "Loading runs…"));
+  void Promise.all(ids.map((id) => api.run(id)))
+    .then((runs) => {
+      if (disposed) return;
+      const colors = runColors(ids);
+      const chartRuns = runs.map((r) => ({ id: r.id, label: r.name ?? r.id, color: colors.get(r.id)! }));
+      const stepMetrics = [...new Set(runs.flatMap((r) => r.metrics.map((m) => m.step_metric)).filter((x): x is string => !!x))];
+      const { el: tools, view } = viewToolbar(route.params, stepMetrics, (v) => grid!.setView(v));
+      grid = new ChartGrid(chartRuns, view, { syncZoom: true, stepMetric: stepMetricLookup(runs.flatMap((r) => r.metrics)) });
+      const xmin = route.params.get("xmin");
+      const xmax = route.params.get("xmax");
+      if (xmin && xmax) grid.setZoom([Number(xmin), Number(xmax)]);
+      const keysOf = (rs: RunDetail[]) => [...new Set(rs.flatMap((r) => r.metric_keys))].filter((k) => !k.startsWith("_")).sort((a, b) => Number(a.startsWith("system/")) - Number(b.startsWith("system/")) || a.localeCompare(b));
+      grid.setKeys(keysOf(runs));
+      const search = h("input", { type: "search", id: "key-search", placeholder: "search metrics (regex)", value: route.params.get("q") ?? "", "aria-label": "search metrics" });
+      grid.filter(search.value);
+      search.addEventListener("input", () => {
+        grid!.filter(search.value);
+        patchParams({ q: search.value || null });
+      });
+      const legend = h(
+        "ul",
+        { class: "legend", id: "legend" },
+        ...runs.map((r) =>
+          h(
+            "li",
+            { "data-run": r.id },
+            h("span", { class: "swatch", style: `background:${colors.get(r.id)}` }),
+            h("a", { href: href(["p", project, "r", r.id]) }, r.name ?? r.id),
+            " ",
+            h("span", { class: `state state-${r.state}` }, r.state),
+          ),
+        ),
+      );
+      app.replaceChildren(h("section", { class: "compare-page" }, h("h1", {}, `Compare ${runs.length} runs`), legend, h("div", { class: "toolbar" }, search, tools), grid.el));
+      const tick = async () => {
+        if (disposed || !grid) return;
+        let live = false;
+        try {
+          const fresh = await Promise.all(ids.map((id) => api.run(id)));
+          live = fresh.some((r) => r.state === "running");
+          grid.setKeys(keysOf(fresh));
+          await grid.poll();
+        } catch {
+          live = true;
+        }
+        setLive(live);
+        if (live && !disposed) timer = window.setTimeout(tick, LIVE_MS);
+      };
+      const live = runs.some((r) => r.state === "running");
+      setLive(live);
+      if (live) timer = window.setTimeout(tick, LIVE_MS);
+    })
+    .catch((e) => app.replaceChildren(h("p", { class: "error" }, String((e as Error).message))));
+  return () => {
+    disposed = true;
+    clearTimeout(timer);
+    setLive(false);
+    grid?.destroy();
+  };
+}
