@@ -52,6 +52,7 @@ __all__ = [
     "run",
     "save",
     "summary",
+    "sync",
     "unwatch",
     "watch",
 ]
@@ -67,6 +68,7 @@ _LAZY = {
     "open_run": ("wisp._reader", "open_run"),
     "RunData": ("wisp._reader", "RunData"),
     "doctor": ("wisp._doctor", "doctor"),
+    "sync": ("wisp._upload._sync", "sync"),
     "errors": ("wisp.errors", None),
     "Histogram": ("wisp.media", "Histogram"),
     "Image": ("wisp.media", "Image"),

@@ -196,6 +196,10 @@ def start_run(
         s = s.replace(**overrides)
     if s.mode is None:
         s = s.replace(mode="online" if s.server_url else "offline")
+    if s.mode == "online":
+        from wisp._upload._uploader import check_settings
+
+        check_settings(s)
 
     project = _check_str("project", project) or os.environ.get("WISP_PROJECT") or "uncategorized"
     name = _check_str("name", name)
@@ -232,6 +236,16 @@ def start_run(
     if rank is not None and rank.rank != 0 and s.ranks == "zero":
         s = s.replace(mode="disabled")  # only rank 0 records unless ranks="all"
     shared = rank is not None and s.ranks == "all" and s.mode != "disabled"
+    resumed = None
+    if resume not in (None, False) and s.mode != "disabled" and not shared:
+        from wisp._resume import find_resumable
+
+        resumed = find_resumable(os.path.abspath(s.dir or os.getcwd()), id, resume)
+        if resumed is not None:
+            name = name or resumed.name
+            if project == "uncategorized" and resumed.project:
+                project = resumed.project
+            config = resumed.merge_config(config)
     run_id = id or (_ranks.shared_run_id() if shared else new_run_id())
     name = name or _default_name(run_id, shared=shared)
     if s.mode == "disabled":
@@ -254,6 +268,8 @@ def start_run(
     base = os.path.abspath(s.dir or os.getcwd())
     stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime())
     dir_name = f"run-{stamp}-{run_id}"
+    if resumed is not None:
+        dir_name = os.path.basename(resumed.run_dir)
     files = ("run.wisp", "run.json")
     try:
         if shared:
@@ -281,7 +297,13 @@ def start_run(
         rank=rank._asdict() if rank is not None else None,
     )
     _run._register(run)
+    if resumed is not None:
+        resumed.apply(run)
     from wisp import _extras
 
     _extras.start(run)
+    if s.mode == "online":
+        from wisp._upload._uploader import attach
+
+        attach(run)
     return run

@@ -240,6 +240,7 @@ class Run:
         self._queue: Any = None
         self._qsize = settings.queue_size
         self._live = False
+        self._uploader: Any = None  # online mode: the Uploader, set by init()
         self.created_at = get_time()
         if config:
             self.config.update(config)
@@ -471,6 +472,10 @@ class Run:
             self.exit_code = exit_code
             self._final_summary = {**w.summary, **w._summary_user}
             self._write_meta(final_state)
+        if self._uploader is not None:
+            from wisp._upload._uploader import finish_upload
+
+            finish_upload(self, self._settings.upload_timeout)
         if not done:
             raise WriterError(
                 f"run {self.id}: the writer did not finish within "

@@ -61,6 +61,7 @@ _FIELDS: dict[str, tuple[type, Any, str | None, Callable[[str, Any], Any]]] = {
     "server_url": (str, None, "WISP_SERVER_URL", _any),
     "api_key": (str, None, "WISP_API_KEY", _any),
     "init_timeout": (float, 5.0, "WISP_INIT_TIMEOUT", _nonneg),
+    "upload_timeout": (float, 30.0, "WISP_UPLOAD_TIMEOUT", _nonneg),
     "system_metrics": (bool, True, "WISP_SYSTEM_METRICS", _any),
     "system_interval": (float, 10.0, "WISP_SYSTEM_INTERVAL", _positive),
     "console": (str, None, "WISP_CONSOLE", _choice("wrap", "off")),

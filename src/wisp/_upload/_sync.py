@@ -1,0 +1,216 @@
+"""``wisp.sync()``: upload run directories written offline (or left behind) to a server.
+
+Each run is uploaded by an :class:`~wisp._upload._uploader.Uploader` on the calling
+thread, from its saved cursor (``upload.json``), so a second sync sends nothing
+that the server already acknowledged.  A run still being written is followed
+until its finish record appears or its process is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from wisp._upload._uploader import RUN_FILE, Cursor, Uploader, _human
+from wisp.errors import ApiError, UsageError
+
+__all__ = ["SyncResult", "find_run_dirs", "sync"]
+
+
+class SyncResult(NamedTuple):
+    """What ``sync()`` did for one run directory."""
+
+    run_dir: str
+    run_id: str | None
+    records: int  # records sent by this sync
+    bytes: int  # run-file bytes sent by this sync
+    media: int  # media files uploaded by this sync
+    done: bool  # the whole run is on the server
+    skipped: str | None  # why nothing was tried (e.g. "up to date")
+    error: str | None
+
+
+def _is_run_dir(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, RUN_FILE))
+
+
+def find_run_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """Run directories in ``paths``: each a run dir, a ``run.wisp``, or a folder holding them."""
+    out: list[str] = []
+    for p in paths:
+        path = os.path.abspath(os.fspath(p))
+        if os.path.isfile(path) and os.path.basename(path) == RUN_FILE:
+            out.append(os.path.dirname(path))
+        elif _is_run_dir(path):
+            out.append(path)
+        elif os.path.isdir(path):
+            for root in (path, os.path.join(path, "wisp")):
+                if os.path.isdir(root):
+                    out.extend(
+                        os.path.join(root, d)
+                        for d in sorted(os.listdir(root))
+                        if _is_run_dir(os.path.join(root, d))
+                    )
+        else:
+            raise UsageError(f"sync(): {path} is not a run directory, run file or folder")
+    return list(dict.fromkeys(out))
+
+
+def _writer_gone(run_dir: str) -> bool:
+    """True when no process will append to this run file any more."""
+    try:
+        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return True
+    if meta.get("state") != "running":
+        return True
+    pid, host = meta.get("pid"), meta.get("host")
+    if type(pid) is not int or host != os.uname().nodename:
+        return True  # another machine's run: upload what is there, don't wait for it
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _up_to_date(run_dir: str, server: str) -> bool:
+    cursor = Cursor.load(run_dir, server)
+    if not cursor.done:
+        return False
+    try:
+        return os.path.getsize(os.path.join(run_dir, RUN_FILE)) <= cursor.offset
+    except OSError:
+        return False
+
+
+class _Progress:
+    def __init__(self, stream: Any, enabled: bool) -> None:
+        self.stream = stream
+        self.enabled = enabled
+        self.last = 0.0
+
+    def __call__(self, up: Uploader) -> None:
+        now = time.monotonic()
+        if not self.enabled or now - self.last < 0.2:
+            return
+        self.last = now
+        try:
+            total = os.path.getsize(up.path)
+        except OSError:
+            return
+        done = up.cursor.offset
+        pct = 100.0 * done / total if total else 100.0
+        width = 30
+        fill = int(width * pct / 100)
+        name = os.path.basename(up.run_dir)
+        self.stream.write(
+            f"\r{name[-40:]:40} [{'#' * fill}{'.' * (width - fill)}] {pct:5.1f}% "
+            f"{_human(done)}/{_human(total)}"
+        )
+        self.stream.flush()
+
+    def end(self, line: str) -> None:
+        if self.enabled:
+            self.stream.write("\r" + line.ljust(100)[:100].rstrip() + "\n")
+            self.stream.flush()
+
+
+def sync(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str] | None = None,
+    all: bool = True,  # noqa: A002 - the public name: every run found
+    follow: bool = True,
+    server_url: str | None = None,
+    api_key: str | None = None,
+    *,
+    give_up_after: float = 60.0,
+    progress: bool | None = None,
+    transport: Any = None,
+) -> list[SyncResult]:
+    """Upload run directories to a server; resumes each from its cursor.
+
+    ``paths``: run directories, run files, or folders holding them.  Without
+    ``paths`` and with ``all=True``, every run under ``./wisp`` and ``$WISP_DIR/wisp``.
+    ``follow``: keep uploading a run still being written until it finishes or its
+    process dies.  ``give_up_after``: seconds without progress (server unreachable)
+    before a run is given up.  Raises :class:`~wisp.errors.ApiError` naming every run
+    that could not be uploaded, after trying them all; returns one
+    :class:`SyncResult` per run otherwise.
+    """
+    from wisp._settings import Settings
+    from wisp._upload._transport import ApiClient
+
+    settings = Settings.resolve()
+    server = server_url or settings.server_url
+    key = api_key if api_key is not None else settings.api_key
+    if not server:
+        raise UsageError("sync() needs a server: pass server_url= or set WISP_SERVER_URL")
+    if paths is None:
+        if not all:
+            raise UsageError("sync() needs paths=[run directories] or all=True")
+        roots = [os.getcwd()]
+        if settings.dir:
+            roots.append(settings.dir)
+        paths = [r for r in dict.fromkeys(os.path.abspath(r) for r in roots)]
+        run_dirs = find_run_dirs(p for p in paths if os.path.isdir(p))
+    else:
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        run_dirs = find_run_dirs(paths)
+    stream = sys.stderr
+    show = progress if progress is not None else bool(getattr(stream, "isatty", bool)())
+    bar = _Progress(stream, show)
+    results: list[SyncResult] = []
+    server = server.rstrip("/")
+    for run_dir in run_dirs:
+        if _up_to_date(run_dir, server):
+            results.append(SyncResult(run_dir, None, 0, 0, 0, True, "up to date", None))
+            continue
+        client = ApiClient(server, key, transport=transport)
+        up = Uploader(run_dir, client)
+        up.crashed = _writer_gone(run_dir)  # a run file without finish record: crashed
+
+        def final(up: Uploader = up, run_dir: str = run_dir) -> bool:
+            return not follow or up._finish_seen or _writer_gone(run_dir)
+
+        error: str | None = None
+        done = False
+        try:
+            done = up.run(final, give_up_after=give_up_after, on_progress=bar)
+        except BlockingIOError:
+            error = "its own process is uploading it (try again after it finishes)"
+        except ApiError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        status = "uploaded" if done else f"failed: {error}"
+        bar.end(
+            f"{os.path.basename(run_dir)}: {status} ({up.records_sent} records, "
+            f"{_human(up.bytes_sent)})"
+        )
+        results.append(
+            SyncResult(
+                run_dir,
+                up.run_id,
+                up.records_sent,
+                up.bytes_sent,
+                up.media_sent,
+                done,
+                None,
+                error,
+            )
+        )
+    failed = [r for r in results if r.error]
+    if failed:
+        raise ApiError(
+            f"sync: {len(failed)} of {len(results)} runs not uploaded: "
+            + "; ".join(f"{r.run_dir}: {r.error}" for r in failed)
+        )
+    return results

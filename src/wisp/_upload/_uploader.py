@@ -1,0 +1,651 @@
+"""The uploader: ships a run file to a wisp server, resumably, without losing a record.
+
+The run file is the upload queue.  An :class:`Uploader` tails it from a saved
+cursor (:class:`~wisp._runfile.RecordTail`), groups records into batches of one
+writer segment, gzips them and posts them to ``POST /api/v1/runs/{id}/records``.
+Every record has a sequence number, ``seq``: its ordinal within its writer's
+segment (0 = the segment's RUN record; the first segment starts right after the
+header).  The server applies only records above what it has acknowledged for
+``(run_id, writer_id)``, so resending is always harmless and nothing is stored
+twice.  Media files referenced by ``path`` in a record are uploaded first, by
+sha256 (``HEAD`` then ``PUT`` when missing), and the record gains a ``sha256``.
+
+The cursor lives next to the run file in ``upload.json`` (format version 1)::
+
+    {"server": "http://host:port",   # the server the cursor is about
+     "offset": 1234,                 # bytes of run.wisp acknowledged by that server
+     "acked_seq": 17,                # last acknowledged seq of writer_id's segment
+     "writer_id": "9f0c...",         # segment that offset is in (null before any ack)
+     "done": false}                  # true when the run is complete on the server
+
+It is replaced atomically after each acknowledged batch.  A cursor for another
+server is ignored (upload restarts from the header; the server deduplicates).
+While an uploader works on a run it holds an exclusive ``flock`` on
+``upload.lock`` in the run directory, so ``wisp sync`` never races the run's own
+uploader.
+
+Failures: connection errors, timeouts, 429 and 5xx are retried with
+exponential backoff and full jitter (``Retry-After`` is honoured); 413 halves
+the batch; 409 rewinds to what the server has; any other 4xx stops the upload
+(``FatalApiError``), which the run reports at ``finish()``.  Nothing here ever
+raises into the training loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import random
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from wisp._runfile import (
+    FRAME_SIZE,
+    HEADER_SIZE,
+    Record,
+    RecordTail,
+    RecordType,
+    decode_history,
+)
+from wisp._upload._transport import ApiClient, Conflict
+from wisp.errors import FatalApiError, RetryableApiError, UsageError
+
+__all__ = ["CURSOR_FILE", "Cursor", "Uploader", "attach", "check_settings", "finish_upload"]
+
+log = logging.getLogger("wisp")
+
+CURSOR_FILE = "upload.json"
+LOCK_FILE = "upload.lock"
+RUN_FILE = "run.wisp"
+_RUN_FIELDS = ("project", "name", "tags", "notes", "group", "job_type", "created_at")
+_dumps = json.JSONEncoder(allow_nan=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+class Cursor:
+    """How much of a run file a server has acknowledged (``upload.json``)."""
+
+    __slots__ = ("acked_seq", "done", "offset", "server", "writer_id")
+
+    def __init__(
+        self,
+        server: str,
+        offset: int = HEADER_SIZE,
+        acked_seq: int = -1,
+        writer_id: str | None = None,
+        done: bool = False,
+    ) -> None:
+        self.server = server
+        self.offset = offset
+        self.acked_seq = acked_seq
+        self.writer_id = writer_id
+        self.done = done
+
+    @classmethod
+    def load(cls, run_dir: str, server: str) -> Cursor:
+        """The saved cursor for ``server``, or a fresh one (missing, damaged, other server)."""
+        try:
+            with open(os.path.join(run_dir, CURSOR_FILE), encoding="utf-8") as f:
+                doc = json.load(f)
+            if doc.get("server") == server:
+                offset, acked, wid = doc["offset"], doc["acked_seq"], doc["writer_id"]
+                if type(offset) is int and offset >= HEADER_SIZE and type(acked) is int:
+                    return cls(server, offset, acked, wid, bool(doc.get("done")))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+        return cls(server)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "server": self.server,
+            "offset": self.offset,
+            "acked_seq": self.acked_seq,
+            "writer_id": self.writer_id,
+            "done": self.done,
+        }
+
+    def save(self, run_dir: str) -> None:
+        path = os.path.join(run_dir, CURSOR_FILE)
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.as_dict(), f)
+        os.replace(tmp, path)
+
+
+def mark_not_done(run_dir: str) -> None:
+    """A run that grows again (resume) is no longer complete on its server."""
+    path = os.path.join(run_dir, CURSOR_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return
+    if isinstance(doc, dict) and doc.get("done"):
+        doc["done"] = False
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        os.replace(tmp, path)
+
+
+def describe_run(path: str, *, crashed: bool = False) -> tuple[str, dict[str, Any]]:
+    """The run id and ``PUT /runs/{id}`` body, from the run file as it is now."""
+    tail = RecordTail(path)
+    first: dict[str, Any] | None = None
+    config: dict[str, Any] = {}
+    state = "running"
+    while True:
+        recs = tail.read()
+        if not recs:
+            break
+        for rec in recs:
+            t = rec.type
+            if t == RecordType.RUN:
+                state = "running"
+                if first is None:
+                    first = json.loads(rec.payload)
+            elif t == RecordType.CONFIG:
+                config = json.loads(rec.payload).get("config", {})
+            elif t == RecordType.FINISH:
+                state = json.loads(rec.payload).get("state", "finished")
+    if first is None or not isinstance(first.get("run_id"), str):
+        raise FileNotFoundError(f"{path}: no run record yet")
+    if crashed and state == "running":
+        state = "crashed"
+    body: dict[str, Any] = {k: first.get(k) for k in _RUN_FIELDS}
+    body["tags"] = body["tags"] or []
+    body["config"] = config
+    body["state"] = state
+    body["metadata"] = {
+        k: v for k, v in first.items() if k not in _RUN_FIELDS and k not in ("run_id", "writer_id")
+    }
+    return first["run_id"], body
+
+
+def _lock(run_dir: str) -> int | None:
+    """An exclusive, non-blocking lock on the run's uploads; None if someone holds it."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        return -1
+    fd = os.open(os.path.join(run_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _unlock(fd: int | None) -> None:
+    if fd is not None and fd >= 0:
+        os.close(fd)
+
+
+class Uploader:
+    """Uploads one run directory.  Use :meth:`start` (a thread) or :meth:`run` (here)."""
+
+    def __init__(
+        self,
+        run_dir: str,
+        client: ApiClient,
+        *,
+        batch_bytes: int = 4 * 1024 * 1024,
+        compress: bool = True,
+        poll_interval: float = 0.2,
+        heartbeat_interval: float | None = None,
+        backoff: tuple[float, float] = (0.25, 8.0),
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Any] | None = None,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.run_dir = run_dir
+        self.path = os.path.join(run_dir, RUN_FILE)
+        self.client = client
+        self.batch_bytes = batch_bytes
+        self.compress = compress
+        self.poll_interval = poll_interval
+        self.heartbeat_interval = heartbeat_interval
+        self.backoff = backoff
+        self.clock = clock
+        self._wake = threading.Event()  # set by finish(): stop polling, look again now
+        self._stopped = threading.Event()  # set by stop(): end backoff sleeps too
+        self._sleep = sleep or self._stopped.wait
+        self._poll = sleep or self._wake.wait
+        self._rand = rand
+        self.cursor = Cursor.load(run_dir, client.server_url)
+        self.tail = RecordTail(self.path, self.cursor.offset)
+        # (writer_id, seq, record) read but not yet acknowledged, in file order
+        self._pending: list[tuple[str, int, Record]] = []
+        self._read_writer = self.cursor.writer_id
+        self._read_seq = self.cursor.acked_seq + 1
+        self._finish_seen = False
+        self._known_media: set[str] = set()
+        self.run_id: str | None = None
+        self.registered = threading.Event()
+        self.crashed = False  # set by sync for a dead process: register the run as crashed
+        # progress and outcome, read by finish()/sync
+        self.records_sent = 0
+        self.bytes_sent = 0
+        self.media_sent = 0
+        self.retries = 0
+        self.last_error: BaseException | None = None
+        self.error: BaseException | None = None  # fatal: the upload stopped
+        self.done = threading.Event()
+        self.thread: threading.Thread | None = None
+        self._final = False
+        self._stop = False
+        self._last_contact = clock()
+        self._lock_fd: int | None = None
+
+    # -- control -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Upload on a daemon thread until :meth:`finish` (live runs)."""
+        self.thread = threading.Thread(target=self._thread_main, name="wisp-uploader", daemon=True)
+        self.thread.start()
+
+    def _thread_main(self) -> None:
+        try:
+            self.run(final=lambda: self._final)
+        except FatalApiError as exc:
+            self._report(exc)
+        except Exception as exc:  # noqa: BLE001 - a background thread must never raise
+            self.error = exc
+            self._report(exc)
+
+    def _report(self, exc: BaseException) -> None:
+        log.warning(
+            "wisp: uploading run %s stopped (%s: %s); the run file %s keeps everything, "
+            "run `wisp sync %s` once the problem is fixed",
+            self.run_id or "?",
+            type(exc).__name__,
+            exc,
+            self.path,
+            self.run_dir,
+        )
+
+    def stop(self) -> None:
+        self._stop = True
+        self._stopped.set()
+        self._wake.set()
+
+    def pending_bytes(self) -> int:
+        """Bytes of the run file not acknowledged by the server yet."""
+        try:
+            size = os.path.getsize(self.path)
+        except OSError:
+            return 0
+        return max(0, size - self.cursor.offset)
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def run(
+        self,
+        final: Callable[[], bool],
+        *,
+        give_up_after: float | None = None,
+        on_progress: Callable[[Uploader], None] | None = None,
+    ) -> bool:
+        """Upload until the file is complete on the server (True) or :meth:`stop` (False).
+
+        ``final()`` says no more records will be appended.  Retryable failures are
+        retried forever, or until ``give_up_after`` seconds pass without progress
+        (then the last :class:`RetryableApiError` is raised).  A fatal one is raised.
+        """
+        self._lock_fd = _lock(self.run_dir)
+        if self._lock_fd is None:
+            raise BlockingIOError(f"{self.run_dir} is being uploaded by another process")
+        try:
+            return self._run(final, give_up_after, on_progress)
+        except FatalApiError as exc:
+            self.error = exc
+            raise
+        finally:
+            _unlock(self._lock_fd)
+            self._lock_fd = None
+            self.client.close()
+
+    def _run(
+        self,
+        final: Callable[[], bool],
+        give_up_after: float | None,
+        on_progress: Callable[[Uploader], None] | None,
+    ) -> bool:
+        failures = 0
+        last_progress = self.clock()
+        while not self._stop:
+            try:
+                progressed = self._step()
+                if not progressed and final():
+                    # everything appended before final() turned true is read by this step
+                    progressed = self._step()
+                    if not progressed:
+                        self._mark_done()
+                        return True
+                if not progressed:
+                    self._maybe_heartbeat()
+            except RetryableApiError as exc:
+                failures += 1
+                self.retries += 1
+                self.last_error = exc
+                if give_up_after is not None and self.clock() - last_progress > give_up_after:
+                    raise
+                self._sleep(self._delay(failures, exc.retry_after))
+                continue
+            failures = 0
+            last_progress = self.clock()
+            if progressed:
+                if on_progress is not None:
+                    on_progress(self)
+            else:
+                self._poll(self.poll_interval)
+                self._wake.clear()
+        return False
+
+    def _delay(self, failures: int, retry_after: float | None) -> float:
+        base, cap = self.backoff
+        delay: float = min(cap, base * 2.0 ** min(failures - 1, 30)) * (0.5 + 0.5 * self._rand())
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, 60.0))
+        return delay
+
+    def _maybe_heartbeat(self) -> None:
+        hb = self.heartbeat_interval
+        if hb is None or self.run_id is None or not self.registered.is_set():
+            return
+        if self.clock() - self._last_contact >= hb:
+            self.client.heartbeat(self.run_id)
+            self._last_contact = self.clock()
+
+    def _mark_done(self) -> None:
+        if self.crashed and self.run_id is not None:
+            # the run records said "running": tell the server no finish record will come
+            self._register()
+        self.cursor.done = True
+        self.cursor.save(self.run_dir)
+        self.done.set()
+
+    # -- one unit of work --------------------------------------------------------------------
+
+    def _step(self) -> bool:
+        """Register, or send one batch.  False when there is nothing to send."""
+        if not self.registered.is_set():
+            return self._register()
+        if not self._pending:
+            self._fill()
+            if not self._pending:
+                return False
+        self._send_batch()
+        return True
+
+    def _register(self) -> bool:
+        try:
+            run_id, body = describe_run(self.path, crashed=self.crashed)
+        except FileNotFoundError:
+            return False  # the RUN record is not on disk yet
+        self.run_id = run_id
+        self.client.put_run(run_id, body)
+        self._last_contact = self.clock()
+        self.registered.set()
+        return True
+
+    def _fill(self) -> None:
+        for rec in self.tail.read(self.batch_bytes):
+            if rec.type == RecordType.RUN:
+                wid = json.loads(rec.payload).get("writer_id")
+                if wid != self._read_writer:
+                    self._read_writer, self._read_seq = wid, 0
+            self._finish_seen = rec.type == RecordType.FINISH
+            if self._read_writer is None:
+                raise FatalApiError(f"{self.path}: records before the first run record")
+            self._pending.append((self._read_writer, self._read_seq, rec))
+            self._read_seq += 1
+
+    def _send_batch(self) -> None:
+        pending = self._pending
+        writer_id = pending[0][0]
+        first_seq = pending[0][1]
+        batch: list[Record] = []
+        size = 0
+        for wid, _seq, rec in pending:
+            if wid != writer_id or (batch and size + len(rec.payload) > self.batch_bytes):
+                break
+            batch.append(rec)
+            size += len(rec.payload) + 24
+        body = self._encode(writer_id, first_seq, batch)
+        assert self.run_id is not None
+        try:
+            answer = self.client.post_records(self.run_id, body, gzip=self.compress)
+        except FatalApiError as exc:
+            if exc.status == 413 and len(batch) > 1:
+                self.batch_bytes = max(1, min(self.batch_bytes, size) // 2)
+                log.info(
+                    "wisp: server refused a batch as too large; batches now %d bytes",
+                    self.batch_bytes,
+                )
+                return
+            if exc.status == 404 and self.registered.is_set():
+                self.registered.clear()  # the server lost the run: register it again
+                raise RetryableApiError(str(exc), status=404) from exc
+            raise
+        self._last_contact = self.clock()
+        if isinstance(answer, Conflict):
+            self._rewind(writer_id, answer.acked_seq)
+            return
+        last_seq = first_seq + len(batch) - 1
+        acked = min(answer, last_seq)
+        n_acked = acked - first_seq + 1
+        if n_acked <= 0:
+            raise RetryableApiError(
+                f"server acknowledged seq {answer} for a batch {first_seq}..{last_seq}"
+            )
+        last = batch[n_acked - 1]
+        del pending[:n_acked]
+        self.records_sent += n_acked
+        self.bytes_sent += sum(len(r.payload) for r in batch[:n_acked])
+        c = self.cursor
+        c.offset = last.offset + FRAME_SIZE + len(last.payload)
+        c.writer_id = writer_id
+        c.acked_seq = acked
+        c.done = False
+        c.save(self.run_dir)
+
+    def _rewind(self, writer_id: str, acked_seq: int) -> None:
+        """409: the server has less than we thought: read the file again from the start.
+
+        Earlier segments are resent too (the server ignores what it has); records of
+        ``writer_id`` up to ``acked_seq`` are skipped.
+        """
+        log.info(
+            "wisp: server has run %s writer %s only up to seq %d; resending from there",
+            self.run_id,
+            writer_id,
+            acked_seq,
+        )
+        self._pending.clear()
+        self.tail.offset = HEADER_SIZE
+        self._read_writer, self._read_seq = None, 0
+        self.cursor = Cursor(self.cursor.server)
+        skip_until = acked_seq
+        while True:
+            self._fill()
+            if not self._pending:
+                return
+            keep = [p for p in self._pending if not (p[0] == writer_id and p[1] <= skip_until)]
+            if keep:
+                self._pending = keep
+                return
+            last = self._pending[-1]
+            self.cursor.offset = last[2].offset + FRAME_SIZE + len(last[2].payload)
+            self.cursor.writer_id, self.cursor.acked_seq = last[0], last[1]
+            self._pending.clear()
+
+    # -- encoding and media ------------------------------------------------------------------
+
+    def _encode(self, writer_id: str, first_seq: int, batch: list[Record]) -> bytes:
+        parts = [
+            b'{"writer_id":',
+            _dumps(writer_id).encode(),
+            b',"first_seq":',
+            str(first_seq).encode(),
+            b',"records":[',
+        ]
+        for i, rec in enumerate(batch):
+            payload = rec.payload
+            if rec.type == RecordType.HISTORY:  # binary columns in the file, JSON on the wire
+                rows = decode_history(payload)
+                if b'"path"' in payload:
+                    self._upload_refs(rows)
+                payload = _dumps({"rows": rows}).encode("utf-8")
+            elif b'"path"' in payload:
+                payload = self._with_media(payload)
+            parts.append(
+                b'{"type":%d,"data":' % rec.type if i == 0 else b',{"type":%d,"data":' % rec.type
+            )
+            parts.append(payload)
+            parts.append(b"}")
+        parts.append(b"]}")
+        raw = b"".join(parts)
+        if not self.compress:
+            return raw
+        import zlib
+
+        z = zlib.compressobj(1, zlib.DEFLATED, 31)  # gzip container, fast level
+        return z.compress(raw) + z.flush()
+
+    def _with_media(self, payload: bytes) -> bytes:
+        obj = json.loads(payload)
+        changed = self._upload_refs(obj)
+        return _dumps(obj).encode("utf-8") if changed else payload
+
+    def _upload_refs(self, obj: Any) -> bool:
+        changed = False
+        if isinstance(obj, dict):
+            path = obj.get("path")
+            if isinstance(path, str) and "sha256" not in obj:
+                digest = self._upload_media(path)
+                if digest is not None:
+                    obj["sha256"] = digest
+                    changed = True
+            for v in obj.values():
+                if isinstance(v, (dict, list)):
+                    changed = self._upload_refs(v) or changed
+        elif isinstance(obj, list):
+            for v in obj:
+                if isinstance(v, (dict, list)):
+                    changed = self._upload_refs(v) or changed
+        return changed
+
+    def _upload_media(self, rel: str) -> str | None:
+        root = os.path.realpath(self.run_dir)
+        full = os.path.realpath(os.path.join(root, rel))
+        if not full.startswith(root + os.sep) or not os.path.isfile(full):
+            return None  # only files inside the run directory are uploaded
+        with open(full, "rb") as f:
+            data = f.read()
+        digest = hashlib.sha256(data).hexdigest()
+        if digest not in self._known_media:
+            if not self.client.has_media(digest):
+                self.client.put_media(digest, data)
+                self.media_sent += 1
+            self._known_media.add(digest)
+        return digest
+
+
+# -- online runs: the hooks called by init() and Run.finish() --------------------------------
+
+
+def check_settings(settings: Any) -> None:
+    """Refuse ``mode="online"`` without a server before any run directory exists."""
+    if not settings.server_url:
+        raise UsageError(
+            "mode 'online' needs a server: set WISP_SERVER_URL (and WISP_API_KEY) or pass "
+            "settings={'server_url': ..., 'api_key': ...}"
+        )
+    from wisp._upload._transport import HttpTransport
+
+    HttpTransport(settings.server_url)  # checks the URL
+
+
+def attach(run: Any) -> None:
+    """Start uploading a new online run; wait at most ``init_timeout`` for it to register."""
+    s = run._settings
+    deadline = time.monotonic() + s.init_timeout
+    client = ApiClient(s.server_url, s.api_key, timeout=10.0)
+    up = Uploader(run.dir, client, heartbeat_interval=s.heartbeat_interval)
+    run._uploader = up
+    run._writer.barrier(s.init_timeout)  # the run record is on disk: register from it
+    up.start()
+    if up.registered.wait(max(0.0, deadline - time.monotonic())):
+        run.url = f"{client.server_url}/runs/{run.id}"
+    else:
+        log.info(
+            "wisp: server %s did not answer within init_timeout=%ss; training goes on, "
+            "uploads will catch up",
+            s.server_url,
+            s.init_timeout,
+        )
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)  # pragma: no cover
+
+
+def finish_upload(run: Any, timeout: float, *, stream: Any = None) -> None:
+    """Wait up to ``timeout`` s for the run's uploads; say what is left if time runs out."""
+    up: Uploader | None = run._uploader
+    if up is None or up.thread is None:
+        return
+    out = stream if stream is not None else sys.stderr
+    up._final = True
+    up._wake.set()
+    start = time.monotonic()
+    deadline = start + timeout
+    tty = bool(getattr(out, "isatty", lambda: False)())
+    shown = False
+    while up.thread.is_alive():
+        now = time.monotonic()
+        if now >= deadline:
+            break
+        up.thread.join(min(0.25, deadline - now))
+        if up.thread.is_alive() and time.monotonic() - start > 1.0:
+            left = up.pending_bytes()
+            if tty:
+                out.write(f"\rwisp: uploading run {run.id}: {_human(left)} left ...  ")
+                shown = True
+            elif not shown:
+                out.write(
+                    f"wisp: uploading run {run.id}: {_human(left)} left, waiting up to "
+                    f"{timeout:.0f}s\n"
+                )
+                shown = True
+    if shown and tty:
+        out.write("\n")
+    if up.done.is_set():
+        if shown:
+            out.write(f"wisp: run {run.id} uploaded\n")
+        return
+    up.stop()
+    left = up.pending_bytes()
+    if up.error is not None:
+        why = f"the upload stopped: {type(up.error).__name__}: {up.error}"
+    elif up.last_error is not None:
+        why = f"the server could not be reached in {timeout:g}s (last error: {up.last_error})"
+    else:
+        why = f"upload_timeout={timeout:g}s ran out"
+    out.write(
+        f"wisp: run {run.id}: {_human(left)} of {run.path} not uploaded ({why}); it is safe "
+        f"on disk, run `wisp sync {run.dir}` to finish uploading\n"
+    )
+    with contextlib.suppress(OSError, ValueError):
+        out.flush()

@@ -1,0 +1,172 @@
+"""``wisp.sync()`` against a real server process: crashes, re-syncs, live runs, resume, media."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _sync_helpers import ServerProcess, start_training
+
+import wisp
+from wisp._values import Deferred
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _file_points(run_dir: str, key: str) -> list[tuple[int, Any]]:
+    data = wisp.open_run(run_dir)
+    return [(row["_step"], row[key]) for row in data.history() if key in row]
+
+
+def _wait_for(pred: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _run_dir(tmp_path: Path, run_id: str) -> Path | None:
+    found = list((tmp_path / "wisp").glob(f"run-*-{run_id}"))
+    return found[0] if found else None
+
+
+def test_kill_9_mid_run_then_sync_uploads_everything_flushed(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    """After kill -9 of an online training process, sync() uploads every flushed point."""
+    proc = start_training(
+        tmp_path,
+        "killed9",
+        10**6,
+        0.01,
+        {"WISP_SERVER_URL": server.url, "WISP_API_KEY": server.key},
+    )
+    try:
+        _wait_for(lambda: _run_dir(tmp_path, "killed9") is not None, 30, "the run directory")
+        run_dir = _run_dir(tmp_path, "killed9")
+        assert run_dir is not None
+        _wait_for(lambda: len(_file_points(str(run_dir), "loss")) > 3000, 60, "3000 rows on disk")
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(30)
+        proc.stdout.close()  # type: ignore[union-attr]
+        proc.stderr.close()  # type: ignore[union-attr]
+    on_disk = _file_points(str(run_dir), "loss")
+    (res,) = wisp.sync([run_dir], server_url=server.url, api_key=server.key)
+    assert res.done and res.error is None
+    assert server.points("killed9", "loss") == on_disk
+    assert server.get("/runs/killed9")["state"] == "crashed"
+
+
+def test_offline_run_synced_twice_gives_identical_server_state(
+    server: ServerProcess, tmp_path: Path, no_run: None
+) -> None:
+    """A second sync sends nothing; even without its cursor it changes nothing on the server."""
+    run = wisp.init(project="off", config={"a": 1}, dir=str(tmp_path), mode="offline")
+    for i in range(2000):
+        wisp.log({"loss": 1.0 / (i + 1), "acc": i / 2000})
+    run.summary["best"] = 7
+    run.finish()
+
+    def state() -> Any:
+        doc = server.get(f"/runs/{run.id}")
+        return doc, server.points(run.id, "loss"), server.points(run.id, "acc")
+
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        (first,) = wisp.sync(
+            server_url=server.url, api_key=server.key
+        )  # default: every run under ./wisp
+    finally:
+        os.chdir(old)
+    assert first.done and first.records > 0
+    before = state()
+    assert before[1] == _file_points(run.dir, "loss") and len(before[1]) == 2000
+    assert before[0]["config"] == {"a": 1} and before[0]["summary"]["best"] == 7
+    (second,) = wisp.sync([run.dir], server_url=server.url, api_key=server.key)
+    assert second.skipped == "up to date" and second.records == 0
+    assert state() == before
+    os.remove(os.path.join(run.dir, "upload.json"))
+    (third,) = wisp.sync(
+        [run.dir], server_url=server.url, api_key=server.key
+    )  # everything resent, nothing applied
+    assert third.done and third.records == first.records
+    assert state() == before
+
+
+def test_sync_follows_a_run_that_is_still_logging(server: ServerProcess, tmp_path: Path) -> None:
+    """sync() of a run still being written keeps uploading until the run finishes."""
+    proc = start_training(tmp_path, "liverun", 3000, 0.1, {})
+    try:
+        _wait_for(lambda: _run_dir(tmp_path, "liverun") is not None, 30, "the run directory")
+        run_dir = _run_dir(tmp_path, "liverun")
+        (res,) = wisp.sync([run_dir], server_url=server.url, api_key=server.key)  # type: ignore[list-item]
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]
+        proc.stderr.close()  # type: ignore[union-attr]
+    assert res.done
+    assert server.points("liverun", "loss") == [(i, i * 0.25) for i in range(3000)]
+    assert server.get("/runs/liverun")["state"] == "finished"
+
+
+def test_resumed_run_continues_on_the_server(
+    server: ServerProcess, tmp_path: Path, no_run: None
+) -> None:
+    """An online run resumed with the same id continues its steps on the server."""
+    settings = {
+        "server_url": server.url,
+        "api_key": server.key,
+        "dir": str(tmp_path),
+        "flush_interval": 0.05,
+    }
+    run = wisp.init(project="res", id="resume-me", settings=settings)
+    for i in range(100):
+        wisp.log({"loss": float(i)})
+    run.finish()
+    again = wisp.init(id="resume-me", resume="must", settings=settings)
+    assert again.step == 100 and again.dir == run.dir
+    for i in range(100, 150):
+        wisp.log({"loss": float(i)})
+    again.finish()
+    assert server.points("resume-me", "loss") == [(i, float(i)) for i in range(150)]
+    assert server.get("/runs/resume-me")["state"] == "finished"
+
+
+class _Blob(Deferred):
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def resolve(self, ctx: Any) -> Any:
+        return {"_type": "file", "path": ctx.save_media(self.data, ".bin")}
+
+
+def test_media_uploaded_by_hash_once(server: ServerProcess, tmp_path: Path, no_run: None) -> None:
+    """Media files go up by sha256, and a second run with the same bytes uploads none."""
+    import hashlib
+
+    blob = os.urandom(5000)
+    sha = hashlib.sha256(blob).hexdigest()
+    dirs = []
+    for _ in range(2):
+        run = wisp.init(project="media", dir=str(tmp_path), mode="offline")
+        wisp.log({"weights": _Blob(blob), "loss": 1.0})
+        run.finish()
+        dirs.append(run.dir)
+    first, second = wisp.sync(dirs, server_url=server.url, api_key=server.key)
+    assert (first.media, second.media) == (1, 0)
+    import urllib.request
+
+    with urllib.request.urlopen(f"{server.url}/api/v1/media/{sha}", timeout=10) as resp:
+        assert resp.read() == blob

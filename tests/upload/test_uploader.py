@@ -1,0 +1,241 @@
+"""The uploader against a real server process: outages, faults, fatal errors, finish()."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _sync_helpers import FlakyProxy, ServerProcess, free_port, latencies_ok, need_server_package
+
+import wisp
+from wisp._runfile import HEADER, RecordType, encode_history, encode_record
+from wisp._upload._transport import ApiClient
+from wisp._upload._uploader import Cursor, Uploader
+from wisp.errors import FatalApiError
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _online(url: str, tmp_path: Path, key: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "server_url": url,
+        "api_key": key,
+        "dir": str(tmp_path),
+        "flush_interval": 0.05,
+        **extra,
+    }
+
+
+def _log_rows(n: int, start: int = 0, pause_every: int = 0, pause: float = 0.0) -> list[float]:
+    lat = []
+    for i in range(start, start + n):
+        t0 = time.perf_counter()
+        wisp.log({"loss": i * 0.5, "i": i})
+        lat.append(time.perf_counter() - t0)
+        if pause_every and i % pause_every == pause_every - 1:
+            time.sleep(pause)
+    return lat
+
+
+def _assert_exact(srv: ServerProcess, run_id: str, n: int) -> None:
+    loss = srv.points(run_id, "loss")
+    assert [s for s, _ in loss] == list(range(n)), "steps missing or duplicated"
+    assert [v for _, v in loss] == [i * 0.5 for i in range(n)]
+    assert [v for _, v in srv.points(run_id, "i")] == list(range(n))
+
+
+def test_online_run_uploads_everything_and_saves_its_cursor(
+    server: ServerProcess, tmp_path: Path, no_run: None
+) -> None:
+    """An online run ends with every point on the server and a done cursor in upload.json."""
+    run = wisp.init(
+        project="up", config={"lr": 0.1}, settings=_online(server.url, tmp_path, server.key)
+    )
+    assert run.mode == "online"
+    _log_rows(3000)
+    run.finish()
+    _assert_exact(server, run.id, 3000)
+    doc = server.get(f"/runs/{run.id}")
+    assert doc["state"] == "finished" and doc["config"] == {"lr": 0.1}
+    cursor = json.loads((Path(run.dir) / "upload.json").read_text())
+    assert cursor["done"] is True and cursor["server"] == server.url
+    assert cursor["offset"] == os.path.getsize(run.path)
+    assert set(cursor) == {"server", "offset", "acked_seq", "writer_id", "done"}
+
+
+@pytest.mark.slow
+def test_server_stopped_for_10s_mid_run_loses_nothing(
+    server: ServerProcess, tmp_path: Path, no_run: None
+) -> None:
+    """A server down for 10 s mid-run ends up with exactly the logged points; log() stays fast."""
+    run = wisp.init(
+        project="up", settings=_online(server.url, tmp_path, server.key, upload_timeout=60)
+    )
+    lat = _log_rows(1000, pause_every=100, pause=0.1)
+    server.stop()
+    t_end = time.monotonic() + 10
+    n = 1000
+    while time.monotonic() < t_end:
+        lat += _log_rows(100, start=n)
+        n += 100
+        time.sleep(0.1)
+    server.start()
+    lat += _log_rows(1000, start=n, pause_every=100, pause=0.05)
+    n += 1000
+    run.finish()
+    _assert_exact(server, run.id, n)
+    assert run._uploader.retries > 0
+    latencies_ok(lat)
+
+
+def test_500_and_429_on_a_third_of_requests_loses_and_doubles_nothing(
+    server: ServerProcess, tmp_path: Path, no_run: None
+) -> None:
+    """With a proxy failing 1/3 of requests all arrive once."""
+    with FlakyProxy(server.url, share=1 / 3, seed=7) as proxy:
+        run = wisp.init(
+            project="up", settings=_online(proxy.url, tmp_path, server.key, upload_timeout=60)
+        )
+        lat = _log_rows(4000, pause_every=200, pause=0.05)
+        run.finish()
+        assert proxy.failed >= 3, "the proxy should have failed some requests"
+    _assert_exact(server, run.id, 4000)
+    assert server.get(f"/runs/{run.id}")["state"] == "finished"
+    latencies_ok(lat)
+
+
+def test_server_unreachable_at_init_then_started(tmp_path: Path, no_run: None) -> None:
+    """init() with no server returns within init_timeout; uploads happen once it starts."""
+    need_server_package()
+    srv = ServerProcess(tmp_path, port=free_port())
+    t0 = time.monotonic()
+    run = wisp.init(
+        project="up",
+        settings=_online(srv.url, tmp_path, srv.key, init_timeout=1, upload_timeout=60),
+    )
+    assert time.monotonic() - t0 < 3
+    try:
+        lat = _log_rows(2000)
+        srv.start()
+        run.finish()
+        _assert_exact(srv, run.id, 2000)
+        latencies_ok(lat)
+    finally:
+        srv.stop()
+
+
+def test_finish_stops_at_upload_timeout_and_sync_completes(
+    tmp_path: Path, no_run: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With no server, finish() returns after upload_timeout, says `wisp sync`; sync finishes."""
+    need_server_package()
+    srv = ServerProcess(tmp_path, port=free_port())
+    run = wisp.init(
+        project="up",
+        settings=_online(srv.url, tmp_path, srv.key, init_timeout=0.2, upload_timeout=1),
+    )
+    _log_rows(500)
+    t0 = time.monotonic()
+    run.finish()
+    assert time.monotonic() - t0 < 5
+    err = capsys.readouterr().err
+    assert "not uploaded" in err and f"wisp sync {run.dir}" in err
+    srv.start()
+    try:
+        (res,) = wisp.sync([run.dir], server_url=srv.url, api_key=srv.key)
+        assert res.done and res.records > 0
+        _assert_exact(srv, run.id, 500)
+    finally:
+        srv.stop()
+
+
+def _hand_made_run(tmp_path: Path, rows: list[Any]) -> Path:
+    run_dir = tmp_path / "wisp" / "run-20240101_000000-handmade"
+    run_dir.mkdir(parents=True)
+    run = {
+        "run_id": "handmade",
+        "writer_id": "w1",
+        "project": "up",
+        "name": "h",
+        "tags": [],
+        "notes": None,
+        "group": None,
+        "job_type": None,
+        "created_at": 1.0e9,
+    }
+    data = HEADER + encode_record(RecordType.RUN, json.dumps(run).encode())
+    data += encode_record(RecordType.HISTORY, encode_history(rows))
+    (run_dir / "run.wisp").write_bytes(data)
+    (run_dir / "run.json").write_text(json.dumps({"id": "handmade", "state": "finished"}))
+    return run_dir
+
+
+def test_a_4xx_that_cannot_succeed_is_not_retried(server: ServerProcess, tmp_path: Path) -> None:
+    """A batch the server refuses as invalid (4xx) is sent once, then sync names the failure."""
+    run_dir = _hand_made_run(tmp_path, [[-5, 1.0e9, {"loss": 1.0}]])  # negative step: invalid
+    with FlakyProxy(server.url, share=0) as proxy:
+        client = ApiClient(proxy.url, server.key)
+        up = Uploader(str(run_dir), client, sleep=lambda s: pytest.fail("must not retry"))
+        with pytest.raises(FatalApiError) as info:
+            up.run(final=lambda: True)
+        assert 400 <= (info.value.status or 0) < 500
+        assert proxy.forwarded == 2  # PUT run, then the one POST
+    assert Cursor.load(str(run_dir), proxy.url).offset == len(HEADER)
+
+
+def test_retry_after_is_honoured(server: ServerProcess, tmp_path: Path) -> None:
+    """A 429 with Retry-After makes the uploader wait at least that long before retrying."""
+    run_dir = _hand_made_run(tmp_path, [[0, 1.0e9, {"loss": 1.0}]])
+    with FlakyProxy(server.url, share=1.0, seed=3, retry_after="2.5", codes=(429,)) as proxy:
+        delays: list[float] = []
+
+        def sleep(s: float) -> None:
+            delays.append(s)
+            if len(delays) == 3:
+                proxy.share = 0.0
+
+        client = ApiClient(proxy.url, server.key)
+        assert Uploader(str(run_dir), client, sleep=sleep).run(final=lambda: True)
+    assert len(delays) == 3 and all(d >= 2.5 for d in delays)
+    assert server.points("handmade", "loss") == [(0, 1.0)]
+
+
+def test_backoff_grows_exponentially_with_jitter(tmp_path: Path) -> None:
+    """Connection failures back off 0.25 s doubling up to 8 s, each scaled by a 50-100% jitter."""
+    run_dir = _hand_made_run(tmp_path, [[0, 1.0e9, {"loss": 1.0}]])
+    delays: list[float] = []
+    client = ApiClient(f"http://127.0.0.1:{free_port()}", "k", timeout=1)
+    clock = iter(range(0, 10_000, 10))
+    up = Uploader(
+        str(run_dir),
+        client,
+        sleep=delays.append,
+        rand=lambda: 1.0,
+        clock=lambda: float(next(clock)),
+    )
+    with pytest.raises(wisp.errors.RetryableApiError):
+        up.run(final=lambda: True, give_up_after=75)
+    assert delays[:7] == [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
+    up2 = Uploader(str(run_dir), client, rand=lambda: 0.0)
+    assert up2._delay(3, None) == 0.5 and up2._delay(1, 5.0) == 5.0
+
+
+def test_413_halves_the_batch(server: ServerProcess, tmp_path: Path) -> None:
+    """A batch refused as too large (413) is split until it fits, and everything arrives."""
+    rows = [[i, 1.0e9 + i, {"loss": float(i)}] for i in range(200)]
+    run_dir = tmp_path / "wisp" / "run-20240101_000000-handmade"
+    _hand_made_run(tmp_path, rows[:1])
+    with open(run_dir / "run.wisp", "ab") as f:
+        for i in range(1, 200):
+            f.write(encode_record(RecordType.HISTORY, encode_history([rows[i]])))
+    with FlakyProxy(server.url, share=0, max_body=3000) as proxy:
+        up = Uploader(
+            str(run_dir), ApiClient(proxy.url, server.key), batch_bytes=1 << 20, compress=False
+        )
+        assert up.run(final=lambda: True)
+    assert up.batch_bytes < 1 << 20
+    assert server.points("handmade", "loss") == [(i, float(i)) for i in range(200)]
