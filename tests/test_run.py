@@ -277,7 +277,7 @@ def test_a_huge_top_level_string_is_refused_naming_the_key() -> None:
     from wisp.errors import ValueLimitError
 
     run = wisp.init(settings={"max_value_bytes": 1000})
-    with pytest.raises(ValueLimitError, match="'s'.*over the limit of 1,000 bytes"):
+    with pytest.raises(ValueLimitError, match=r"'s'.*over the limit of 1,000 bytes"):
         run.log({"s": "x" * 5000, "ok": 1.0})
     run.log({"s": "short"})
     run.finish()
