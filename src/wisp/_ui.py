@@ -6,34 +6,28 @@ login, then imports and follows the local run directories (``./wisp`` and ``WISP
 through the same ingestion API remote uploads use (``PUT /api/v1/runs/{id}``,
 ``POST /api/v1/runs/{id}/records``, ``PUT /api/v1/media/{sha256}``), and returns the URL.
 
-Records are sent with ``seq`` = the record's ordinal in its run file, so restarting
-``wisp ui`` re-sends nothing the server already acknowledged twice: the server skips
-records at or below its acknowledged sequence.
+Each run directory is uploaded exactly as ``wisp sync`` would (the same uploader and
+cursor), so restarting ``wisp ui`` re-sends nothing the server already acknowledged.
 """
 
 from __future__ import annotations
 
-import glob
-import gzip
-import json
 import logging
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable
 
-from wisp._runfile import RecordTail, RecordType, decode_payload
+from wisp._upload._sync import find_run_dirs, writer_gone
+from wisp._upload._transport import ApiClient
+from wisp._upload._uploader import Uploader
+from wisp.errors import ApiError, FatalApiError
 
-__all__ = ["LocalImporter", "data_dir", "run_dirs", "ui"]
+__all__ = ["LocalImporter", "data_dir", "ui"]
 
 log = logging.getLogger("wisp")
 
-RUN_FILE = "run.wisp"
-BATCH = 2000
-_RUN_FIELDS = ("project", "name", "tags", "notes", "group", "job_type", "created_at")
+HEARTBEAT = 15.0  # seconds: a live run stays "running" on the server while it is quiet
 
 
 def data_dir() -> str:
@@ -46,168 +40,49 @@ def data_dir() -> str:
     return os.path.join(base, "wisp")
 
 
-def run_dirs(roots: Iterable[str]) -> list[str]:
-    """Run directories (holding ``run.wisp``) directly under each root's ``wisp/`` or root."""
-    found: list[str] = []
-    for root in roots:
-        for base in (os.path.join(root, "wisp"), root):
-            for path in sorted(glob.glob(os.path.join(base, "*", RUN_FILE))):
-                d = os.path.dirname(os.path.abspath(path))
-                if d not in found:
-                    found.append(d)
-    return found
-
-
-Transport = Callable[[str, str, bytes | None, dict[str, str]], tuple[int, bytes]]
-
-
-def http_transport(base_url: str, api_key: str | None = None, timeout: float = 30.0) -> Transport:
-    """A urllib transport: ``(method, path, body, headers) -> (status, body)``."""
-    auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-
-    def send(
-        method: str, path: str, body: bytes | None, headers: dict[str, str]
-    ) -> tuple[int, bytes]:
-        req = urllib.request.Request(
-            base_url + path, data=body, method=method, headers={**auth, **headers}
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as res:
-                return int(res.status), bytes(res.read())
-        except urllib.error.HTTPError as e:
-            return int(e.code), bytes(e.read())
-
-    return send
-
-
-def _media_refs(value: Any, out: set[str]) -> None:
-    """Collect ``sha256`` fields of typed values anywhere in a payload."""
-    if isinstance(value, dict):
-        sha = value.get("sha256")
-        if isinstance(sha, str) and len(sha) == 64:
-            out.add(sha)
-        for v in value.values():
-            _media_refs(v, out)
-    elif isinstance(value, list):
-        for v in value:
-            _media_refs(v, out)
-
-
-class _Follow:
-    """One run file being followed: its tail, record ordinal and current writer segment."""
-
-    def __init__(self, run_dir: str) -> None:
-        self.dir = run_dir
-        self.tail = RecordTail(os.path.join(run_dir, RUN_FILE))
-        self.seq = 0  # ordinal of the next record in the file
-        self.run_id: str | None = None
-        self.writer_id: str | None = None
-        self.acked = -1
-        self.finished = False
-        self.sent_media: set[str] = set()
+def _finished(up: Uploader, run_dir: str) -> Callable[[], bool]:
+    return lambda: up._finish_seen or writer_gone(run_dir)
 
 
 class LocalImporter:
-    """Imports local run directories into a server through its HTTP ingestion API."""
+    """Imports and follows local run directories through the upload path remote runs use.
 
-    def __init__(self, roots: list[str], send: Transport) -> None:
+    One :class:`~wisp._upload._uploader.Uploader` per run directory (cursor in its
+    ``upload.json``), all driven from the ui's loop, a bounded amount of work each.
+    """
+
+    def __init__(self, roots: list[str], client_factory: Callable[[], ApiClient]) -> None:
         self.roots = roots
-        self.send = send
-        self.follows: dict[str, _Follow] = {}
+        self.client_factory = client_factory
+        self.uploaders: dict[str, Uploader] = {}
         self.errors = 0
 
-    def _json(self, method: str, path: str, body: Any = None) -> Any:
-        # NaN and ±inf travel as the NaN/Infinity tokens the server's parser accepts
-        data = None if body is None else json.dumps(body, allow_nan=True).encode()
-        headers = {"Content-Type": "application/json"}
-        if data is not None and len(data) > 64 * 1024:
-            data = gzip.compress(data, 1)
-            headers["Content-Encoding"] = "gzip"
-        status, raw = self.send(method, path, data, headers)
-        if status >= 400:
-            raise RuntimeError(f"{method} {path} -> {status}: {raw[:300]!r}")
-        return json.loads(raw) if raw else {}
-
     def poll(self) -> int:
-        """Import what is new in every run directory; returns the number of records sent."""
-        for d in run_dirs(self.roots):
-            if d not in self.follows:
-                self.follows[d] = _Follow(d)
+        """Send what is new in every run directory; returns the number of batches sent."""
+        for d in find_run_dirs(r for r in self.roots if os.path.isdir(r)):
+            if d not in self.uploaders:
+                up = Uploader(d, self.client_factory(), heartbeat_interval=HEARTBEAT)
+                up.crashed = writer_gone(d)
+                self.uploaders[d] = up
         sent = 0
-        for d, f in list(self.follows.items()):
+        for d, up in self.uploaders.items():
+            if up.done.is_set() or up.error is not None:
+                continue
             try:
-                sent += self._poll_one(f)
-            except (OSError, RuntimeError, ValueError) as e:
-                # Start this file over next time: the server skips what it already acknowledged.
-                self.follows[d] = _Follow(d)
+                sent += up.pump(_finished(up, d))
+            except (ApiError, OSError) as exc:
+                if isinstance(exc, FatalApiError):
+                    up.error = exc
                 self.errors += 1
                 if self.errors <= 3:
-                    log.warning("wisp ui: importing %s failed (will retry): %s", f.dir, e)
+                    log.warning("wisp ui: importing %s failed (will retry): %s", d, exc)
+            if up.done.is_set() or up.error is not None:
+                up.client.close()
         return sent
 
-    def _poll_one(self, f: _Follow) -> int:
-        recs = f.tail.read()
-        batch: list[dict[str, Any]] = []
-        first = f.seq
-        sent = 0
-        for rec in recs:
-            seq = f.seq
-            f.seq += 1
-            data = decode_payload(rec.type, rec.payload)
-            if rec.type == RecordType.RUN:
-                sent += self._flush(f, first, batch)
-                batch = []
-                self._start_segment(f, data)
-                first = seq
-            if f.run_id is None or seq <= f.acked:
-                first = f.seq
-                continue
-            if rec.type == RecordType.FINISH:
-                f.finished = True
-            if not batch:
-                first = seq
-            self._upload_media(f, data)
-            batch.append({"type": rec.type, "data": data})
-            if len(batch) >= BATCH:
-                sent += self._flush(f, first, batch)
-                batch = []
-        sent += self._flush(f, first, batch)
-        if f.run_id and not f.finished and not recs:
-            self.send("POST", f"/api/v1/runs/{f.run_id}/heartbeat", b"", {})
-        return sent
-
-    def _start_segment(self, f: _Follow, data: dict[str, Any]) -> None:
-        f.run_id = str(data["run_id"])
-        f.writer_id = str(data.get("writer_id") or "local")
-        body = {k: data.get(k) for k in _RUN_FIELDS if data.get(k) is not None}
-        body["metadata"] = {k: v for k, v in data.items() if k not in _RUN_FIELDS}
-        self._json("PUT", f"/api/v1/runs/{f.run_id}", body)
-        ack = self._json("GET", f"/api/v1/runs/{f.run_id}/writers/{f.writer_id}")
-        f.acked = int(ack.get("acked_seq", -1))
-
-    def _flush(self, f: _Follow, first: int, batch: list[dict[str, Any]]) -> int:
-        if not batch or f.run_id is None:
-            return 0
-        body = {"writer_id": f.writer_id, "first_seq": first, "records": batch}
-        res = self._json("POST", f"/api/v1/runs/{f.run_id}/records", body)
-        f.acked = int(res.get("acked_seq", f.acked))
-        return len(batch)
-
-    def _upload_media(self, f: _Follow, data: Any) -> None:
-        shas: set[str] = set()
-        _media_refs(data, shas)
-        for sha in shas - f.sent_media:
-            files = glob.glob(os.path.join(f.dir, "media", f"{sha}*"))
-            if not files:
-                continue
-            status, _ = self.send("HEAD", f"/api/v1/media/{sha}", None, {})
-            if status == 404:
-                with open(files[0], "rb") as fh:
-                    blob = fh.read()
-                suffix = os.path.splitext(files[0])[1]
-                headers = {"Content-Type": "application/octet-stream", "X-Wisp-Suffix": suffix}
-                self.send("PUT", f"/api/v1/media/{sha}", blob, headers)
-            f.sent_media.add(sha)
+    def close(self) -> None:
+        for up in self.uploaders.values():
+            up.client.close()
 
 
 def _free_port(host: str) -> int:
@@ -282,7 +157,7 @@ def ui(
     env_dir = os.environ.get("WISP_DIR")
     if env_dir and env_dir not in roots:
         roots.append(env_dir)
-    importer = LocalImporter(roots, http_transport(url, server.write_key))
+    importer = LocalImporter(roots, lambda: ApiClient(url, server.write_key))
     stop = stop or threading.Event()
     try:
         importer.poll()
@@ -299,6 +174,7 @@ def ui(
     except KeyboardInterrupt:
         pass
     finally:
+        importer.close()
         server.stop()
 
 

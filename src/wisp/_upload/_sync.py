@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from wisp._upload._uploader import RUN_FILE, Cursor, Uploader, _human
 from wisp.errors import ApiError, UsageError
 
-__all__ = ["SyncResult", "find_run_dirs", "sync"]
+__all__ = ["SyncResult", "find_run_dirs", "sync", "writer_gone"]
 
 
 class SyncResult(NamedTuple):
@@ -60,7 +60,7 @@ def find_run_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _writer_gone(run_dir: str) -> bool:
+def writer_gone(run_dir: str) -> bool:
     """True when no process will append to this run file any more."""
     try:
         with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
@@ -177,10 +177,10 @@ def sync(
             continue
         client = ApiClient(server, key, transport=transport)
         up = Uploader(run_dir, client)
-        up.crashed = _writer_gone(run_dir)  # a run file without finish record: crashed
+        up.crashed = writer_gone(run_dir)  # a run file without finish record: crashed
 
         def final(up: Uploader = up, run_dir: str = run_dir) -> bool:
-            return not follow or up._finish_seen or _writer_gone(run_dir)
+            return not follow or up._finish_seen or writer_gone(run_dir)
 
         error: str | None = None
         done = False

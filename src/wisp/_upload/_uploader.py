@@ -348,6 +348,26 @@ class Uploader:
                 self._wake.clear()
         return False
 
+    def pump(self, final: Callable[[], bool], max_steps: int = 64) -> int:
+        """Do up to ``max_steps`` units of work without waiting or retrying; return how many.
+
+        For callers that drive many runs from one loop (``wisp ui``).  Marks the upload
+        done once ``final()`` is true and nothing is left.  Raises RetryableApiError and
+        FatalApiError for the caller to handle.
+        """
+        steps = 0
+        while steps < max_steps and self._step():
+            steps += 1
+        if steps < max_steps:
+            if final():
+                if self._step():
+                    steps += 1
+                else:
+                    self._mark_done()
+            elif steps == 0:
+                self._maybe_heartbeat()
+        return steps
+
     def _delay(self, failures: int, retry_after: float | None) -> float:
         base, cap = self.backoff
         delay: float = min(cap, base * 2.0 ** min(failures - 1, 30)) * (0.5 + 0.5 * self._rand())
