@@ -71,10 +71,28 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(parts)
 
 
+def loads(body: bytes) -> Any:
+    """Parse a JSON body exactly as :func:`json.loads` does, with msgspec as a fast path.
+
+    msgspec (the server extra) is several times faster on big record batches and
+    agrees with the standard library on every document it accepts (arbitrary
+    precision integers included); what it refuses (``NaN``/``Infinity`` tokens,
+    lone surrogates, UTF-16 bodies, ...) is parsed by :mod:`json` as before.
+    """
+    try:
+        import msgspec
+    except ImportError:  # pragma: no cover - depends on the install
+        return json.loads(body)
+    try:
+        return msgspec.json.decode(body)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return json.loads(body)
+
+
 async def read_json(request: Request, limit: int) -> Any:
     body = await read_body(request, limit)
     try:
-        return json.loads(body)
+        return loads(body)
     except (ValueError, RecursionError) as e:
         msg = "nested too deeply" if isinstance(e, RecursionError) else str(e)
         raise Problem(400, "bad_json", f"request body is not valid JSON: {msg}", "body") from None

@@ -9,15 +9,19 @@ nothing.  Everything is validated before the transaction starts.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import math
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from wisp.server._problem import Problem, clean_json, clean_str, invalid
+from wisp.server._schema import BLOCK as S_BLOCK
 
-__all__ = ["Prepared", "prepare_records"]
+__all__ = ["Column", "Prepared", "prepare_records"]
 
 MAX_STEP = 1 << 62
 STATES = ("running", "finished", "failed", "killed", "crashed")
@@ -32,15 +36,102 @@ def nf_code(v: float) -> int:
     return 1 if v != v else _NF[v]
 
 
+Block = tuple[int, int, float | None, float | None, int, int, float | None, float | None, int]
+
+
+@dataclass
+class Column:
+    """The numeric points of one key in one history record, column-wise.
+
+    ``values[i]`` is None where the number is not finite and ``nfs[i]`` says which;
+    ``nfs`` is None when every value is finite.  ``blocks`` holds the record's own
+    64-step block aggregates ``(blk, n, vmin, vmax, smin, smax, first_v, last_v,
+    nonfinite)`` when its steps strictly increase (so it has no duplicate step).
+    """
+
+    key: str
+    steps: Sequence[int]
+    times: Sequence[float]
+    values: Sequence[float | None]
+    nfs: Sequence[int] | None
+    blocks: list[Block] | None = None
+
+
 @dataclass
 class Prepared:
     """One validated record, ready to apply: ``kind`` and its converted payload."""
 
     kind: int
     data: dict[str, Any]
-    points: list[tuple[str, int, float, float | None, int]] = field(default_factory=list)
+    points: list[Column] = field(default_factory=list)
     extras: list[tuple[int, float, str]] = field(default_factory=list)
     media: list[tuple[str, int, float, str, Any]] = field(default_factory=list)
+
+
+def _blocks(col: Column) -> list[Block] | None:
+    """Per-block aggregates of ``col`` when its steps strictly increase, else None."""
+    steps, vals, nfs = col.steps, col.values, col.nfs
+    if not all(map(operator.lt, steps, itertools.islice(steps, 1, None))):
+        return None
+    out: list[Block] = []
+    i, n, B = 0, len(steps), S_BLOCK
+    while i < n:
+        blk = steps[i] // B
+        j = bisect.bisect_left(steps, (blk + 1) * B, i, n)
+        part = vals[i:j]
+        fin: Sequence[Any] = part if nfs is None else [v for v in part if v is not None]
+        lo, hi = (min(fin), max(fin)) if fin else (None, None)
+        out.append(
+            (blk, j - i, lo, hi, steps[i], steps[j - 1], vals[i], vals[j - 1], j - i - len(fin))
+        )
+        i = j
+    return out
+
+
+def _finite_column(
+    col: Sequence[Any],
+) -> tuple[Sequence[float | None], Sequence[int] | None] | None:
+    """``(values, nfs)`` for a column of plain numbers, or None to take the general path."""
+    types = set(map(type, col))
+    if not types <= {float, int}:
+        return None
+    if types != {float}:
+        try:
+            col = list(map(float, col))
+        except OverflowError:
+            return None
+    if math.isfinite(sum(col)):  # non-finite values absorb: a finite sum means all finite
+        return col, None
+    return [v if v - v == 0.0 else None for v in col], [nf_code(v) for v in col]
+
+
+def _fast_history(rows: list[Any], fld: str) -> Prepared | None:
+    """The common shape at C speed: every row a valid ``[step, ts, {...}]`` with the same
+    keys (in the same order) and plain numbers.  None when anything differs; the general
+    path then validates row by row and names the offending field."""
+    if not rows or set(map(type, rows)) != {list} or set(map(len, rows)) != {3}:
+        return None
+    steps, tss, dicts = zip(*rows, strict=True)
+    if set(map(type, steps)) != {int} or min(steps) < 0 or max(steps) >= MAX_STEP:
+        return None
+    if set(map(type, dicts)) != {dict}:
+        return None
+    shapes = set(map(tuple, dicts))
+    if len(shapes) != 1:
+        return None
+    keys = shapes.pop()
+    if not keys:
+        return None
+    times = _finite_column(tss)
+    if times is None or times[1] is not None:
+        return None
+    prep = Prepared(3, {})
+    for k, col in zip(keys, zip(*map(dict.values, dicts), strict=True), strict=True):
+        vals = _finite_column(col)
+        if vals is None:
+            return None
+        prep.points.append(Column(k, steps, times[0], vals[0], vals[1]))  # type: ignore[arg-type]
+    return prep
 
 
 def _num(value: Any, fld: str) -> float:
@@ -86,8 +177,23 @@ def _prep_history(data: dict[str, Any], fld: str) -> Prepared:
     rows = data.get("rows")
     if type(rows) is not list:
         raise invalid(f"{fld}.rows", "expected a list of [step, timestamp, {key: value}] rows")
+    prep = _fast_history(rows, fld)
+    if prep is None:
+        prep = _slow_history(rows, fld)
+    for c in prep.points:
+        k = c.key
+        clean_str(k, f"{fld}.rows.<key>", 1024)
+        if not k:
+            raise invalid(f"{fld}.rows.<key>", "keys must not be empty")
+        c.blocks = _blocks(c)
+    for m in prep.media:
+        clean_str(m[0], f"{fld}.rows.<key>", 1024)
+    return prep
+
+
+def _slow_history(rows: list[Any], fld: str) -> Prepared:
     prep = Prepared(3, {})
-    pts = prep.points
+    pts: list[tuple[str, int, float, float | None, int]] = []
     dumps = json.dumps
     for i, row in enumerate(rows):
         if type(row) is not list or len(row) != 3:
@@ -127,16 +233,16 @@ def _prep_history(data: dict[str, Any], fld: str) -> Prepared:
         if other is not None:
             clean_json(other, f"{fld}.rows[{i}][2]")
             prep.extras.append((step, ts, dumps(other, allow_nan=True)))
-    seen: set[str] = set()
+    by_key: dict[str, list[tuple[str, int, float, float | None, int]]] = {}
     for p in pts:
-        k = p[0]
-        if k not in seen:
-            seen.add(k)
-            clean_str(k, f"{fld}.rows.<key>", 1024)
-            if not k:
-                raise invalid(f"{fld}.rows.<key>", "keys must not be empty")
-    for m in prep.media:
-        clean_str(m[0], f"{fld}.rows.<key>", 1024)
+        got = by_key.get(p[0])
+        if got is None:
+            by_key[p[0]] = [p]
+        else:
+            got.append(p)
+    for k, ps in by_key.items():
+        _, steps, times, values, nfs = zip(*ps, strict=True)
+        prep.points.append(Column(k, steps, times, values, nfs if any(nfs) else None))
     return prep
 
 

@@ -2,9 +2,11 @@
 
 ``open_store(url)`` builds the engine (backend driver imported lazily), runs the
 Alembic migrations and returns a :class:`Store`.  All SQL is SQLAlchemy Core with
-bound parameters; the bulk path for points is ``executemany`` on SQLite and a
-binary ``COPY`` on PostgreSQL (falling back to ``INSERT ... ON CONFLICT`` when a
-step is written twice).
+bound parameters; the bulk path for points is a plain ``INSERT`` (``executemany``)
+on SQLite and a binary ``COPY`` on PostgreSQL.  When every point of a record is new
+(the common append), the record's own 64-step block aggregates are folded into
+``blocks``; when a step is written twice the insert falls back to a replacing
+``INSERT`` and the touched blocks are recomputed from ``points``.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+import struct
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from itertools import repeat
 from typing import Any
 
 from sqlalchemy import and_, case, func, select, text, update
@@ -22,7 +26,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from wisp.server import _schema as S
 from wisp.server._db import make_engine, migrate
-from wisp.server._ingest import Prepared, conflict
+from wisp.server._ingest import Column, Prepared, conflict
 from wisp.server._problem import Problem
 
 __all__ = ["SCOPES", "Store", "open_store"]
@@ -330,12 +334,14 @@ class Store:
     def _apply_history(
         self, conn: Connection, run_id: str, rec: Prepared, new_keys: dict[tuple[str, str], int]
     ) -> None:
-        pts = rec.points
-        if pts:
-            ids = self._key_id_map(conn, run_id, {p[0] for p in pts}, new_keys)
-            rows = [(ids[k], s, t, v, nf) for k, s, t, v, nf in pts]
-            self._write_points(conn, rows)
-            self._update_blocks(conn, rows)
+        cols = rec.points
+        if cols:
+            ids = self._key_id_map(conn, run_id, {c.key for c in cols}, new_keys)
+            fresh = self._write_points(conn, ids, cols)
+            if fresh and all(c.blocks is not None for c in cols):
+                self._merge_blocks(conn, ids, cols)
+            else:
+                self._update_blocks(conn, ids, cols)
         if rec.extras:
             self._upsert(
                 conn,
@@ -352,34 +358,57 @@ class Store:
                 ],
             )
 
-    def _update_blocks(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
-        """Recompute the 64-step blocks that ``rows`` touched, from ``points``."""
-        span: dict[int, list[int]] = {}
-        for r in rows:
-            k, s = r[0], r[1]
-            cur = span.get(k)
-            if cur is None:
-                span[k] = [s, s]
-            elif s < cur[0]:
-                cur[0] = s
-            elif s > cur[1]:
-                cur[1] = s
+    def _merge_blocks(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> None:
+        """Fold the record's own block aggregates into ``blocks`` (its points were all new)."""
+        params = [
+            {"k": ids[c.key], "blk": b, "n": n, "lo": lo, "hi": hi, "a": a, "z": z}
+            | {"fv": fv, "lv": lv, "nf": nf}
+            for c in cols
+            for b, n, lo, hi, a, z, fv, lv, nf in c.blocks or ()
+        ]
+        conn.execute(_MERGE_BLOCKS_SQL, params)
+
+    def _update_blocks(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> None:
+        """Recompute, from ``points``, the 64-step blocks that ``cols`` touched."""
         B = S.BLOCK
+        span: dict[int, tuple[int, int]] = {}
+        for c in cols:
+            k, lo, hi = ids[c.key], min(c.steps), max(c.steps)
+            if k in span:
+                lo, hi = min(lo, span[k][0]), max(hi, span[k][1])
+            span[k] = (lo, hi)
         params = [
             {"k": k, "a": (lo // B) * B, "b": (hi // B + 1) * B} for k, (lo, hi) in span.items()
         ]
         conn.execute(_BLOCKS_SQL, params)
 
-    def _write_points(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
-        if not self.pg:
-            conn.exec_driver_sql(
-                "INSERT OR REPLACE INTO points (key_id, step, time, value, nf) VALUES (?,?,?,?,?)",
-                rows,
-            )
-            return
-        import psycopg
+    def _write_points(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> bool:
+        """Insert the points; True when none of them replaced a stored point (nor each other)."""
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            for c in cols:
+                nfs = repeat(0) if c.nfs is None else c.nfs
+                yield from zip(repeat(ids[c.key]), c.steps, c.times, c.values, nfs)
 
         raw: Any = conn.connection.driver_connection
+        if not self.pg:
+            import sqlite3
+
+            sql = "INTO points (key_id, step, time, value, nf) VALUES (?,?,?,?,?)"
+            sp = conn.begin_nested()
+            cur = raw.cursor()
+            try:
+                cur.executemany("INSERT " + sql, rows())
+                sp.commit()
+                return True
+            except sqlite3.IntegrityError:
+                sp.rollback()
+                cur.executemany("INSERT OR REPLACE " + sql, rows())
+                return False
+            finally:
+                cur.close()
+        import psycopg
+
         sp = conn.begin_nested()
         try:
             with (
@@ -388,14 +417,12 @@ class Store:
                     "COPY points (key_id, step, time, value, nf) FROM STDIN (FORMAT BINARY)"
                 ) as cp,
             ):
-                cp.set_types(["int4", "int8", "float8", "float8", "int2"])
-                for row in rows:
-                    cp.write_row(row)
+                cp.write(_copy_binary(ids, cols))
             sp.commit()
-            return
+            return True
         except psycopg.errors.UniqueViolation:
             sp.rollback()
-        dedup = list({(r[0], r[1]): r for r in rows}.values())
+        dedup = list({(r[0], r[1]): r for r in rows()}.values())
         with raw.cursor() as cur:
             cur.executemany(
                 "INSERT INTO points (key_id, step, time, value, nf) VALUES (%s,%s,%s,%s,%s) "
@@ -403,6 +430,7 @@ class Store:
                 "value = EXCLUDED.value, nf = EXCLUDED.nf",
                 dedup,
             )
+        return False
 
     # -- media, console -----------------------------------------------------------------------
 
@@ -514,6 +542,62 @@ ON CONFLICT (key_id, blk) DO UPDATE SET n = excluded.n, vmin = excluded.vmin,
   first_v = excluded.first_v, last_v = excluded.last_v, nonfinite = excluded.nonfinite
 """
 )
+
+
+_MERGE_BLOCKS_SQL = text(
+    """
+INSERT INTO blocks (key_id, blk, n, vmin, vmax, smin, smax, first_v, last_v, nonfinite)
+VALUES (:k, :blk, :n, :lo, :hi, :a, :z, :fv, :lv, :nf)
+ON CONFLICT (key_id, blk) DO UPDATE SET n = blocks.n + excluded.n,
+  vmin = CASE WHEN blocks.vmin IS NULL OR excluded.vmin < blocks.vmin
+    THEN excluded.vmin ELSE blocks.vmin END,
+  vmax = CASE WHEN blocks.vmax IS NULL OR excluded.vmax > blocks.vmax
+    THEN excluded.vmax ELSE blocks.vmax END,
+  first_v = CASE WHEN excluded.smin < blocks.smin THEN excluded.first_v ELSE blocks.first_v END,
+  last_v = CASE WHEN excluded.smax > blocks.smax THEN excluded.last_v ELSE blocks.last_v END,
+  smin = CASE WHEN excluded.smin < blocks.smin THEN excluded.smin ELSE blocks.smin END,
+  smax = CASE WHEN excluded.smax > blocks.smax THEN excluded.smax ELSE blocks.smax END,
+  nonfinite = blocks.nonfinite + excluded.nonfinite
+"""
+)
+
+# PostgreSQL binary COPY rows of ``points``: 5 fields, each (length, big-endian value).
+_COPY_HEAD = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
+_ROW = struct.Struct(">hiiiqididih").pack
+_ROW_NULL = struct.Struct(">hiiiqidiih").pack
+
+
+def _copy_binary(ids: dict[str, int], cols: list[Column]) -> bytes:
+    parts = [_COPY_HEAD]
+    for c in cols:
+        k = ids[c.key]
+        if c.nfs is None:
+            parts.append(
+                b"".join(
+                    map(
+                        _ROW,
+                        repeat(5),
+                        repeat(4),
+                        repeat(k),
+                        repeat(8),
+                        c.steps,
+                        repeat(8),
+                        c.times,
+                        repeat(8),
+                        c.values,
+                        repeat(2),
+                        repeat(0),
+                    )
+                )
+            )
+            continue
+        for s, t, v, nf in zip(c.steps, c.times, c.values, c.nfs, strict=True):
+            if v is None:
+                parts.append(_ROW_NULL(5, 4, k, 8, s, 8, t, -1, 2, nf))
+            else:
+                parts.append(_ROW(5, 4, k, 8, s, 8, t, 8, v, 2, nf))
+    parts.append(b"\xff\xff")
+    return b"".join(parts)
 
 
 def hash_key(secret: str) -> str:
