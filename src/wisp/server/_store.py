@@ -18,7 +18,7 @@ import struct
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any
 
 from sqlalchemy import and_, case, func, select, text, update
@@ -386,9 +386,10 @@ class Store:
         """Insert the points; True when none of them replaced a stored point (nor each other)."""
 
         def rows() -> Iterator[tuple[Any, ...]]:
-            for c in cols:
-                nfs = repeat(0) if c.nfs is None else c.nfs
-                yield from zip(repeat(ids[c.key]), c.steps, c.times, c.values, nfs)
+            return chain.from_iterable(
+                zip(repeat(ids[c.key]), c.steps, c.times, c.values, c.nfs or repeat(0))
+                for c in cols
+            )
 
         raw: Any = conn.connection.driver_connection
         if not self.pg:
