@@ -360,13 +360,17 @@ class Store:
 
     def _merge_blocks(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> None:
         """Fold the record's own block aggregates into ``blocks`` (its points were all new)."""
-        params = [
-            {"k": ids[c.key], "blk": b, "n": n, "lo": lo, "hi": hi, "a": a, "z": z}
-            | {"fv": fv, "lv": lv, "nf": nf}
-            for c in cols
-            for b, n, lo, hi, a, z, fv, lv, nf in c.blocks or ()
-        ]
-        conn.execute(_MERGE_BLOCKS_SQL, params)
+        rows = [(ids[c.key], *b) for c in cols for b in c.blocks or ()]
+        raw: Any = conn.connection.driver_connection
+        if self.pg:  # one statement over arrays rather than a statement per block
+            with raw.cursor() as cur:
+                cur.execute(_MERGE_BLOCKS_PG, [list(col) for col in zip(*rows, strict=True)])
+            return
+        cur = raw.cursor()
+        try:
+            cur.executemany(_MERGE_BLOCKS_SQLITE, rows)
+        finally:
+            cur.close()
 
     def _update_blocks(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> None:
         """Recompute, from ``points``, the 64-step blocks that ``cols`` touched."""
@@ -545,10 +549,7 @@ ON CONFLICT (key_id, blk) DO UPDATE SET n = excluded.n, vmin = excluded.vmin,
 )
 
 
-_MERGE_BLOCKS_SQL = text(
-    """
-INSERT INTO blocks (key_id, blk, n, vmin, vmax, smin, smax, first_v, last_v, nonfinite)
-VALUES (:k, :blk, :n, :lo, :hi, :a, :z, :fv, :lv, :nf)
+_MERGE_BLOCKS_SET = """
 ON CONFLICT (key_id, blk) DO UPDATE SET n = blocks.n + excluded.n,
   vmin = CASE WHEN blocks.vmin IS NULL OR excluded.vmin < blocks.vmin
     THEN excluded.vmin ELSE blocks.vmin END,
@@ -560,6 +561,14 @@ ON CONFLICT (key_id, blk) DO UPDATE SET n = blocks.n + excluded.n,
   smax = CASE WHEN excluded.smax > blocks.smax THEN excluded.smax ELSE blocks.smax END,
   nonfinite = blocks.nonfinite + excluded.nonfinite
 """
+_BLOCK_COLS = "key_id, blk, n, vmin, vmax, smin, smax, first_v, last_v, nonfinite"
+_MERGE_BLOCKS_SQLITE = (
+    f"INSERT INTO blocks ({_BLOCK_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?) " + _MERGE_BLOCKS_SET
+)
+_MERGE_BLOCKS_PG = (
+    f"INSERT INTO blocks ({_BLOCK_COLS}) SELECT * FROM unnest(%s::int4[], %s::int8[], "
+    "%s::int4[], %s::float8[], %s::float8[], %s::int8[], %s::int8[], %s::float8[], "
+    "%s::float8[], %s::int4[]) " + _MERGE_BLOCKS_SET
 )
 
 # PostgreSQL binary COPY rows of ``points``: 5 fields, each (length, big-endian value).
