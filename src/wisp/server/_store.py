@@ -401,16 +401,19 @@ class Store:
         if not self.pg:
             import sqlite3
 
-            sql = "INTO points (key_id, step, time, value, nf) VALUES (?,?,?,?,?)"
             sp = conn.begin_nested()
             cur = raw.cursor()
             try:
-                cur.executemany("INSERT " + sql, rows())
+                _sqlite_insert_points(cur, list(chain.from_iterable(rows())))
                 sp.commit()
                 return True
             except sqlite3.IntegrityError:
                 sp.rollback()
-                cur.executemany("INSERT OR REPLACE " + sql, rows())
+                cur.executemany(
+                    "INSERT OR REPLACE INTO points (key_id, step, time, value, nf) "
+                    "VALUES (?,?,?,?,?)",
+                    rows(),
+                )
                 return False
             finally:
                 cur.close()
@@ -578,6 +581,29 @@ _COPY_HEAD = b"PGCOPY\n\xff\r\n\x00" + bytes(8)
 _ROW_STRUCT = struct.Struct(">hiiiqididih")  # step at byte 14, time at 26, value at 38
 _ROW, _ROW_SIZE = _ROW_STRUCT.pack, _ROW_STRUCT.size
 _ROW_NULL = struct.Struct(">hiiiqidiih").pack
+
+
+_MULTI_ROWS = 200  # rows per SQLite INSERT: far fewer statement steps (and GIL releases)
+
+
+def _values_sql(n: int) -> str:
+    return "INSERT INTO points (key_id, step, time, value, nf) VALUES " + ",".join(
+        ["(?,?,?,?,?)"] * n
+    )
+
+
+_MULTI_SQL = _values_sql(_MULTI_ROWS)
+
+
+def _sqlite_insert_points(cur: Any, flat: list[Any]) -> None:
+    """Plain INSERT of ``flat`` (5 values per row), ``_MULTI_ROWS`` rows per statement."""
+    n = len(flat) // 5
+    full = n - n % _MULTI_ROWS
+    step = 5 * _MULTI_ROWS
+    if full:
+        cur.executemany(_MULTI_SQL, [flat[i : i + step] for i in range(0, 5 * full, step)])
+    if n > full:
+        cur.execute(_values_sql(n - full), flat[5 * full :])
 
 
 def _be(code: str, xs: Sequence[Any]) -> bytes:
