@@ -117,6 +117,14 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
     sp.add_argument("-v", "--verbose", action="store_true", help="also say why runs are kept")
 
+    sp = add("import", "convert wandb or TensorBoard runs into wisp runs")
+    sp.add_argument("source", choices=("wandb", "tensorboard"))
+    sp.add_argument(
+        "paths", nargs="+", metavar="PATH", help="wandb run files/dirs, or TensorBoard logdirs"
+    )
+    sp.add_argument("--project", default=None, help="project of the imported runs (TensorBoard)")
+    dir_opt(sp)
+
     sp = add("doctor", "check this environment for common tracking problems")
     dir_opt(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output")
@@ -132,6 +140,7 @@ _COMMANDS = {
     "show": ("wisp.cli._runs", "cmd_show"),
     "export": ("wisp.cli._runs", "cmd_export"),
     "gc": ("wisp.cli._runs", "cmd_gc"),
+    "import": ("wisp.cli._import_cmd", "cmd_import"),
     "doctor": ("wisp.cli._doctor_cmd", "cmd_doctor"),
 }
 
