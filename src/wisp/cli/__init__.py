@@ -41,14 +41,14 @@ def _parser() -> argparse.ArgumentParser:
     sp = add("ui", "open the dashboard on the runs of a directory (local server)")
     dir_opt(sp)
     sp.add_argument("--host", default="127.0.0.1")
-    sp.add_argument("--port", type=int, default=None)
+    sp.add_argument("--port", type=int, default=8642, help="0 picks a free port (default 8642)")
     sp.add_argument(
         "--data",
         default=None,
         help="where the dashboard keeps its database and media "
         "(default: $WISP_DATA_DIR or ~/.local/share/wisp)",
     )
-    sp.add_argument("--no-browser", action="store_true", help="don't open a browser")
+    sp.add_argument("--open", action="store_true", help="also open the dashboard in a browser")
 
     sp = add("server", "run the wisp server, or manage its API keys (`wisp server keys`)")
     server_opts = argparse.ArgumentParser(add_help=False)
