@@ -159,9 +159,9 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("screenshots")
 
 
-def save_shot(page: Any, shots: Path, name: str) -> Path:
+def save_shot(page: Any, shots: Path, name: str, full_page: bool = False) -> Path:
     path = shots / f"{name}.png"
-    page.screenshot(path=str(path))
+    page.screenshot(path=str(path), full_page=full_page)
     if UPDATE_SHOTS:
         dest = ROOT / "docs" / "screenshots"
         dest.mkdir(parents=True, exist_ok=True)

@@ -88,7 +88,9 @@ def test_images_show_with_step_slider_and_gallery(media_dash: Any, page: Any, sh
     assert _images_loaded(page, f"{sec} img") == [12] * IMAGE_STEPS
     # a list of images logged under one key shows every item of the chosen step
     assert _images_loaded(page, '[data-media-key="pred/batch"] img') == [6, 6, 6]
-    save_shot(page, shots, "media")
+    page.locator(f'{sec} input[aria-label="gallery"]').uncheck()
+    _images_loaded(page, ".media img")
+    save_shot(page, shots, "media", full_page=True)
 
 
 def test_histogram_heatmap_draws_every_step(media_dash: Any, page: Any):
