@@ -570,12 +570,24 @@ class Uploader:
         with open(full, "rb") as f:
             data = f.read()
         digest = hashlib.sha256(data).hexdigest()
+        if digest not in self._known_media and full.endswith(".table.json"):
+            self._upload_table_images(data)
         if digest not in self._known_media:
             if not self.client.has_media(digest):
                 self.client.put_media(digest, data)
                 self.media_sent += 1
             self._known_media.add(digest)
         return digest
+
+    def _upload_table_images(self, data: bytes) -> None:
+        """Upload the images a table file refers to (the file itself is sent unchanged, so
+        readers find them by the sha256 in their ``media/<sha256>.png`` names)."""
+        try:
+            table = json.loads(data)
+        except ValueError:
+            return  # not a table we can read: send it as it is
+        if isinstance(table, dict):
+            self._upload_refs(table.get("data"))
 
 
 # -- online runs: the hooks called by init() and Run.finish() --------------------------------
