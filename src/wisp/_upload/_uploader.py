@@ -51,7 +51,7 @@ from wisp._runfile import (
     Record,
     RecordTail,
     RecordType,
-    decode_history,
+    history_json,
 )
 from wisp._upload._transport import ApiClient, Conflict
 from wisp.errors import FatalApiError, RetryableApiError, UsageError
@@ -519,10 +519,7 @@ class Uploader:
         for i, rec in enumerate(batch):
             payload = rec.payload
             if rec.type == RecordType.HISTORY:  # binary columns in the file, JSON on the wire
-                rows = decode_history(payload)
-                if b'"path"' in payload:
-                    self._upload_refs(rows)
-                payload = _dumps({"rows": rows}).encode("utf-8")
+                payload = history_json(payload, self._upload_refs if b'"path"' in payload else None)
             elif b'"path"' in payload:
                 payload = self._with_media(payload)
             parts.append(
