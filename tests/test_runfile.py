@@ -136,7 +136,7 @@ def test_history_json_is_the_json_of_the_decoded_rows() -> None:
         [
             [0, 1.5, {"loss": 0.25, "n": big, "ok": True, 'we"ird%s\\': 1e300}],
             [1, math.nan, {"loss": math.nan, "n": -big, "ok": False, 'we"ird%s\\': -0.0}],
-            [2, 3.5, {"other": "text, with \"quotes\" ] and %d", "none": None, "é": "ü"}],
+            [2, 3.5, {"other": 'text, with "quotes" ] and %d', "none": None, "é": "ü"}],
             [3, math.inf, {"loss": math.inf, "n": 2**70, "ok": True, 'we"ird%s\\': 5e-324}],
             [4, 5.5, {"h": {"_type": "histogram", "counts": [1, 2]}, "l": [1, math.nan]}],
             [5, 6.5, {"loss": -math.inf, "n": -1, "ok": None, 'we"ird%s\\': 1.0}],
@@ -162,5 +162,9 @@ def test_history_json_lets_the_caller_change_json_columns() -> None:
             v["sha256"] = "ab" * 32
 
     out = json.loads(rf.history_json(rf.encode_history(rows), add_hash))
-    assert out["rows"][0][2]["img"] == {"_type": "image", "path": "media/a.png", "sha256": "ab" * 32}
+    assert out["rows"][0][2]["img"] == {
+        "_type": "image",
+        "path": "media/a.png",
+        "sha256": "ab" * 32,
+    }
     assert out["rows"][0][2]["x"] == 1.0
