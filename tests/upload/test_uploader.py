@@ -144,6 +144,7 @@ def test_finish_stops_at_upload_timeout_and_sync_completes(
     assert time.monotonic() - t0 < 5
     err = capsys.readouterr().err
     assert "not uploaded" in err and f"wisp sync {run.dir}" in err
+    assert "upload_timeout=1s" in err
     srv.start()
     try:
         (res,) = wisp.sync([run.dir], server_url=srv.url, api_key=srv.key)
@@ -278,3 +279,40 @@ def test_history_goes_on_the_wire_as_its_rows_with_media_hashes(
         assert resp.read() == blob
     assert up.run(final=lambda: True)
     assert [v for _, v in server.points("handmade", "acc")] == [0.5, -0.0]
+
+
+EXIT_SCRIPT = """
+import sys, wisp
+wisp.init(project="exit", dir=sys.argv[1], settings={
+    "server_url": sys.argv[2], "api_key": "k", "init_timeout": 0.2,
+    "upload_timeout": 300.0, "exit_timeout": 1.5})
+for i in range(100):
+    wisp.log({"loss": i * 0.5})
+print("logged", flush=True)
+"""
+
+
+def test_a_run_finished_by_the_exit_hook_waits_exit_timeout_not_upload_timeout(
+    tmp_path: Path,
+) -> None:
+    """A run nobody finished stops waiting for an unreachable server after exit_timeout."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text(EXIT_SCRIPT)
+    unreachable = f"http://127.0.0.1:{free_port()}"
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path), unreachable],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    took = time.monotonic() - t0
+    assert proc.returncode == 0, proc.stderr
+    assert "logged" in proc.stdout
+    assert "exit_timeout=" in proc.stderr and "wisp sync" in proc.stderr, proc.stderr
+    assert took < 30, f"exit took {took:.1f}s: upload_timeout (300 s) was not bounded"
+    (run_dir,) = (tmp_path / "wisp").glob("run-*")
+    assert len(list(wisp.open_run(str(run_dir)).history())) == 100

@@ -618,8 +618,13 @@ def _human(n: float) -> str:
     return str(n)  # pragma: no cover
 
 
-def finish_upload(run: Any, timeout: float, *, stream: Any = None) -> None:
-    """Wait up to ``timeout`` s for the run's uploads; say what is left if time runs out."""
+def finish_upload(
+    run: Any, timeout: float, *, stream: Any = None, limit: str = "upload_timeout"
+) -> None:
+    """Wait up to ``timeout`` s for the run's uploads; say what is left if time runs out.
+
+    ``limit`` names the setting that set ``timeout``, for the message.
+    """
     up: Uploader | None = run._uploader
     if up is None or up.thread is None:
         return
@@ -657,9 +662,12 @@ def finish_upload(run: Any, timeout: float, *, stream: Any = None) -> None:
     if up.error is not None:
         why = f"the upload stopped: {type(up.error).__name__}: {up.error}"
     elif up.last_error is not None:
-        why = f"the server could not be reached in {timeout:g}s (last error: {up.last_error})"
+        why = (
+            f"the server could not be reached within {limit}={timeout:.3g}s "
+            f"(last error: {up.last_error})"
+        )
     else:
-        why = f"upload_timeout={timeout:g}s ran out"
+        why = f"{limit}={timeout:.3g}s ran out"
     out.write(
         f"wisp: run {run.id}: {_human(left)} of {run.path} not uploaded ({why}); it is safe "
         f"on disk, run `wisp sync {run.dir}` to finish uploading\n"
