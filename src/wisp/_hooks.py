@@ -234,6 +234,7 @@ def _finish_all(runs: list[Any], code: int, state: str) -> None:
     for run in runs:
         remaining = max(0.0, deadline - time.monotonic())
         run._settings = run._settings.replace(finish_timeout=remaining)
+        run._exit_deadline = deadline  # finish() waits for uploads only until then
         try:
             run.finish(code, state=state)
         except Exception as exc:  # noqa: BLE001 - exit must never hang or crash on us
