@@ -195,7 +195,7 @@ class Uploader:
         run_dir: str,
         client: ApiClient,
         *,
-        batch_bytes: int = 4 * 1024 * 1024,
+        batch_bytes: int = 1024 * 1024,  # ~110k points: seconds of server work at most
         compress: bool = True,
         poll_interval: float = 0.2,
         heartbeat_interval: float | None = None,
