@@ -2,8 +2,8 @@
 
 A two-layer MLP learns a noisy spiral on the CPU in a few seconds: no GPU, no
 downloads.  Three runs with different learning rates are logged to ``./wisp``
-(or ``--dir``), with scalars, and a weight histogram, sample images and a
-predictions table when this wisp has ``wisp.Histogram``/``Image``/``Table``.
+with scalars, a weight histogram over steps, images of the predictions (the decision
+surface and patches of it) and a table of validation predictions with inline images.
 
     python examples/train.py                 # three runs
     python examples/train.py --steps 2000 --runs 1 --sleep 0.01   # one slow, "live" run
@@ -22,32 +22,35 @@ import wisp
 
 def spiral(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Two interleaved spirals with noise: points (n, 2) and labels (n,)."""
-    t = rng.uniform(0.25, 3.5 * math.pi, n)
+    t = rng.uniform(0.25, 2.0 * math.pi, n)
     y = rng.integers(0, 2, n)
-    r = t / (3.5 * math.pi)
+    r = t / (2.0 * math.pi)
     ang = t + np.pi * y
     x = np.stack([r * np.cos(ang), r * np.sin(ang)], axis=1) + rng.normal(0, 0.03, (n, 2))
     return x.astype(np.float64), y.astype(np.float64)
 
 
 def media_values(
-    step: int, w1: np.ndarray, grid_pred: np.ndarray, xs: np.ndarray, probs: np.ndarray
+    w1: np.ndarray, grid_pred: np.ndarray, xs: np.ndarray, ys: np.ndarray, probs: np.ndarray
 ) -> dict[str, Any]:
-    """Histogram of weights, an image of the decision surface, a table of predictions."""
-    out: dict[str, Any] = {}
-    histogram = getattr(wisp, "Histogram", None) if hasattr(wisp, "Histogram") else None
-    image = getattr(wisp, "Image", None) if hasattr(wisp, "Image") else None
-    table = getattr(wisp, "Table", None) if hasattr(wisp, "Table") else None
-    if histogram is not None:
-        out["weights/w1"] = histogram(w1.ravel())
-    if image is not None:
-        pixels = (np.clip(grid_pred, 0, 1) * 255).astype(np.uint8)
-        out["predictions/surface"] = image(np.stack([pixels, 64 + pixels // 2, 255 - pixels], -1))
-    if table is not None:
-        pairs = zip(xs[:50], probs[:50], strict=True)
-        rows = [[float(x[0]), float(x[1]), float(p)] for x, p in pairs]
-        out["predictions/table"] = table(columns=["x0", "x1", "p"], data=rows)
-    return out
+    """A weight histogram, images of the predictions and a table of predictions."""
+    # the decision surface as an RGB image (blue = class 0, red = class 1)
+    pixels = (np.clip(grid_pred, 0, 1) * 255).astype(np.uint8)
+    surface = np.stack([pixels, 64 + pixels // 2, 255 - pixels], -1)
+    # one small patch of that surface around each of a few validation points
+    cells = np.clip(((xs[:12] + 1) / 2 * 31).round().astype(int), 0, 31)
+    padded = np.pad(surface, ((4, 4), (4, 4), (0, 0)), mode="edge")
+    patches = [padded[r : r + 8, c : c + 8] for c, r in cells]
+    table = wisp.Table(columns=["x0", "x1", "label", "p", "correct", "surface"])
+    for (x0, x1), label, p, patch in zip(xs[:12], ys[:12], probs[:12], patches, strict=True):
+        correct = bool((p > 0.5) == (label > 0.5))
+        table.add_data(float(x0), float(x1), int(label), float(p), correct, wisp.Image(patch))
+    return {
+        "weights/w1": wisp.Histogram(w1.ravel(), num_bins=48),
+        "predictions/surface": wisp.Image(surface, caption="decision surface"),
+        "predictions/patches": [wisp.Image(pt) for pt in patches[:4]],
+        "predictions/table": table,
+    }
 
 
 def train(lr: float, hidden: int, steps: int, seed: int, sleep: float, project: str) -> None:
@@ -98,7 +101,9 @@ def train(lr: float, hidden: int, steps: int, seed: int, sleep: float, project: 
             row["val/acc"] = float(np.mean((pv > 0.5) == (yv > 0.5)))
             row["epoch"] = step // 100
             gp = 1 / (1 + np.exp(-(np.tanh(grid @ w1 + b1) @ w2 + b2)))[:, 0].reshape(32, 32)
-            row.update(media_values(step, w1, gp, xv, pv))
+            row.update(media_values(w1, gp, xv, yv, pv))
+            if step % 500 == 499:
+                print(f"{run.name} step {step + 1}: val/acc {row['val/acc']:.3f}", flush=True)
         wisp.log(row, step=step)
         if sleep:
             import time

@@ -51,3 +51,27 @@ def test_public_names_resolve_lazily() -> None:
         if name in ("config", "summary"):
             continue
         assert hasattr(wisp, name), name
+
+
+def test_a_whole_offline_run_stays_off_heavy_modules(tmp_path: Path) -> None:
+    """init() + log() + finish() in offline mode never imports typing, logging, shutil, numpy or the server."""
+    code = (
+        "import sys, wisp\n"
+        "r = wisp.init(project='p')\n"
+        "wisp.log({'x': 1.0})\n"
+        "r.finish()\n"
+        "heavy = {'typing', 'logging', 'shutil', 'numpy', 'wisp.server', 'wisp._upload', 'http.client'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WISP_")}
+    env["WISP_CONFIG"] = str(tmp_path / "none.json")
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert out.stdout.strip() == "[]", out.stdout

@@ -24,7 +24,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+
+TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 __all__ = ["ConsoleCapture", "StreamProxy"]
 

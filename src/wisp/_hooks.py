@@ -23,7 +23,6 @@ import.  Everything here must stay cheap and must never hang the process:
 from __future__ import annotations
 
 import atexit
-import logging
 import os
 import signal
 import sys
@@ -31,13 +30,16 @@ import threading
 import time
 import warnings
 from types import FrameType
-from typing import Any
 
+from wisp._logging import logger
 from wisp.errors import RunStateError, WispWarning
+
+TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["install", "process_state", "warn_once"]
 
-log = logging.getLogger("wisp")
 
 _installed = False
 _previous_excepthook: Any = None
@@ -63,7 +65,7 @@ def warn_once(message: str, stacklevel: int = 3) -> None:
         warnings.warn(message, WispWarning, stacklevel=stacklevel)
     except WispWarning:
         # warnings are errors here (pytest, -W error): a no-op must stay a no-op
-        log.warning("%s", message)
+        logger().warning("%s", message)
 
 
 def log_without_run() -> None:
@@ -232,6 +234,7 @@ def _finish_all(runs: list[Any], code: int, state: str) -> None:
     for run in runs:
         remaining = max(0.0, deadline - time.monotonic())
         run._settings = run._settings.replace(finish_timeout=remaining)
+        run._exit_deadline = deadline  # finish() waits for uploads only until then
         try:
             run.finish(code, state=state)
         except Exception as exc:  # noqa: BLE001 - exit must never hang or crash on us

@@ -241,6 +241,7 @@ class Run:
         self._qsize = settings.queue_size
         self._live = False
         self._uploader: Any = None  # online mode: the Uploader, set by init()
+        self._exit_deadline: float | None = None  # set by the exit hook: bounds finish()
         self.created_at = get_time()
         if config:
             self.config.update(config)
@@ -475,7 +476,12 @@ class Run:
         if self._uploader is not None:
             from wisp._upload._uploader import finish_upload
 
-            finish_upload(self, self._settings.upload_timeout)
+            wait, why = self._settings.upload_timeout, "upload_timeout"
+            if self._exit_deadline is not None:  # the exit hook: all runs in one exit_timeout
+                left = max(0.0, self._exit_deadline - time.monotonic())
+                if left < wait:
+                    wait, why = left, "exit_timeout"
+            finish_upload(self, wait, limit=why)
         if not done:
             raise WriterError(
                 f"run {self.id}: the writer did not finish within "

@@ -48,7 +48,9 @@ import sys
 import zlib
 from array import array
 from collections import namedtuple
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from itertools import chain
+from math import isfinite
 
 from wisp.errors import CorruptRunFileError
 
@@ -64,6 +66,7 @@ __all__ = [
     "decode_payload",
     "encode_history",
     "encode_record",
+    "history_json",
     "iter_records",
     "scan",
 ]
@@ -365,6 +368,79 @@ def decode_history(payload: bytes) -> list[list[Any]]:
                 ordered[i] = row
         out.extend(ordered)
     return out
+
+
+def _wire_column(payload: bytes, pos: int, code: str, n: int) -> tuple[list[Any], str, int]:
+    """One column's values and the %-format spec that writes each as JSON text."""
+    if code == "j":
+        (length,) = _U32.unpack_from(payload, pos)
+        end = pos + 4 + length
+        if end > len(payload):
+            raise ValueError("history payload is shorter than its header says")
+        return json.loads(payload[pos + 4 : end]), "j", end
+    col, end = _take(payload, pos, code, n)
+    if code == "q":
+        return col, "%d", end
+    if isfinite(sum(col)):  # cheap all-finite test (an overflowing sum just takes the safe path)
+        return col, "%r", end  # float repr is JSON's text for a finite float
+    # NaN/Infinity tokens as json writes them; numbers never contain a comma
+    return _json_dumps(col)[1:-1].split(","), "%s", end
+
+
+def history_json(
+    payload: bytes, on_json_column: Callable[[list[Any]], object] | None = None
+) -> bytes:
+    """One HISTORY payload as the JSON ``{"rows": [[step, ts, {k: v}], ...]}`` (UTF-8).
+
+    Byte for byte ``json.dumps({"rows": decode_history(payload)}, allow_nan=True,
+    separators=(",", ":"), ensure_ascii=False)``, but written from whole columns by
+    one %-format per block instead of building a Python object per value.
+    ``on_json_column`` sees each decoded "j" column (strings, typed values, mixed
+    types) before it is written and may change its values in place (the uploader
+    adds ``sha256`` to media references).
+    """
+    (hlen,) = _U32.unpack_from(payload, 0)
+    header = json.loads(payload[4 : 4 + hlen])
+    pos = 4 + hlen
+    parts: list[str] = []
+    placed: list[tuple[list[int], list[str]]] = []
+    for block in header["blocks"]:
+        n = block["rows"]
+        index: list[int] = []
+        if block["index"]:
+            index, pos = _take(payload, pos, "I", n)
+        steps, pos = _take(payload, pos, "q", n)
+        stamps, spec, pos = _wire_column(payload, pos, "d", n)
+        columns: list[list[Any]] = [steps, stamps]
+        fmt = ["[%d,", spec, ",{"]
+        for i, (key, code) in enumerate(zip(block["keys"], block["cols"], strict=True)):
+            col, spec, pos = _wire_column(payload, pos, code, n)
+            if spec == "j":
+                if len(col) != n:
+                    raise ValueError("history column length does not match its block")
+                if on_json_column is not None:
+                    on_json_column(col)
+                col, spec = list(map(_json_dumps, col)), "%s"
+            columns.append(col)
+            name = _json_dumps(key).replace("%", "%%")
+            fmt.append(f"{name}:{spec}" if i == 0 else f",{name}:{spec}")
+        fmt.append("}]")
+        if not n:
+            continue
+        row = "".join(fmt)
+        if block["index"]:  # rows of several blocks interleave: place each row by its index
+            placed.append((index, list(map(row.__mod__, zip(*columns, strict=True)))))
+        else:
+            parts.append(
+                ",".join([row] * n) % tuple(chain.from_iterable(zip(*columns, strict=True)))
+            )
+    if placed:
+        ordered = [""] * sum(len(t) for _, t in placed)
+        for index, texts in placed:
+            for i, text in zip(index, texts, strict=True):
+                ordered[i] = text
+        parts.extend(ordered)
+    return ('{"rows":[' + ",".join(parts) + "]}").encode("utf-8")
 
 
 def decode_payload(rtype: int, payload: bytes) -> Any:

@@ -163,8 +163,6 @@ def ui(
         importer.poll()
         if ready is not None:
             ready(url)
-        else:
-            print(f"wisp dashboard: {url}", flush=True)
         if open_browser:
             import webbrowser
 
@@ -185,7 +183,7 @@ def main() -> None:  # pragma: no cover - thin CLI for `make demo`
     ap.add_argument("--port", type=int, default=int(os.environ.get("WISP_UI_PORT", "8642")))
     ap.add_argument("--dir", default=None)
     ns = ap.parse_args()
-    ui(port=ns.port, dir=ns.dir)
+    ui(port=ns.port, dir=ns.dir, ready=lambda url: print(f"wisp dashboard: {url}", flush=True))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,7 +17,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["config_path", "read_config", "write_config"]
 

@@ -31,6 +31,8 @@ STATIC = ROOT / "src" / "wisp" / "server" / "static" / "index.html"
 SPIKE_STEP = 777
 SPIKE = 1000.0
 STEPS = 20_000
+# read once at import: the autouse fixture in tests/conftest.py clears WISP_* for each test
+UPDATE_SHOTS = bool(os.environ.get("WISP_UPDATE_SCREENSHOTS"))
 
 
 def _missing(what: str) -> None:
@@ -157,10 +159,10 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("screenshots")
 
 
-def save_shot(page: Any, shots: Path, name: str) -> Path:
+def save_shot(page: Any, shots: Path, name: str, full_page: bool = False) -> Path:
     path = shots / f"{name}.png"
-    page.screenshot(path=str(path))
-    if os.environ.get("WISP_UPDATE_SCREENSHOTS"):
+    page.screenshot(path=str(path), full_page=full_page)
+    if UPDATE_SHOTS:
         dest = ROOT / "docs" / "screenshots"
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, dest / path.name)

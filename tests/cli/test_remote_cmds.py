@@ -147,3 +147,38 @@ def test_sync_without_paths_is_usage_error(tmp_path: Path) -> None:
     """sync with neither paths nor --all is a usage error with a hint."""
     res = wisp_cli("sync", cwd=tmp_path)
     assert res.returncode == 2 and "hint: give run directories" in res.stderr
+
+
+def test_ui_serves_local_runs_and_prints_its_url(tmp_path: Path) -> None:
+    """`wisp ui` prints its loopback URL, opens no browser, and serves the runs of --dir."""
+    _need_server()
+    make_run(tmp_path, "run.log({'loss': 0.5})", name="ui-run")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WISP_")}
+    env.update(WISP_CONFIG=str(tmp_path / "cfg.json"), BROWSER="false")
+    cmd = [sys.executable, "-m", "wisp.cli", "ui", "--port", "0", "--dir", str(tmp_path)]
+    proc = subprocess.Popen(
+        [*cmd, "--data", str(tmp_path / "data")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("wisp dashboard: http://127.0.0.1:"), line
+        url = line.split()[2]
+        deadline = time.monotonic() + 30
+        names: list[str] = []
+        while time.monotonic() < deadline and "ui-run" not in names:
+            with urllib.request.urlopen(f"{url}/api/v1/projects/proj/runs", timeout=5) as r:
+                names = [run["name"] for run in json.load(r)["runs"]]
+            time.sleep(0.2)
+        assert "ui-run" in names
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        proc.stderr.close()

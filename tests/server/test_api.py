@@ -255,3 +255,35 @@ def test_projects_and_history_keys(api: Api) -> None:
     text = api.get("/api/v1/runs/a/history", params={"format": "csv", "keys": "y,s"}).text
     assert text.splitlines() == ["_step,_timestamp,s,y", "0,1.0,t,2.0"]
     assert api.get("/api/v1/runs/zz/history").status_code == 404
+
+
+def test_run_file_console_lines_are_accepted(api: Api) -> None:
+    """Console records in the run file's [ts, stream, text] form are stored as lines."""
+    _run(api)
+    rec = {"type": 7, "data": {"lines": [[1.0, "stdout", "hello"], [2.0, "stderr", "oops"]]}}
+    assert _post(api, [rec]).status_code == 200
+    lines = api.get("/api/v1/runs/r1/console").json()["lines"]
+    assert [(x["ts"], x["stream"], x["text"]) for x in lines] == [
+        (1.0, "stdout", "hello"),
+        (2.0, "stderr", "oops"),
+    ]
+    bad = {"type": 7, "data": {"lines": [[1.0, "stdout"]]}}
+    r = _post(api, [bad], first=1)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "records[0].data.lines[0]"
+
+
+def test_system_samples_become_time_series(api: Api) -> None:
+    """System samples are stored as points of their system/* keys, charted by time."""
+    _run(api)
+    recs = [
+        {"type": 8, "data": {"ts": 1000.0 + i, "values": {"system/cpu_percent": 10.0 * i}}}
+        for i in range(3)
+    ]
+    assert _post(api, recs).status_code == 200
+    assert "system/cpu_percent" in api.get("/api/v1/runs/r1").json()["metric_keys"]
+    params = {"runs": "r1", "keys": "system/cpu_percent", "x": "time"}
+    s = api.get("/api/v1/series", params=params).json()["series"][0]
+    assert (s["x"], s["y"]) == ([1000.0, 1001.0, 1002.0], [0.0, 10.0, 20.0])
+    bad = {"type": 8, "data": {"ts": "soon", "values": {"system/cpu_percent": 1.0}}}
+    r = _post(api, [bad], first=3)
+    assert r.status_code == 422 and r.json()["error"]["field"] == "records[0].data.ts"

@@ -170,3 +170,29 @@ def test_media_uploaded_by_hash_once(server: ServerProcess, tmp_path: Path, no_r
 
     with urllib.request.urlopen(f"{server.url}/api/v1/media/{sha}", timeout=10) as resp:
         assert resp.read() == blob
+
+
+def test_table_images_are_uploaded_with_the_table(
+    server: ServerProcess, tmp_path: Path, no_run: None
+) -> None:
+    """The images inside a logged wisp.Table reach the server, fetchable by their file's sha256."""
+    import json
+    import urllib.request
+
+    import numpy as np
+
+    run = wisp.init(project="media", dir=str(tmp_path), mode="offline")
+    table = wisp.Table(columns=["id", "image"])
+    for i in range(3):
+        table.add_data(i, wisp.Image(np.full((2, 3), i * 40, dtype=np.uint8)))
+    wisp.log({"preds": table})
+    run.finish()
+    (res,) = wisp.sync([run.dir], server_url=server.url, api_key=server.key)
+    assert res.media == 4  # the table file and its three images
+    doc = json.loads(
+        (Path(run.dir) / next(wisp.open_run(run.dir).history())["preds"]["path"]).read_text()
+    )
+    for _, cell in doc["data"]:
+        sha = Path(cell["path"]).name.split(".")[0]
+        with urllib.request.urlopen(f"{server.url}/api/v1/media/{sha}", timeout=10) as resp:
+            assert resp.read() == (Path(run.dir) / cell["path"]).read_bytes()

@@ -12,7 +12,7 @@ import pytest
 from _sync_helpers import FlakyProxy, ServerProcess, free_port, latencies_ok, need_server_package
 
 import wisp
-from wisp._runfile import HEADER, RecordType, encode_history, encode_record
+from wisp._runfile import HEADER, RecordType, encode_history, encode_record, iter_records
 from wisp._upload._transport import ApiClient
 from wisp._upload._uploader import Cursor, Uploader
 from wisp.errors import FatalApiError
@@ -144,6 +144,7 @@ def test_finish_stops_at_upload_timeout_and_sync_completes(
     assert time.monotonic() - t0 < 5
     err = capsys.readouterr().err
     assert "not uploaded" in err and f"wisp sync {run.dir}" in err
+    assert "upload_timeout=1s" in err
     srv.start()
     try:
         (res,) = wisp.sync([run.dir], server_url=srv.url, api_key=srv.key)
@@ -239,3 +240,79 @@ def test_413_halves_the_batch(server: ServerProcess, tmp_path: Path) -> None:
         assert up.run(final=lambda: True)
     assert up.batch_bytes < 1 << 20
     assert server.points("handmade", "loss") == [(i, float(i)) for i in range(200)]
+
+
+def test_history_goes_on_the_wire_as_its_rows_with_media_hashes(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    """A history record's wire JSON is exactly its decoded rows, media refs uploaded and hashed."""
+    import hashlib
+    import math
+    import urllib.request
+
+    big = 2**53 + 1
+    rows: list[Any] = [
+        [0, 1.0e9, {"loss": math.nan, "n": big, "img": {"_type": "image", "path": "media/a.png"}}],
+        [1, 1.0e9 + 1, {"loss": math.inf, "acc": 0.5}],
+        [2, 1.0e9 + 2, {"loss": -math.inf, "n": 2**70, "img": {"_type": "image", "path": "x/.."}}],
+        [3, 1.0e9 + 3, {"loss": 0.1, "acc": -0.0}],
+        [4, 1.0e9 + 4, {"loss": 1.0, "n": -big, "img": {"_type": "image", "path": "media/a.png"}}],
+    ]
+    run_dir = _hand_made_run(tmp_path, rows)
+    blob = os.urandom(3000)
+    (run_dir / "media").mkdir()
+    (run_dir / "media" / "a.png").write_bytes(blob)
+    sha = hashlib.sha256(blob).hexdigest()
+    up = Uploader(str(run_dir), ApiClient(server.url, server.key), compress=False)
+    records = list(iter_records(str(run_dir / "run.wisp")))
+    assert [r.type for r in records] == [RecordType.RUN, RecordType.HISTORY]
+    body = up._encode("w1", 0, records)
+    assert up.media_sent == 1
+    # what the slow path sent: every row decoded, media refs inside the run dir given a sha256
+    want = json.loads(json.dumps({"rows": rows}))
+    want["rows"][0][2]["img"]["sha256"] = sha
+    want["rows"][4][2]["img"]["sha256"] = sha
+    got = json.loads(body)
+    assert (got["writer_id"], got["first_seq"]) == ("w1", 0)
+    assert repr(got["records"][1]) == repr({"type": RecordType.HISTORY, "data": want})
+    with urllib.request.urlopen(f"{server.url}/api/v1/media/{sha}", timeout=10) as resp:
+        assert resp.read() == blob
+    assert up.run(final=lambda: True)
+    assert [v for _, v in server.points("handmade", "acc")] == [0.5, -0.0]
+
+
+EXIT_SCRIPT = """
+import sys, wisp
+wisp.init(project="exit", dir=sys.argv[1], settings={
+    "server_url": sys.argv[2], "api_key": "k", "init_timeout": 0.2,
+    "upload_timeout": 300.0, "exit_timeout": 1.5})
+for i in range(100):
+    wisp.log({"loss": i * 0.5})
+print("logged", flush=True)
+"""
+
+
+def test_a_run_finished_by_the_exit_hook_waits_exit_timeout_not_upload_timeout(
+    tmp_path: Path,
+) -> None:
+    """A run nobody finished stops waiting for an unreachable server after exit_timeout."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text(EXIT_SCRIPT)
+    unreachable = f"http://127.0.0.1:{free_port()}"
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path), unreachable],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    took = time.monotonic() - t0
+    assert proc.returncode == 0, proc.stderr
+    assert "logged" in proc.stdout
+    assert "exit_timeout=" in proc.stderr and "wisp sync" in proc.stderr, proc.stderr
+    assert took < 30, f"exit took {took:.1f}s: upload_timeout (300 s) was not bounded"
+    (run_dir,) = (tmp_path / "wisp").glob("run-*")
+    assert len(list(wisp.open_run(str(run_dir)).history())) == 100

@@ -58,6 +58,7 @@ export interface MediaItem {
 }
 
 export interface ConsoleLine {
+  id: number;
   ts: number;
   stream: string;
   text: string;

@@ -1,12 +1,28 @@
 // Media views: images with a step slider and gallery, histograms over steps as a heat-map,
 // tables with paging, sort and inline images.
-import { api, getJSON, type MediaItem } from "./api";
+import { api, apiKey, type MediaItem } from "./api";
 import { cssVar, fmtNum, h } from "./util";
 
-function src(item: MediaItem): string | null {
-  if (item.sha256) return api.mediaUrl(item.sha256);
-  if (typeof item.path === "string") return item.path.startsWith("/") ? item.path : `/api/v1/${item.path}`;
+/** The server URL of a media file: by its sha256 (added on upload), else by the sha256 that
+ * names the file in the run directory (`media/<sha256>.png`, as table cells refer to images). */
+export function mediaSrc(item: { sha256?: unknown; path?: unknown }): string | null {
+  if (typeof item.sha256 === "string") return api.mediaUrl(item.sha256);
+  if (typeof item.path === "string") {
+    const m = /([0-9a-f]{64})(\.[A-Za-z0-9.]+)?$/.exec(item.path);
+    if (m) return api.mediaUrl(m[1]);
+  }
   return null;
+}
+
+/** One `image` per entry: an `images` value (a list of images) is spread into its items. */
+function flattenImages(list: MediaItem[]): MediaItem[] {
+  const out: MediaItem[] = [];
+  for (const it of list) {
+    if (it.type === "images" && Array.isArray(it.items)) {
+      (it.items as Record<string, unknown>[]).forEach((sub, i) => out.push({ ...sub, key: it.key, step: it.step, type: "image", index: i } as MediaItem));
+    } else out.push(it);
+  }
+  return out;
 }
 
 export function mediaPanel(runId: string): { el: HTMLElement; refresh: () => Promise<void> } {
@@ -49,25 +65,32 @@ export function mediaPanel(runId: string): { el: HTMLElement; refresh: () => Pro
   return { el, refresh };
 }
 
-function imageView(list: MediaItem[]): HTMLElement {
+function imageView(all: MediaItem[]): HTMLElement {
+  const list = flattenImages(all);
   const steps = [...new Set(list.map((i) => i.step))];
   const img = h("div", { class: "images" });
-  const label = h("span", { class: "muted" });
+  const label = h("span", { class: "muted step-label" });
   const slider = h("input", { type: "range", min: 0, max: steps.length - 1, value: steps.length - 1, "aria-label": "image step", class: "step-slider" });
   const gallery = h("input", { type: "checkbox", "aria-label": "gallery" });
-  const show = () => {
-    const items = gallery.checked ? list : list.filter((i) => i.step === steps[Number(slider.value)]);
-    label.textContent = gallery.checked ? `all ${list.length}` : `step ${steps[Number(slider.value)]}`;
-    img.replaceChildren(
-      ...items.map((it) =>
-        h(
-          "figure",
-          {},
-          h("img", { src: src(it) ?? "", alt: String(it.caption ?? `${it.key} step ${it.step}`), loading: "lazy", width: (it.width as number) || null, height: (it.height as number) || null }),
-          h("figcaption", { class: "small muted" }, `${it.caption ? `${String(it.caption)} · ` : ""}step ${it.step}`),
-        ),
-      ),
+  const figure = (it: MediaItem) => {
+    const w = Number(it.width) || 0;
+    const hh = Number(it.height) || 0;
+    // small images (e.g. 8x8 predictions) are scaled up, pixelated, to at least 96 px
+    const scale = w && hh ? Math.max(1, Math.min(16, Math.floor(96 / Math.max(w, hh)))) : 1;
+    return h(
+      "figure",
+      { "data-step": it.step },
+      h("img", { src: mediaSrc(it) ?? "", alt: String(it.caption ?? `${it.key} step ${it.step}`), width: w * scale || null, height: hh * scale || null, class: "media-img" }),
+      h("figcaption", { class: "small muted" }, `${it.caption ? `${String(it.caption)} · ` : ""}step ${it.step}`),
     );
+  };
+  const show = () => {
+    const step = steps[Number(slider.value)];
+    const items = gallery.checked ? list : list.filter((i) => i.step === step);
+    slider.disabled = gallery.checked;
+    label.textContent = gallery.checked ? `all ${list.length} images` : `step ${step} (${Number(slider.value) + 1}/${steps.length})`;
+    img.className = gallery.checked ? "images gallery" : "images";
+    img.replaceChildren(...items.map(figure));
   };
   slider.addEventListener("input", show);
   gallery.addEventListener("change", show);
@@ -122,6 +145,7 @@ function histogramView(list: MediaItem[]): HTMLElement {
   });
   info.textContent = `steps ${data[0].step}–${data[data.length - 1].step} · values ${fmtNum(lo)} … ${fmtNum(hi)}`;
   canvas.dataset.columns = String(data.length);
+  canvas.dataset.drawn = "1";
   return h("div", {}, canvas, info);
 }
 
@@ -136,12 +160,13 @@ function tableView(list: MediaItem[]): HTMLElement {
     const it = list[Number(slider.value)];
     stepLabel.textContent = `step ${steps[Number(slider.value)]}`;
     let columns = it.columns as string[] | undefined;
-    let data = (it.data ?? it.rows) as Cell[][] | undefined;
-    if ((!columns || !data) && it.sha256) {
+    let data = Array.isArray(it.data) ? (it.data as Cell[][]) : undefined; // `rows` is a count
+    const url = mediaSrc(it);
+    if (!data && url) {
       try {
-        const t = await getJSON<{ columns: string[]; data?: Cell[][]; rows?: Cell[][] }>(api.mediaUrl(it.sha256));
+        const t = await fetchTable(url);
         columns = t.columns;
-        data = t.data ?? t.rows;
+        data = t.data;
       } catch (e) {
         wrap.replaceChildren(h("p", { class: "error" }, `table: ${(e as Error).message}`));
         return;
@@ -154,6 +179,20 @@ function tableView(list: MediaItem[]): HTMLElement {
   return h("div", {}, list.length > 1 ? h("div", { class: "toolbar" }, slider, stepLabel) : "", wrap);
 }
 
+/** A `wisp.table` file; its numbers may be the NaN / Infinity tokens Python's json writes. */
+async function fetchTable(url: string): Promise<{ columns: string[]; data?: Cell[][] }> {
+  const res = await fetch(url, { headers: apiKey() ? { Authorization: `Bearer ${apiKey()}` } : {} });
+  if (!res.ok) throw new Error(`${res.status} ${res.statusText}`);
+  const text = await res.text();
+  try {
+    return JSON.parse(text) as { columns: string[]; data?: Cell[][] };
+  } catch {
+    // replace the tokens outside strings: split on string literals, patch the rest
+    const fixed = text.replace(/("(?:[^"\\]|\\.)*")|-?Infinity|NaN/g, (m, str: string | undefined) => (str ? str : m === "NaN" ? '"NaN"' : `"${m}"`));
+    return JSON.parse(fixed) as { columns: string[]; data?: Cell[][] };
+  }
+}
+
 function pagedTable(columns: string[], data: Cell[][]): HTMLElement {
   const PAGE = 20;
   let page = 0;
@@ -164,7 +203,8 @@ function pagedTable(columns: string[], data: Cell[][]): HTMLElement {
   const renderCell = (v: Cell): Node => {
     if (v && typeof v === "object" && "_type" in (v as object)) {
       const o = v as MediaItem;
-      if ((o._type === "image" || o.type === "image") && o.sha256) return h("img", { src: api.mediaUrl(o.sha256), class: "thumb", alt: "image" });
+      const url = o._type === "image" ? mediaSrc(o) : null;
+      if (url) return h("img", { src: url, class: "thumb", alt: String(o.caption ?? "image") });
     }
     return document.createTextNode(fmtNum(v));
   };
@@ -201,7 +241,7 @@ function pagedTable(columns: string[], data: Cell[][]): HTMLElement {
     );
   };
   render();
-  return h("div", {}, table, pager);
+  return h("div", { class: "paged", "data-total": data.length }, table, pager);
 }
 
 export function consolePanel(runId: string): { el: HTMLElement; refresh: () => Promise<void> } {
@@ -214,7 +254,7 @@ export function consolePanel(runId: string): { el: HTMLElement; refresh: () => P
       const res = await api.console(runId, after);
       if (res.lines.length) {
         any = true;
-        after = res.lines[res.lines.length - 1].ts;
+        after = res.lines[res.lines.length - 1].id;
         const stick = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
         for (const l of res.lines) pre.append(h("span", { class: l.stream === "stderr" ? "err" : "" }, l.text.endsWith("\n") ? l.text : `${l.text}\n`));
         if (stick) pre.scrollTop = pre.scrollHeight;

@@ -1,5 +1,6 @@
 // Projects list, run page and compare view.
 import { api, type RunDetail } from "./api";
+import type { ViewOpts } from "./chart";
 import { ChartGrid, stepMetricLookup, viewToolbar } from "./grid";
 import { consolePanel, mediaPanel } from "./media";
 import { href, patchParams, type Route } from "./router";
@@ -77,6 +78,11 @@ function overview(run: RunDetail): HTMLElement {
   );
 }
 
+/** System samples have no training step: they are plotted against time since the start. */
+function sysView(v: ViewOpts): ViewOpts {
+  return v.x === "time" || v.x === "relative" ? v : { ...v, x: "relative" };
+}
+
 const TABS = ["charts", "overview", "system", "media", "console"] as const;
 
 export function runPage(app: HTMLElement, route: Route, runId: string): Dispose {
@@ -94,14 +100,14 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
       let tab = (TABS as readonly string[]).includes(route.params.get("tab") ?? "") ? route.params.get("tab")! : "charts";
       const { el: tools, view } = viewToolbar(route.params, stepMetrics, (v) => {
         grid.setView(v);
-        sys.setView(v);
+        sys.setView(sysView(v));
       });
       const isSys = (k: string) => k.startsWith("system/");
       const hidden = new Set(run.metrics.filter((m) => m.hidden).map((m) => m.name));
       const keysOf = (r: RunDetail) => r.metric_keys.filter((k) => !hidden.has(k) && !k.startsWith("_"));
       const stepMetric = stepMetricLookup(run.metrics);
       const grid = new ChartGrid(chartRuns, view, { emptyText: "No metrics logged (yet).", stepMetric });
-      const sys = new ChartGrid(chartRuns, view, { emptyText: "No system metrics." });
+      const sys = new ChartGrid(chartRuns, sysView(view), { emptyText: "No system metrics." });
       grid.setKeys(keysOf(run).filter((k) => !isSys(k)));
       sys.setKeys(keysOf(run).filter(isSys));
       cleanups.push(() => grid.destroy(), () => sys.destroy());

@@ -51,7 +51,7 @@ from wisp._runfile import (
     Record,
     RecordTail,
     RecordType,
-    decode_history,
+    history_json,
 )
 from wisp._upload._transport import ApiClient, Conflict
 from wisp.errors import FatalApiError, RetryableApiError, UsageError
@@ -195,7 +195,7 @@ class Uploader:
         run_dir: str,
         client: ApiClient,
         *,
-        batch_bytes: int = 4 * 1024 * 1024,
+        batch_bytes: int = 1024 * 1024,  # ~110k points: seconds of server work at most
         compress: bool = True,
         poll_interval: float = 0.2,
         heartbeat_interval: float | None = None,
@@ -519,10 +519,7 @@ class Uploader:
         for i, rec in enumerate(batch):
             payload = rec.payload
             if rec.type == RecordType.HISTORY:  # binary columns in the file, JSON on the wire
-                rows = decode_history(payload)
-                if b'"path"' in payload:
-                    self._upload_refs(rows)
-                payload = _dumps({"rows": rows}).encode("utf-8")
+                payload = history_json(payload, self._upload_refs if b'"path"' in payload else None)
             elif b'"path"' in payload:
                 payload = self._with_media(payload)
             parts.append(
@@ -570,12 +567,24 @@ class Uploader:
         with open(full, "rb") as f:
             data = f.read()
         digest = hashlib.sha256(data).hexdigest()
+        if digest not in self._known_media and full.endswith(".table.json"):
+            self._upload_table_images(data)
         if digest not in self._known_media:
             if not self.client.has_media(digest):
                 self.client.put_media(digest, data)
                 self.media_sent += 1
             self._known_media.add(digest)
         return digest
+
+    def _upload_table_images(self, data: bytes) -> None:
+        """Upload the images a table file refers to (the file itself is sent unchanged, so
+        readers find them by the sha256 in their ``media/<sha256>.png`` names)."""
+        try:
+            table = json.loads(data)
+        except ValueError:
+            return  # not a table we can read: send it as it is
+        if isinstance(table, dict):
+            self._upload_refs(table.get("data"))
 
 
 # -- online runs: the hooks called by init() and Run.finish() --------------------------------
@@ -621,8 +630,13 @@ def _human(n: float) -> str:
     return str(n)  # pragma: no cover
 
 
-def finish_upload(run: Any, timeout: float, *, stream: Any = None) -> None:
-    """Wait up to ``timeout`` s for the run's uploads; say what is left if time runs out."""
+def finish_upload(
+    run: Any, timeout: float, *, stream: Any = None, limit: str = "upload_timeout"
+) -> None:
+    """Wait up to ``timeout`` s for the run's uploads; say what is left if time runs out.
+
+    ``limit`` names the setting that set ``timeout``, for the message.
+    """
     up: Uploader | None = run._uploader
     if up is None or up.thread is None:
         return
@@ -660,9 +674,12 @@ def finish_upload(run: Any, timeout: float, *, stream: Any = None) -> None:
     if up.error is not None:
         why = f"the upload stopped: {type(up.error).__name__}: {up.error}"
     elif up.last_error is not None:
-        why = f"the server could not be reached in {timeout:g}s (last error: {up.last_error})"
+        why = (
+            f"the server could not be reached within {limit}={timeout:.3g}s "
+            f"(last error: {up.last_error})"
+        )
     else:
-        why = f"upload_timeout={timeout:g}s ran out"
+        why = f"{limit}={timeout:.3g}s ran out"
     out.write(
         f"wisp: run {run.id}: {_human(left)} of {run.path} not uploaded ({why}); it is safe "
         f"on disk, run `wisp sync {run.dir}` to finish uploading\n"

@@ -41,14 +41,14 @@ def _parser() -> argparse.ArgumentParser:
     sp = add("ui", "open the dashboard on the runs of a directory (local server)")
     dir_opt(sp)
     sp.add_argument("--host", default="127.0.0.1")
-    sp.add_argument("--port", type=int, default=None)
+    sp.add_argument("--port", type=int, default=8642, help="0 picks a free port (default 8642)")
     sp.add_argument(
         "--data",
         default=None,
         help="where the dashboard keeps its database and media "
         "(default: $WISP_DATA_DIR or ~/.local/share/wisp)",
     )
-    sp.add_argument("--no-browser", action="store_true", help="don't open a browser")
+    sp.add_argument("--open", action="store_true", help="also open the dashboard in a browser")
 
     sp = add("server", "run the wisp server, or manage its API keys (`wisp server keys`)")
     server_opts = argparse.ArgumentParser(add_help=False)
@@ -117,6 +117,14 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
     sp.add_argument("-v", "--verbose", action="store_true", help="also say why runs are kept")
 
+    sp = add("import", "convert wandb or TensorBoard runs into wisp runs")
+    sp.add_argument("source", choices=("wandb", "tensorboard"))
+    sp.add_argument(
+        "paths", nargs="+", metavar="PATH", help="wandb run files/dirs, or TensorBoard logdirs"
+    )
+    sp.add_argument("--project", default=None, help="project of the imported runs (TensorBoard)")
+    dir_opt(sp)
+
     sp = add("doctor", "check this environment for common tracking problems")
     dir_opt(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output")
@@ -132,6 +140,7 @@ _COMMANDS = {
     "show": ("wisp.cli._runs", "cmd_show"),
     "export": ("wisp.cli._runs", "cmd_export"),
     "gc": ("wisp.cli._runs", "cmd_gc"),
+    "import": ("wisp.cli._import_cmd", "cmd_import"),
     "doctor": ("wisp.cli._doctor_cmd", "cmd_doctor"),
 }
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import inspect
 import json
 import os
 import sys
@@ -48,15 +47,8 @@ def _function(module: str, name: str, what: str, extra: str) -> Callable[..., An
 
 
 def call_with(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call ``fn`` with the keyword arguments it accepts (None values left out)."""
-    kwargs = {k: v for k, v in kwargs.items() if v is not None}
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return fn(*args, **kwargs)
-    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        kwargs = {k: v for k, v in kwargs.items() if k in params}
-    return fn(*args, **kwargs)
+    """Call ``fn``, leaving out None values so that its own defaults apply."""
+    return fn(*args, **{k: v for k, v in kwargs.items() if v is not None})
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
@@ -66,8 +58,9 @@ def cmd_ui(args: argparse.Namespace) -> int:
         dir=args.dir,
         host=args.host,
         port=args.port,
-        open_browser=not args.no_browser,
+        open_browser=args.open,
         data=args.data,
+        ready=lambda url: print(f"wisp dashboard: {url}  (Ctrl-C stops it)", flush=True),
     )
     return EXIT["ok"]
 

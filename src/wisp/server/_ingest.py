@@ -252,13 +252,31 @@ def _prep_console(data: dict[str, Any], fld: str) -> Prepared:
     out = []
     for i, ln in enumerate(items):
         lf = f"{fld}.lines[{i}]" if isinstance(lines, list) else fld
+        if isinstance(ln, list) and len(ln) == 3:  # the run file's [ts, stream, text]
+            ln = {"ts": ln[0], "stream": ln[1], "text": ln[2]}
         if not isinstance(ln, dict):
-            raise invalid(lf, "expected an object {ts, stream, text}")
+            raise invalid(lf, "expected [ts, stream, text] or an object {ts, stream, text}")
         ts = _num(ln.get("ts", ln.get("time", 0.0)), f"{lf}.ts")
         stream = clean_str(ln.get("stream", "stdout"), f"{lf}.stream", 16)
         text = clean_str(ln.get("text", ""), f"{lf}.text")
         out.append((ts, stream, text))
     return Prepared(7, {"lines": out})
+
+
+def _prep_system(data: dict[str, Any], fld: str) -> Prepared:
+    """A system sample becomes points of its ``system/*`` keys, at step = its time in ms."""
+    ts = _num(data.get("ts"), f"{fld}.ts")
+    if not 0 <= ts * 1000 < MAX_STEP:
+        raise invalid(f"{fld}.ts", "expected a unix timestamp >= 0")
+    step = int(ts * 1000)
+    prep = Prepared(3, {})
+    for k, v in data["values"].items():
+        clean_str(k, f"{fld}.values.<key>", 1024)
+        if not k or type(v) not in (int, float) or (type(v) is int and abs(v) > 1 << 1000):
+            continue  # only numbers chart; anything else in a sample is ignored
+        f = float(v)
+        prep.points.append((k, step, ts, f if math.isfinite(f) else None, nf_code(f)))
+    return prep
 
 
 def _prep_one(kind: int, data: dict[str, Any], fld: str) -> Prepared:
@@ -295,6 +313,8 @@ def _prep_one(kind: int, data: dict[str, Any], fld: str) -> Prepared:
         )
     if kind == 7:
         return _prep_console(data, fld)
+    if kind == 8 and isinstance(data.get("values"), dict):
+        return _prep_system(data, fld)
     return Prepared(kind, {"text": json.dumps(clean_json(data, fld))})
 
 

@@ -75,3 +75,32 @@ def test_reimport_is_idempotent_and_bad_logdir_is_named(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(wisp.errors.RunFileError, match="no TensorBoard event files"):
         import_tensorboard(tmp_path / "empty", dir=tmp_path)
+
+
+def test_wisp_import_tensorboard_command(tmp_path: Path) -> None:
+    """`wisp import tensorboard LOGDIR` converts the logs into runs that `wisp ls` then lists."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    write_logs(tmp_path / "logs")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WISP_")}
+    cli = [sys.executable, "-m", "wisp.cli"]
+    out = subprocess.run(
+        [*cli, "import", "tensorboard", str(tmp_path / "logs"), "--dir", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "imported 2 run(s)" in out.stdout
+    listed = subprocess.run(
+        [*cli, "ls", "--dir", str(tmp_path / "out"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert sorted(r["name"] for r in json.loads(listed.stdout)["runs"]) == ["exp/a", "exp/b"]
