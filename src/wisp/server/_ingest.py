@@ -275,7 +275,10 @@ def _prep_system(data: dict[str, Any], fld: str) -> Prepared:
         if not k or type(v) not in (int, float) or (type(v) is int and abs(v) > 1 << 1000):
             continue  # only numbers chart; anything else in a sample is ignored
         f = float(v)
-        prep.points.append((k, step, ts, f if math.isfinite(f) else None, nf_code(f)))
+        nf = nf_code(f)
+        col = Column(k, (step,), (ts,), (None if nf else f,), (nf,) if nf else None)
+        col.blocks = _blocks(col)
+        prep.points.append(col)
     return prep
 
 
