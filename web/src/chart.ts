@@ -24,7 +24,8 @@ export interface ViewOpts {
 }
 
 export const registry = new Set<MetricChart>();
-(window as unknown as { __wisp: unknown }).__wisp = { charts: registry };
+const w = window as unknown as { __wisp?: Record<string, unknown> };
+w.__wisp = { ...w.__wisp, charts: registry };
 
 function withAlpha(hex: string, a: number): string {
   const n = parseInt(hex.slice(1), 16);

@@ -273,3 +273,7 @@ export function filterRuns<T>(src: string, rows: T[], run: (row: T) => RunRow): 
     throw e;
   }
 }
+
+// for the browser tests: they check this evaluator against the server's answers
+const w = window as unknown as { __wisp?: Record<string, unknown> };
+w.__wisp = { ...w.__wisp, filterRuns };

@@ -359,6 +359,7 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
       baseOrder = `${sort}|${order}`;
     }
     scroller.dataset.filterMode = "server";
+    scroller.dataset.filter = filter;
     const firstLoad = allKeys.length === 0;
     discoverKeys();
     if (firstLoad) renderPicker();
@@ -408,6 +409,7 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
     renderBody(true);
     count.textContent = `${total} run${total === 1 ? "" : "s"}`;
     scroller.dataset.filterMode = "client";
+    scroller.dataset.filter = filter;
     scroller.dataset.filterMs = (performance.now() - t0).toFixed(1);
     updateCompare();
     // the server has the last word: a different count (new runs since, or an expression
