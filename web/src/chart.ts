@@ -137,12 +137,12 @@ export class MetricChart {
     return added;
   }
 
-  setZoom(range: [number, number] | null, notify = true): void {
-    if (range === null && this.zoom === null) return;
+  setZoom(range: [number, number] | null, notify = true): Promise<void> {
+    if (range === null && this.zoom === null) return Promise.resolve();
     this.zoom = range;
     if (notify) this.onZoom?.(range);
     this.preview();
-    void this.load();
+    return this.load();
   }
 
   /** Draw the new zoom window now from the data held; `load()` refines it. */
