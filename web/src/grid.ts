@@ -41,6 +41,22 @@ export class ChartGrid {
     );
   }
 
+  /**
+   * Start the charts on screen now, without waiting a frame for the IntersectionObserver
+   * (call once the grid is in the document); the observer still handles the rest.
+   */
+  start(): void {
+    if (!this.el.isConnected) return;
+    for (const [key, cell] of this.cells) {
+      if (!cell.isConnected || this.charts.has(key)) continue;
+      const r = cell.getBoundingClientRect();
+      if (r.top < innerHeight && r.bottom > 0 && r.width > 0) {
+        this.io.unobserve(cell);
+        void this.materialise(key);
+      }
+    }
+  }
+
   /** A key with a define_metric step metric is plotted against it when x is "step". */
   private viewFor(key: string): ViewOpts {
     const sm = this.view.x === "step" ? this.opts.stepMetric?.(key) : null;
