@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -94,6 +96,74 @@ def test_bad_filter_shows_the_servers_message(dashboard: Dashboard, page: Any):
     err = page.locator("#filter-error")
     err.wait_for()
     assert err.inner_text().strip() != ""
+
+
+# expressions the page's own evaluator decides (web/src/filter.ts), and ones it leaves to the server
+CLIENT_FILTERS = [
+    "config.lr < 0.01",
+    "config.lr <= 0.01 and state = finished",
+    'config.layers >= 3 or tags contains "baseline"',
+    "not (config.lr < 0.01)",
+    "summary.train/loss > 0.01",
+    'name contains "lr0.0"',
+    "config.lr = 0.01 or config.lr == 0.1",
+    'tags contains "sweep" and not config.layers = 3',
+    "group = g1 and config.missing exists",
+    "config.lr exists and state != running",
+    "config.lr = null or config.nope != null",
+    "summary.epoch = 19 and (group = g1 or group = g2)",
+    'config.lr > 0.05 OR name = "run-lr0.001"',
+]
+SERVER_FILTERS = ['name contains "LR0.1"', "config.lr <<< nonsense (", 'name < "run-lr0.01"']
+
+
+def _server_ids(d: Dashboard, expr: str) -> list[str] | str:
+    q = urllib.parse.urlencode({"filter": expr, "limit": 1000})
+    try:
+        with urllib.request.urlopen(f"{d.url}/api/v1/projects/browser/runs?{q}", timeout=10) as r:
+            return sorted(x["id"] for x in json.load(r)["runs"])
+    except urllib.error.HTTPError as e:
+        return f"error {e.code}"
+
+
+def test_client_filter_agrees_with_server(dashboard: Dashboard, page: Any):
+    """The page's filter evaluator selects exactly the server's runs, or defers to the server."""
+    page.goto(dashboard.url + "/#/p/browser")
+    page.wait_for_selector("#runs-scroller .tr")
+    runs = _runs(dashboard)
+    js = "([e, runs]) => { const r = window.__wisp.filterRuns(e, runs, x => x);"
+    js += " return r === null ? null : r.map(x => x.id).sort(); }"
+    for expr in CLIENT_FILTERS:
+        server = _server_ids(dashboard, expr)
+        assert isinstance(server, list), (expr, server)
+        assert page.evaluate(js, [expr, runs]) == server, expr
+    assert {len(_server_ids(dashboard, e)) for e in CLIENT_FILTERS} >= {0, 1, 2, 3}
+    for expr in SERVER_FILTERS:
+        assert page.evaluate(js, [expr, runs]) is None, expr
+
+
+def test_filter_on_loaded_project_runs_in_page(dashboard: Dashboard, page: Any):
+    """With the whole project loaded, a filter is applied in the page; others go to the server."""
+    page.goto(dashboard.url + "/#/p/browser")
+    page.wait_for_selector("#runs-scroller .tr")
+    for expr, want, how in [
+        ('config.layers >= 3 or tags contains "baseline"', 3, "client"),
+        ("config.lr < 0.01 and state = finished", 1, "client"),
+        ('name contains "LR0.0"', 2, "server"),
+    ]:
+        page.fill("#filter", expr)
+        page.press("#filter", "Enter")
+        got = page.wait_for_function(
+            "e => { const d = document.querySelector('#runs-scroller').dataset;"
+            " return d.filter === e && d.filterMode; }",
+            arg=expr,
+        ).json_value()
+        assert got == how, expr
+        assert page.locator("#run-count").inner_text() == f"{want} run" + ("s" * (want != 1))
+        assert sorted(_names(page)) == sorted(
+            r["name"] for r in _runs(dashboard) if r["id"] in _server_ids(dashboard, expr)
+        )
+    assert "filter=" in page.url
 
 
 def test_keyboard_opens_run_from_table(dashboard: Dashboard, page: Any):

@@ -2,8 +2,10 @@
 //  - every run is drawn as its bucket line plus a faint min/max band from the server's
 //    downsampling, so a single spike is always visible;
 //  - smoothing (EMA or time-weighted) draws the smoothed line with the raw one faint behind;
-//  - drag to zoom re-queries the server for that x range at full resolution, double-click or
-//    Escape resets; live updates fetch only points after the last known x.
+//  - drag to zoom redraws at once from the points already held (their min/max band keeps
+//    every extreme in the window honest), then re-queries the server for that x range at full
+//    resolution and swaps it in; double-click or Escape resets (from the held whole-run data,
+//    then refreshed); live updates fetch only points after the last known x.
 import uPlot from "uplot";
 import { Buffer, ema, fetchSeries, twema } from "./series";
 import { cssVar, fmtNum, h } from "./util";
@@ -22,7 +24,8 @@ export interface ViewOpts {
 }
 
 export const registry = new Set<MetricChart>();
-(window as unknown as { __wisp: unknown }).__wisp = { charts: registry };
+const w = window as unknown as { __wisp?: Record<string, unknown> };
+w.__wisp = { ...w.__wisp, charts: registry };
 
 function withAlpha(hex: string, a: number): string {
   const n = parseInt(hex.slice(1), 16);
@@ -36,6 +39,7 @@ export class MetricChart {
   private status: HTMLElement;
   private u: uPlot | null = null;
   private bufs = new Map<string, Buffer>();
+  private fullBufs: Map<string, Buffer> | null = null; // the last unzoomed data
   private zoom: [number, number] | null = null;
   private loading: Promise<void> | null = null;
   private loaded = false;
@@ -87,8 +91,9 @@ export class MetricChart {
     }).then((series) => {
       if (zoom !== this.zoom) return; // superseded
       this.fetches++;
-      this.bufs.clear();
+      this.bufs = new Map();
       for (const s of series) this.bufs.set(s.run, Buffer.from(s));
+      if (zoom === null) this.fullBufs = this.bufs;
       this.loaded = true;
       this.render();
     });
@@ -132,11 +137,27 @@ export class MetricChart {
     return added;
   }
 
-  setZoom(range: [number, number] | null, notify = true): void {
-    if (range === null && this.zoom === null) return;
+  setZoom(range: [number, number] | null, notify = true): Promise<void> {
+    if (range === null && this.zoom === null) return Promise.resolve();
     this.zoom = range;
     if (notify) this.onZoom?.(range);
-    void this.load();
+    this.preview();
+    return this.load();
+  }
+
+  /** Draw the new zoom window now from the data held; `load()` refines it. */
+  private preview(): void {
+    if (!this.u || !this.loaded) return;
+    const t0 = performance.now();
+    if (this.zoom) {
+      this.u.setScale("x", { min: this.zoom[0], max: this.zoom[1] });
+      this.status.textContent = " (zoomed)";
+      this.el.dataset.zoomed = "1";
+    } else if (this.fullBufs) {
+      this.bufs = this.fullBufs;
+      this.render();
+    } else return;
+    this.el.dataset.previewMs = (performance.now() - t0).toFixed(1);
   }
 
   setView(view: ViewOpts, reload: boolean): void {

@@ -13,6 +13,7 @@ export class ChartGrid {
   private keys: string[] = [];
   private query = "";
   private zoom: [number, number] | null = null;
+  private destroyed = false;
 
   constructor(
     private runs: ChartRun[],
@@ -22,15 +23,38 @@ export class ChartGrid {
     this.el = h("div", { class: "grid-wrap" });
     this.io = new IntersectionObserver(
       (entries) => {
+        // charts on screen first (one batch); those just outside it once these have landed,
+        // so they never compete with what the user is looking at
+        const now: string[] = [];
+        const soon: string[] = [];
         for (const e of entries) {
           if (!e.isIntersecting) continue;
           const key = (e.target as HTMLElement).dataset.cell!;
           this.io.unobserve(e.target);
-          this.materialise(key);
+          const r = e.boundingClientRect;
+          (r.top < innerHeight && r.bottom > 0 ? now : soon).push(key);
         }
+        const loads = now.map((k) => this.materialise(k));
+        if (soon.length) void Promise.allSettled(loads).then(() => soon.forEach((k) => this.materialise(k)));
       },
       { rootMargin: "300px" },
     );
+  }
+
+  /**
+   * Start the charts on screen now, without waiting a frame for the IntersectionObserver
+   * (call once the grid is in the document); the observer still handles the rest.
+   */
+  start(): void {
+    if (!this.el.isConnected) return;
+    for (const [key, cell] of this.cells) {
+      if (!cell.isConnected || this.charts.has(key)) continue;
+      const r = cell.getBoundingClientRect();
+      if (r.top < innerHeight && r.bottom > 0 && r.width > 0) {
+        this.io.unobserve(cell);
+        void this.materialise(key);
+      }
+    }
   }
 
   /** A key with a define_metric step metric is plotted against it when x is "step". */
@@ -43,15 +67,14 @@ export class ChartGrid {
     this.zoom = range;
   }
 
-  private materialise(key: string): void {
-    if (this.charts.has(key)) return;
+  private materialise(key: string): Promise<void> {
+    if (this.charts.has(key) || this.destroyed) return Promise.resolve();
     const cell = this.cells.get(key);
-    if (!cell) return;
+    if (!cell) return Promise.resolve();
     const chart = new MetricChart(key, this.runs, this.viewFor(key), (range) => this.onZoom(chart, range));
     this.charts.set(key, chart);
     cell.replaceChildren(chart.el);
-    if (this.zoom && this.opts.syncZoom) chart.setZoom(this.zoom, false);
-    else void chart.load();
+    return this.zoom && this.opts.syncZoom ? chart.setZoom(this.zoom, false) : chart.load();
   }
 
   private onZoom(src: MetricChart, range: [number, number] | null): void {
@@ -134,6 +157,7 @@ export class ChartGrid {
   }
 
   destroy(): void {
+    this.destroyed = true;
     this.io.disconnect();
     for (const c of this.charts.values()) c.destroy();
     this.charts.clear();

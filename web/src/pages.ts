@@ -140,6 +140,8 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
           ),
         );
         panelWrap.replaceChildren(panels[t]);
+        if (t === "charts") grid.start();
+        if (t === "system") sys.start();
         if (t === "media") void media.refresh();
         if (t === "console") void cons.refresh();
       };
@@ -231,6 +233,7 @@ export function comparePage(app: HTMLElement, route: Route, project: string): Di
         ),
       );
       app.replaceChildren(h("section", { class: "compare-page" }, h("h1", {}, `Compare ${runs.length} runs`), legend, h("div", { class: "toolbar" }, search, tools), grid.el));
+      grid.start();
       const tick = async () => {
         if (disposed || !grid) return;
         let live = false;

@@ -1,6 +1,9 @@
-// Runs table of one project: column picker, sort, filter expressions (evaluated by the server),
-// grouping, selection for comparison; rows are virtualised so 10,000 runs stay fast.
+// Runs table of one project: column picker, sort, filter expressions, grouping, selection for
+// comparison; rows are virtualised so 10,000 runs stay fast.  Filters are evaluated by the server,
+// or in the page (filter.ts) when every run of the project is loaded and none is running; the
+// server then confirms the count in the background and its answer wins if they ever differ.
 import { api, ApiError, type RunRow } from "./api";
+import { filterRuns } from "./filter";
 import { href, patchParams, type Route } from "./router";
 import { fmtDuration, fmtNum, fmtTime, flatten, h, runColor } from "./util";
 
@@ -55,6 +58,9 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
   const collapsed = new Set<string>();
 
   let rows: Row[] = [];
+  // every run of the project (loaded without a filter), and the sort it arrived in
+  let base: Row[] | null = null;
+  let baseOrder = "";
   let items: Item[] = [];
   let total = 0;
   let allKeys: string[] = [];
@@ -348,6 +354,12 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
     }
     if (disposed || ctrl !== c) return;
     rows = out;
+    if (!filter && out.length === total) {
+      base = out;
+      baseOrder = `${sort}|${order}`;
+    }
+    scroller.dataset.filterMode = "server";
+    scroller.dataset.filter = filter;
     const firstLoad = allKeys.length === 0;
     discoverKeys();
     if (firstLoad) renderPicker();
@@ -377,7 +389,40 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
     if (filterInput.value === filter) return;
     filter = filterInput.value;
     patchParams({ filter: filter || null });
-    void load();
+    if (!filterLocally()) void load();
+  }
+
+  /** Filter the loaded project in the page; false when the server has to do it. */
+  function filterLocally(): boolean {
+    if (!base || base.some((r) => r.run.state === "running")) return false;
+    const t0 = performance.now();
+    const out = filterRuns(filter, base, (r) => r.run);
+    if (out === null) return false;
+    ctrl?.abort();
+    const c = new AbortController();
+    ctrl = c;
+    filterErr.textContent = "";
+    rows = out;
+    total = out.length;
+    if (baseOrder === `${sort}|${order}`) buildItems();
+    else applySort();
+    renderBody(true);
+    count.textContent = `${total} run${total === 1 ? "" : "s"}`;
+    scroller.dataset.filterMode = "client";
+    scroller.dataset.filter = filter;
+    scroller.dataset.filterMs = (performance.now() - t0).toFixed(1);
+    updateCompare();
+    // the server has the last word: a different count (new runs since, or an expression
+    // read differently) reloads the table from the server
+    api.runs(project, { filter: filter || undefined, limit: 1 }, c.signal).then(
+      (res) => {
+        if (!disposed && ctrl === c && res.total !== total) void load();
+      },
+      (e) => {
+        if (!disposed && ctrl === c && (e as Error).name !== "AbortError") void load();
+      },
+    );
+    return true;
   }
   groupBox.addEventListener("change", () => {
     grouped = groupBox.checked;
