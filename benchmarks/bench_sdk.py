@@ -133,6 +133,7 @@ def bench_throughput(rows: list[tuple[str, str, str]], tmp: str, points: int = 1
             step=i,
         )
     t_logged = time.perf_counter()
+    rss_logged = _rss_kb()
     run.finish()
     t_done = time.perf_counter()
     gc.collect()
@@ -151,6 +152,13 @@ def bench_throughput(rows: list[tuple[str, str, str]], tmp: str, points: int = 1
     rows.append(("  log loop alone", f"{points / (t_logged - t0):,.0f} pts/s", ""))
     rows.append(("finish() after 1M points", f"{(t_done - t_logged) * 1000:.0f} ms", "<= 200 ms"))
     rows.append(("RSS growth after 1M points", f"{(rss1 - rss0) / 1024:.1f} MB", "<= 15 MB"))
+    rows.append(
+        (
+            "  RSS growth at the end of the log loop, before finish()",
+            f"{(rss_logged - rss0) / 1024:.1f} MB",
+            "",
+        )
+    )
     rows.append(("  backpressure waits", str(run.backpressure_waits), ""))
     rows.append(("  run file size", f"{os.path.getsize(run.path) / 1e6:.1f} MB", ""))
 
