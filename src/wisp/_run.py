@@ -280,11 +280,11 @@ class Run:
         """The step the next ``log()`` goes to."""
         return self._step
 
-    def _write_start(self) -> None:
+    def _identity(self) -> dict[str, Any]:
+        """The run's own fields of its RUN record (see docs/run-file.md)."""
         from wisp import __version__
 
-        assert self._writer is not None
-        payload = {
+        fields: dict[str, Any] = {
             "run_id": self.id,
             "writer_id": os.urandom(8).hex(),
             "project": self.project,
@@ -296,11 +296,18 @@ class Run:
             "created_at": self.created_at,
             "mode": self.mode,
             "wisp_version": __version__,
-            **self._meta.collect(git=self._settings.git),
         }
         if self.rank is not None:
-            payload["rank"] = self.rank
-        self._writer._append(RecordType.RUN, payload)
+            fields["rank"] = self.rank
+        return fields
+
+    def _run_record(self) -> dict[str, Any]:
+        """This segment's RUN record: the run's fields and where it runs (host, python, git)."""
+        return {**self._identity(), **self._meta.collect(git=self._settings.git)}
+
+    def _write_start(self) -> None:
+        assert self._writer is not None
+        self._writer._append(RecordType.RUN, self._run_record())
 
     def _changed_config(self) -> None:
         self._record(RecordType.CONFIG, {"config": self.config.as_dict()})

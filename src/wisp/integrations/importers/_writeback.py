@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from wisp._run import Run
-from wisp._runfile import RecordType
 from wisp._settings import Settings
 from wisp._values import Deferred
 
@@ -71,27 +70,9 @@ class _Run(Run):
         self._origin = dict(origin)  # read by _write_start on the writer thread
         super().__init__(**kwargs)
 
-    def _write_start(self) -> None:
-        assert self._writer is not None
-        from wisp import __version__
-
-        payload = {
-            "run_id": self.id,
-            "writer_id": os.urandom(8).hex(),
-            "project": self.project,
-            "name": self.name,
-            "tags": self.tags,
-            "notes": self.notes,
-            "group": self.group,
-            "job_type": self.job_type,
-            "created_at": self.created_at,
-            "mode": "offline",
-            "wisp_version": __version__,
-            "host": None,
-            "pid": None,
-            **self._origin,
-        }
-        self._writer._append(RecordType.RUN, payload)
+    def _run_record(self) -> dict[str, Any]:
+        # where the original run ran, not this importing process
+        return {**self._identity(), "mode": "offline", "host": None, "pid": None, **self._origin}
 
 
 def existing_run_dir(base: str, run_id: str) -> str | None:
