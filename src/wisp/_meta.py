@@ -9,7 +9,7 @@ TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need 
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["collect", "git_info"]
+__all__ = ["collect", "git_info", "process_alive"]
 
 
 def _read(path: str) -> str | None:
@@ -77,3 +77,16 @@ def collect(*, git: bool) -> dict[str, Any]:
         "cwd": os.getcwd(),
         "git": git_info() if git else None,
     }
+
+
+def process_alive(pid: object, host: object) -> bool:
+    """Whether process ``pid`` on ``host`` still runs; False for another host or no pid."""
+    if type(pid) is not int or pid <= 0 or host != os.uname().nodename:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return True

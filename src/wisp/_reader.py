@@ -18,6 +18,7 @@ import json
 import os
 from collections.abc import Iterator
 
+from wisp._meta import process_alive
 from wisp._runfile import RecordType, decode_history, iter_records, scan
 from wisp.errors import RunFileError
 
@@ -125,8 +126,7 @@ class RunData:
             return self._state
         if self.finish is not None:
             return str(self.finish.get("state", "finished"))
-        pid = self.metadata.get("pid")
-        if pid and self.metadata.get("host") == os.uname().nodename and _alive(int(pid)):
+        if process_alive(self.metadata.get("pid"), self.metadata.get("host")):
             return "running"
         return "crashed"
 
@@ -232,16 +232,6 @@ class RunData:
 
     def __repr__(self) -> str:
         return f"<wisp.RunData {self.project}/{self.name} id={self.id} state={self.state}>"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 _STATE_ORDER = ("running", "failed", "killed", "crashed", "finished")

@@ -21,6 +21,7 @@ import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from wisp._meta import process_alive
 from wisp._runfile import RecordTail, RecordType, decode_history, scan
 from wisp.errors import RunFileError, RunStateError, UsageError
 
@@ -71,18 +72,6 @@ class Resumed(NamedTuple):
         mark_not_done(self.run_dir)
 
 
-def _alive(pid: Any, host: Any) -> bool:
-    if type(pid) is not int or host != os.uname().nodename or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _find_dirs(base: str, run_id: str) -> list[str]:
     pattern = os.path.join(glob.escape(os.path.join(base, "wisp")), f"run-*-{glob.escape(run_id)}")
     return sorted(d for d in glob.glob(pattern) if os.path.isfile(os.path.join(d, RUN_FILE)))
@@ -119,7 +108,12 @@ def _read(run_dir: str) -> Resumed:
             meta = json.load(f)
     except (OSError, ValueError):
         meta = {}
-    if meta.get("state") == "running" and _alive(meta.get("pid"), meta.get("host")):
+    pid = meta.get("pid")
+    if (
+        meta.get("state") == "running"
+        and pid != os.getpid()
+        and process_alive(pid, meta.get("host"))
+    ):
         raise RunStateError(
             f"cannot resume run {meta.get('id')}: process {meta['pid']} is still writing it"
         )

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from wisp._meta import process_alive
 from wisp._upload._uploader import RUN_FILE, Cursor, Uploader, _human
 from wisp.errors import ApiError, UsageError
 
@@ -72,15 +73,7 @@ def writer_gone(run_dir: str) -> bool:
     pid, host = meta.get("pid"), meta.get("host")
     if type(pid) is not int or host != os.uname().nodename:
         return True  # another machine's run: upload what is there, don't wait for it
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    return pid != os.getpid() and not process_alive(pid, host)
 
 
 def _up_to_date(run_dir: str, server: str) -> bool:
