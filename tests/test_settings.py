@@ -38,3 +38,13 @@ def test_replace_returns_a_changed_copy() -> None:
     a = Settings(queue_size=3)
     b = a.replace(queue_size=4)
     assert (a.queue_size, b.queue_size) == (3, 4)
+
+
+def test_every_setting_is_documented() -> None:
+    """docs/settings.md names every setting and its environment variable."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "settings.md").read_text()
+    for name, (_kind, _default, env) in Settings.fields().items():
+        assert f"`{name}`" in doc, name
+        assert env is None or f"`{env}`" in doc, env
