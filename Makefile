@@ -32,7 +32,7 @@ install: $(STAMP) web
 
 demo: install web
 	$(BIN)/python examples/train.py
-	$(BIN)/python -m wisp._ui
+	$(BIN)/wisp ui
 
 lint: install
 	$(BIN)/ruff check src tests benchmarks examples
