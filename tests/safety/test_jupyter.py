@@ -53,7 +53,7 @@ def test_kernel_rerun_init_interrupt_and_memory(kernel: Any, tmp_path: Path) -> 
     assert reply["status"] == "ok", reply
     assert out.split() == ["str", "True", "True"]  # an HTML repr; no IPython event hooks
 
-    # high-rate logging: memory must level off (the queue is bounded), the kernel must live
+    # 10 s of high-rate logging: memory must level off (the queue is bounded), the kernel lives
     out, reply = run_cell(
         kc,
         "def rss():\n"
@@ -61,7 +61,7 @@ def test_kernel_rerun_init_interrupt_and_memory(kernel: Any, tmp_path: Path) -> 
         "        if line.startswith('VmRSS'):\n"
         "            return int(line.split()[1]) // 1024\n"
         "samples, n, t0 = [], 0, time.monotonic()\n"
-        "while time.monotonic() - t0 < 6:\n"
+        "while time.monotonic() - t0 < 10:\n"
         "    for _ in range(1000):\n"
         "        wisp.log({'loss': n * 0.5, 'acc': 1.0 / (n + 1)}); n += 1\n"
         "    if len(samples) < (time.monotonic() - t0) * 4:\n"
