@@ -112,6 +112,16 @@ def test_histogram_heatmap_draws_every_step(media_dash: Any, page: Any):
     (first_y, first_a), (last_y, last_a) = peaks
     assert first_a > 0 and last_a > 0
     assert last_y < first_y
+    # hovering the last column's peak reads out its step and a non-zero count
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    assert box is not None
+    scale = box["height"] / canvas.evaluate("c => c.height")
+    canvas.hover(position={"x": box["width"] - 2, "y": last_y * scale + 1})
+    readout = page.locator('[data-media-key="weights"] .heatmap-readout').inner_text()
+    assert readout.startswith(f"step {HIST_STEPS - 1} · values") and not readout.endswith("count 0")
+    # the chart toolbar belongs to the chart tabs, not to media
+    assert page.locator(".run-page > .toolbar").is_hidden()
 
 
 def test_table_pages_sorts_and_shows_inline_images(media_dash: Any, page: Any):

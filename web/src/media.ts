@@ -114,6 +114,7 @@ function histogramView(list: MediaItem[]): HTMLElement {
   const data = list.map((it) => ({ step: it.step, d: histData(it) })).filter((x) => x.d) as { step: number; d: { edges: number[]; counts: number[] } }[];
   const canvas = h("canvas", { class: "heatmap", width: 640, height: 220, role: "img", "aria-label": "histogram heat-map over steps" });
   const info = h("div", { class: "small muted" });
+  const readout = h("div", { class: "small heatmap-readout", "aria-live": "polite" });
   if (!data.length) return h("p", { class: "muted" }, "No histogram data.");
   let lo = Infinity;
   let hi = -Infinity;
@@ -129,8 +130,10 @@ function histogramView(list: MediaItem[]): HTMLElement {
   const accent = cssVar("--accent") || "#1f77b4";
   const n = parseInt(accent.slice(1), 16);
   const [r, g, b] = [(n >> 16) & 255, (n >> 8) & 255, n & 255];
+  const grid: number[][] = [];
   data.forEach(({ d }, ci) => {
     const rows = new Array(ROWS).fill(0);
+    grid.push(rows);
     for (let i = 0; i < d.counts.length; i++) {
       const mid = (d.edges[i] + d.edges[i + 1]) / 2;
       const row = Math.min(ROWS - 1, Math.max(0, Math.floor(((mid - lo) / (hi - lo || 1)) * ROWS)));
@@ -146,7 +149,16 @@ function histogramView(list: MediaItem[]): HTMLElement {
   info.textContent = `steps ${data[0].step}–${data[data.length - 1].step} · values ${fmtNum(lo)} … ${fmtNum(hi)}`;
   canvas.dataset.columns = String(data.length);
   canvas.dataset.drawn = "1";
-  return h("div", {}, canvas, info);
+  // hover readout: the step, value range and count under the pointer
+  canvas.addEventListener("mousemove", (ev) => {
+    const box = canvas.getBoundingClientRect();
+    const ci = Math.min(data.length - 1, Math.max(0, Math.floor(((ev.clientX - box.left) / box.width) * data.length)));
+    const ri = Math.min(ROWS - 1, Math.max(0, Math.floor((1 - (ev.clientY - box.top) / box.height) * ROWS)));
+    const width = (hi - lo) / ROWS;
+    readout.textContent = `step ${data[ci].step} · values ${fmtNum(lo + ri * width)} … ${fmtNum(lo + (ri + 1) * width)} · count ${grid[ci][ri]}`;
+  });
+  canvas.addEventListener("mouseleave", () => (readout.textContent = ""));
+  return h("div", {}, canvas, readout, info);
 }
 
 type Cell = unknown;

@@ -131,6 +131,8 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
       const durEl = h("span", { class: "muted" }, fmtDuration(run.duration));
       const tabBar = h("div", { class: "tabs", role: "tablist" });
       const panelWrap = h("div", { class: "panel" });
+      // the chart toolbar (key search, x axis, smoothing) only applies to chart tabs
+      const toolbar = h("div", { class: "toolbar" }, search, tools);
       const showTab = (t: string) => {
         tab = t;
         patchParams({ tab: t === "charts" ? null : t });
@@ -140,6 +142,7 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
           ),
         );
         panelWrap.replaceChildren(panels[t]);
+        toolbar.hidden = t !== "charts" && t !== "system";
         if (t === "charts") grid.start();
         if (t === "system") sys.start();
         if (t === "media") void media.refresh();
@@ -151,7 +154,7 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
           { class: "run-page", "data-run": run.id },
           h("div", { class: "title" }, h("span", { class: "swatch big", style: `background:${color}` }), h("h1", {}, run.name ?? run.id), stateEl, durEl),
           tabBar,
-          h("div", { class: "toolbar" }, search, tools),
+          toolbar,
           panelWrap,
         ),
       );
