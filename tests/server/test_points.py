@@ -6,6 +6,8 @@ import math
 import random
 import struct
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -65,6 +67,54 @@ def test_blocks_kept_incrementally_match_blocks_from_points(store: Any) -> None:
     assert got == _blocks_from_points(store)
     assert len(got) > 20
     assert 2.0 in c_values and 1.0 not in c_values  # the later duplicate won
+
+
+def _stored_blocks(store: Any) -> list[tuple[Any, ...]]:
+    with store.engine.connect() as conn:
+        return [
+            tuple(r)
+            for r in conn.execute(
+                text(
+                    "SELECT key_id, blk, n, vmin, vmax, smin, smax, first_v, last_v, nonfinite "
+                    "FROM blocks ORDER BY key_id, blk"
+                )
+            )
+        ]
+
+
+def test_concurrent_writers_of_one_run_keep_blocks_exact(store: Any) -> None:
+    """Two writers of one run ingesting the same keys into the same blocks in concurrent
+    transactions (appends merged, shuffled rows recomputed, shared steps replaced) leave
+    every block equal to its aggregate over the stored points, round after round."""
+    store.put_run("r", {"project": "p"})
+    keys = ("a", "b")
+    rngs = [random.Random(w) for w in (0, 1)]
+    barrier = threading.Barrier(2, timeout=30)
+
+    def ingest(w: int, i: int) -> None:
+        rng = rngs[w]
+        base = i * 256  # both writers hit the same 4 blocks each round
+        steps = list(range(base + w, base + 256, 2))  # disjoint steps: appends are merged
+        if i % 2:  # shuffled steps: the touched blocks are recomputed from points
+            rng.shuffle(steps)
+        if i % 4 == 3:  # and some steps of the other writer too: replaced points
+            steps += rng.sample(range(base, base + 256), 16)
+        rows = [[s, 1e9 + s, {k: rng.uniform(-1e3, 1e3) for k in keys}] for s in steps]
+        recs = prepare_records([{"type": 3, "data": {"rows": rows}}])
+        barrier.wait()
+        try:
+            store.ingest("r", f"w{w}", i, recs)
+        except BaseException:
+            barrier.abort()  # the other writer fails fast instead of waiting
+            raise
+
+    with ThreadPoolExecutor(2) as pool:
+        for i in range(40):
+            for f in [pool.submit(ingest, w, i) for w in (0, 1)]:
+                f.result(timeout=60)
+            got = _stored_blocks(store)
+            assert len(got) == (i + 1) * 4 * len(keys)
+            assert got == _blocks_from_points(store), f"round {i}"
 
 
 def _bits(v: float | None) -> bytes | None:

@@ -5,10 +5,21 @@ plain multi-row ``INSERT`` on SQLite or a binary ``COPY`` on PostgreSQL, and the
 record's own block aggregates (computed during validation) are folded into
 ``blocks``.  If any point already exists the write falls back to a replacing
 insert and the touched blocks are recomputed from ``points``.  Parameterised SQL only.
+
+Concurrency: SQLite runs one write transaction at a time (``BEGIN IMMEDIATE``).  On
+PostgreSQL two writers of one run may ingest at once, and a block recomputed from a
+snapshot that misses the other transaction's uncommitted points (or merged into by it
+meanwhile) would go stale; their replacing inserts could also deadlock on ``points``.
+So :func:`lock_series` takes, at the start of the ingest transaction and before any
+other write, transaction-scoped advisory locks on ``(hash(run), hash(key) % 64)`` for
+every key the batch writes, in ascending order (no lock-order deadlock; at most 64
+locks per transaction).  Writers of different keys, or of different runs, still
+proceed in parallel.
 """
 
 from __future__ import annotations
 
+import hashlib
 import struct
 import sys
 from array import array
@@ -22,7 +33,26 @@ from sqlalchemy.engine import Connection
 from wisp.server import _schema as S
 from wisp.server._ingest import Column
 
-__all__ = ["merge_blocks", "update_blocks", "write_points"]
+__all__ = ["lock_series", "merge_blocks", "update_blocks", "write_points"]
+
+
+_LOCK_BUCKETS = 64
+_LOCK_SQL = text(
+    "SELECT pg_advisory_xact_lock(:r, b) FROM unnest(CAST(:bs AS int4[])) AS b ORDER BY b"
+)
+
+
+def _hash32(s: str) -> int:
+    d = hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=4).digest()
+    return int.from_bytes(d, "big", signed=True)
+
+
+def lock_series(conn: Connection, run_id: str, keys: set[str]) -> None:
+    """PostgreSQL: lock ``keys`` of ``run_id`` for the rest of the transaction (see top)."""
+    if not keys:
+        return
+    buckets = sorted({_hash32(k) % _LOCK_BUCKETS for k in keys})
+    conn.execute(_LOCK_SQL, {"r": _hash32(run_id), "bs": buckets})
 
 
 def merge_blocks(conn: Connection, pg: bool, ids: dict[str, int], cols: list[Column]) -> None:

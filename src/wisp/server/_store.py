@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 from wisp.server import _schema as S
 from wisp.server._db import make_engine, migrate
 from wisp.server._ingest import Prepared, conflict
-from wisp.server._points import merge_blocks, update_blocks, write_points
+from wisp.server._points import lock_series, merge_blocks, update_blocks, write_points
 from wisp.server._problem import Problem
 
 __all__ = ["SCOPES", "Store", "open_store"]
@@ -238,6 +238,8 @@ class Store:
             todo = records[acked + 1 - first_seq :]
             if not todo:
                 return acked
+            if self.pg:  # before any other write: see _points (blocks of concurrent writers)
+                lock_series(conn, run_id, {c.key for rec in todo for c in rec.points})
             exists = conn.execute(select(S.runs.c.id).where(S.runs.c.id == run_id)).first()
             if exists is None:
                 first = todo[0]
