@@ -274,8 +274,8 @@ def start_run(
     try:
         if shared:
             assert rank is not None
-            dir_name = _ranks.claim_run_dir(os.path.join(base, "wisp"), run_id, dir_name)
             files = _ranks.rank_file_names(rank.rank)
+            dir_name = _ranks.claim_run_dir(os.path.join(base, "wisp"), run_id, stamp, files[0])
         run_dir = os.path.join(base, "wisp", dir_name)
         os.makedirs(run_dir, exist_ok=True)
     except OSError as exc:

@@ -14,7 +14,9 @@ unless it is ``"none"``), else a hash of ``MASTER_ADDR``, ``MASTER_PORT``,
 ``WORLD_SIZE`` and the launcher's pid (right on one node; for several nodes
 pass ``id=`` or torchrun's ``--rdzv-id``).  They agree on the directory through
 a claim file ``<dir>/wisp/.ranks-<id>``, created atomically by whichever rank
-comes first (format: one line, the run directory's name; version 1).
+comes first (format: one line, the run directory's name; version 1).  A later
+launch with the same id finds its rank's file already in that directory and
+moves on to ``.ranks-<id>.2`` (directory ``run-<stamp>-2-<id>``), then ``.3``...
 """
 
 from __future__ import annotations
@@ -91,10 +93,28 @@ def rank_file_names(rank: int) -> tuple[str, str]:
     return f"run.rank{rank}.wisp", f"run.rank{rank}.json"
 
 
-def claim_run_dir(wisp_dir: str, run_id: str, candidate: str) -> str:
-    """The run directory name all ranks use: ``candidate`` if this rank is first."""
+def claim_run_dir(wisp_dir: str, run_id: str, stamp: str, own_file: str) -> str:
+    """The run directory name all ranks of this launch use, claimed by the first rank.
+
+    A claim whose directory already holds ``own_file`` (this rank's run file)
+    belongs to an earlier launch with the same id (a re-run with the same
+    ``--rdzv-id`` or ``id=``, or a torchrun restart): every rank then moves on to
+    the next generation's claim, so each launch gets a fresh directory.
+    """
     os.makedirs(wisp_dir, exist_ok=True)
-    claim = os.path.join(wisp_dir, f".ranks-{run_id}")
+    generation = 1
+    while True:
+        suffix = "" if generation == 1 else f".{generation}"
+        claim = os.path.join(wisp_dir, f".ranks-{run_id}{suffix}")
+        middle = "" if generation == 1 else f"{generation}-"
+        name = _claim(claim, f"run-{stamp}-{middle}{run_id}")
+        if not os.path.exists(os.path.join(wisp_dir, name, own_file)):
+            return name
+        generation += 1
+
+
+def _claim(claim: str, candidate: str) -> str:
+    """``candidate`` if this rank creates ``claim``, else the name already in it."""
     tmp = f"{claim}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(candidate + "\n")

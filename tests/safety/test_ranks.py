@@ -28,7 +28,7 @@ print(run.mode, run.id)
 """
 
 
-def _launch(tmp_path: Path, ranks: str, world: int = 3) -> list[str]:
+def _launch(tmp_path: Path, ranks: str, world: int = 3, **extra: str) -> list[str]:
     script = tmp_path / "ddp.py"
     script.write_text(RANK_SCRIPT)
     procs = []
@@ -40,6 +40,7 @@ def _launch(tmp_path: Path, ranks: str, world: int = 3) -> list[str]:
             WORLD_SIZE=str(world),
             MASTER_ADDR="127.0.0.1",
             MASTER_PORT="29500",
+            **extra,
         )
         procs.append(
             subprocess.Popen(
@@ -120,6 +121,19 @@ def test_merged_state_shows_a_crashed_rank(tmp_path: Path) -> None:
     data = wisp.open_run(run_dir)
     assert data.ranks[0].state == "finished" and data.ranks[1].state == "crashed"
     assert data.state == "crashed" and data.finish is None
+
+
+def test_relaunch_with_same_id_gets_a_fresh_directory(tmp_path: Path) -> None:
+    """A second launch with the same TORCHELASTIC_RUN_ID records a new directory, not appends."""
+    for _ in range(2):
+        outs = _launch(tmp_path, "all", world=2, TORCHELASTIC_RUN_ID="job42")
+        assert {o.split()[1] for o in outs} == {"job42"}
+    dirs = sorted((tmp_path / "wisp").glob("run-*"), key=lambda d: d.name.count("-2-job42"))
+    assert len(dirs) == 2 and dirs[1].name.endswith("-2-job42")
+    for run_dir in dirs:
+        data = wisp.open_run(run_dir)
+        assert data.id == "job42" and sorted(data.ranks) == [0, 1]
+        assert data.scalars("rank1/loss") == (list(range(20)), [s * 10 + 1 for s in range(20)])
 
 
 def test_shared_run_id_follows_the_launch() -> None:
