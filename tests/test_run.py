@@ -282,3 +282,17 @@ def test_a_huge_top_level_string_is_refused_naming_the_key() -> None:
     run.log({"s": "short"})
     run.finish()
     assert [r["s"] for r in _rows(run)] == ["short"]
+
+
+def test_keys_longer_than_the_server_accepts_are_refused_on_every_path() -> None:
+    """A key over MAX_KEY_LENGTH is refused at log() whether its value is a float (fast path) or not."""
+    from wisp._values import MAX_KEY_LENGTH
+
+    run = wisp.init()
+    long_key = "k" * (MAX_KEY_LENGTH + 1)
+    for value in (1.0, "text", {"nested": 1.0}):
+        with pytest.raises(UsageError, match=f"must be 1 to {MAX_KEY_LENGTH} characters"):
+            run.log({long_key: value})
+    run.log({"k" * MAX_KEY_LENGTH: 1.0})
+    run.finish()
+    assert [len(k) for k in _rows(run)[0] if not k.startswith("_")] == [MAX_KEY_LENGTH]

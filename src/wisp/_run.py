@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from wisp import _runfile
 from wisp._runfile import RecordType
 from wisp._settings import Settings
-from wisp._values import RESERVED_KEYS, SCALAR_TYPES, prepare_row
+from wisp._values import SCALAR_TYPES, prepare_row
 from wisp._writer import CALL, METRIC, RECORD, ROW, ROW_DEFERRED, SUMMARY_SET, Writer
 from wisp.errors import RunStateError, UsageError, WispWarning, WriterError
 
@@ -27,7 +27,7 @@ __all__ = ["Config", "Run", "Summary"]
 
 RUN_FILE = "run.wisp"
 META_FILE = "run.json"
-_FAST_REJECT = RESERVED_KEYS | {""}
+_KNOWN_KEYS_MAX = 10_000  # keys remembered as valid by a run, for the fast path
 # Values log() passes without a closer look; strings take the slow path for the size limit.
 _FAST_TYPES = frozenset({float, int, bool, type(None)})
 _SUMMARY_KINDS = ("last", "min", "max", "mean", "none")
@@ -226,6 +226,7 @@ class Run:
         self.rank = rank  # {"rank", "world_size", "local_rank"} under a distributed launch
         self._step = 0
         self._pending: dict[str, Any] | None = None
+        self._known_keys: set[str] = set()
         self._pending_deferred = False
         self._finished = False
         self._final_summary: dict[str, Any] = {}
@@ -358,10 +359,10 @@ class Run:
                 return
             self._inactive("log()")
             return
-        # fast path: a dict of str -> plain scalars
-        if type(data) is dict and _FAST_REJECT.isdisjoint(data):
-            for k, v in data.items():
-                if type(v) not in _FAST_TYPES or type(k) is not str:
+        # fast path: a dict of keys already checked once, holding plain numbers
+        if type(data) is dict and self._known_keys.issuperset(data):
+            for v in data.values():
+                if type(v) not in _FAST_TYPES:
                     row, deferred = prepare_row(data, self._settings.max_value_bytes)
                     break
             else:
@@ -369,6 +370,7 @@ class Run:
                 deferred = False
         else:
             row, deferred = prepare_row(data, self._settings.max_value_bytes)
+            self._remember_keys(data, row)
         cur = self._step
         if step is not None:
             if type(step) is not int:
@@ -401,6 +403,12 @@ class Run:
         else:
             self._pending = row
             self._pending_deferred = deferred
+
+    def _remember_keys(self, data: Mapping[str, Any], row: dict[str, Any]) -> None:
+        """Keys prepare_row() accepted as they are (not flattened) skip its key checks next time."""
+        known = self._known_keys
+        if len(known) < _KNOWN_KEYS_MAX:
+            known.update(k for k in data if k in row)
 
     def _enqueue(self, item: tuple[Any, ...]) -> None:
         queue = self._queue

@@ -7,7 +7,6 @@ under it; anything expensive is wrapped in a :class:`Deferred` whose
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 from wisp.errors import UsageError, ValueLimitError
@@ -34,12 +33,11 @@ __all__ = [
     "Deferred",
     "convert_value",
     "prepare_row",
-    "register_converter",
 ]
 
 SCALAR_TYPES = frozenset({float, int, str, bool, type(None)})
 RESERVED_KEYS = frozenset({"_step", "_timestamp", "_runtime"})
-MAX_KEY_LENGTH = 256
+MAX_KEY_LENGTH = 1024  # the server refuses longer keys (422), so refuse them at log()
 #: The default of the ``max_value_bytes`` setting (kept in step with _settings.py).
 DEFAULT_MAX_VALUE_BYTES = 4 * 1024 * 1024
 
@@ -111,18 +109,7 @@ def _numpy_value(key: str, value: Any) -> Any:
     return item
 
 
-_CONVERTERS: list[tuple[str, Any]] = []
 _SMALL = frozenset({float, int, bool, type(None)})
-
-
-def register_converter(module_prefix: str, convert: Any) -> None:
-    """Let an extension accept values whose type lives in ``module_prefix``.
-
-    ``convert(key, value)`` returns a JSON-able value or a :class:`Deferred`, or
-    raises UsageError.  Types are matched by module name, so the framework is
-    never imported by wisp itself.
-    """
-    _CONVERTERS.append((module_prefix, convert))
 
 
 def convert_value(key: str, value: Any) -> Any:
@@ -152,9 +139,6 @@ def convert_value(key: str, value: Any) -> Any:
         from wisp._tensors import convert_jax
 
         return convert_jax(key, value)
-    for prefix, convert in _CONVERTERS:
-        if module == prefix or module.startswith(prefix + "."):
-            return convert(key, value)
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, Deferred) for v in value):
         from wisp.media._image import gallery
 
@@ -230,7 +214,3 @@ def prepare_row(
 
     walk(data, "")
     return out, deferred
-
-
-def is_finite_number(value: Any) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)
