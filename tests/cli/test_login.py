@@ -10,17 +10,16 @@ import sys
 from pathlib import Path
 
 from tests.cli._helpers import wisp_cli
-from tests.cli.fake_server import fake_server
 
 
-def test_login_saves_0600_config_used_by_init(tmp_path: Path) -> None:
-    """login verifies the key, writes the config with mode 0600, and init() picks the values up."""
-    with fake_server("sekret") as url:
-        res = wisp_cli("login", url, "--key", "sekret", cwd=tmp_path)
+def test_login_saves_0600_config_used_by_init(tmp_path: Path, server: tuple[str, str]) -> None:
+    """login verifies the key with a real server, writes the config with mode 0600, and init() picks the values up."""
+    url, key = server
+    res = wisp_cli("login", url, "--key", key, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     cfg = tmp_path / "wisp-config.json"
     assert stat.S_IMODE(cfg.stat().st_mode) == 0o600
-    assert json.loads(cfg.read_text()) == {"version": 1, "server_url": url, "api_key": "sekret"}
+    assert json.loads(cfg.read_text()) == {"version": 1, "server_url": url, "api_key": key}
     code = (
         "from wisp._settings import Settings; s = Settings.resolve(); "
         "print(s.server_url, s.api_key)"
@@ -37,7 +36,7 @@ def test_login_saves_0600_config_used_by_init(tmp_path: Path) -> None:
         timeout=60,
         check=True,
     ).stdout.split()
-    assert out == [url, "sekret"]
+    assert out == [url, key]
     env["WISP_API_KEY"] = "from-env"  # environment variables win over the file
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -50,10 +49,10 @@ def test_login_saves_0600_config_used_by_init(tmp_path: Path) -> None:
     assert out == [url, "from-env"]
 
 
-def test_login_rejected_key_and_unreachable(tmp_path: Path) -> None:
-    """A refused key or an unreachable server fails with exit 1, one line plus hint, nothing saved."""
-    with fake_server("sekret") as url:
-        res = wisp_cli("login", url, "--key", "wrong", cwd=tmp_path)
+def test_login_rejected_key_and_unreachable(tmp_path: Path, server: tuple[str, str]) -> None:
+    """A key the real server refuses, or an unreachable server, fails with exit 1, one line plus hint, nothing saved."""
+    url, _key = server
+    res = wisp_cli("login", url, "--key", "wrong", cwd=tmp_path)
     assert res.returncode == 1
     assert res.stderr.splitlines()[0] == f"wisp: error: {url} refused the key (HTTP 401)"
     assert "Traceback" not in res.stderr
