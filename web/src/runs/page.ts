@@ -129,9 +129,10 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
     else void load();
   }
 
-  /** Filter the loaded project in the page over the server's parse of the filter; the
-   * server's count comes alongside, and a different one (new runs since, or an expression
-   * read differently) reloads the table from the server, as does anything the page cannot
+  /** Filter the loaded project in the page over the server's parse of the filter, as soon as
+   * the tree arrives.  The server's count for the same filter is asked for alongside and
+   * has the last word: a different one (new runs since, or an expression read
+   * differently) reloads the table from the server, as does anything the page cannot
    * decide. */
   async function filterInPage(base: Row[]): Promise<void> {
     ctrl?.abort();
@@ -139,18 +140,33 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
     ctrl = c;
     const t0 = performance.now();
     const filter = s.filter;
+    const current = () => !disposed && ctrl === c;
+    const counted = api.runs(project, { filter: filter || undefined, limit: 1 }, c.signal);
+    // the count may come before or after the rows are shown: compare once both are known
+    let count: number | "failed" | null = null;
+    let shown: number | null = null;
+    const confirm = () => {
+      if (current() && count !== null && shown !== null && count !== shown) void load();
+    };
+    counted.then(
+      (res) => {
+        count = res.total;
+        confirm();
+      },
+      (e) => {
+        if ((e as Error).name === "AbortError") return;
+        count = "failed";
+        confirm();
+      },
+    );
     let tree: Awaited<ReturnType<typeof parseFilter>>;
-    let counted: { total: number } | Error;
     try {
-      [tree, counted] = await Promise.all([
-        parseFilter(filter, c.signal),
-        api.runs(project, { filter: filter || undefined, limit: 1 }, c.signal).catch((e: unknown) => e as Error),
-      ]);
+      tree = await parseFilter(filter, c.signal);
     } catch (e) {
-      if (!disposed && ctrl === c && (e as Error).name !== "AbortError") void load();
+      if (current() && (e as Error).name !== "AbortError") void load();
       return;
     }
-    if (disposed || ctrl !== c) return;
+    if (!current()) return;
     const out = tree === undefined ? null : applyTree(tree, base, (r) => r.run);
     if (out === null) {
       void load(); // the server decides (and names what is wrong with an invalid filter)
@@ -164,7 +180,8 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
     renderBody(v, s, act, true);
     showRows("client");
     v.scroller.dataset.filterMs = (performance.now() - t0).toFixed(1);
-    if (counted instanceof Error ? counted.name !== "AbortError" : counted.total !== s.total) void load();
+    shown = out.length;
+    confirm();
   }
 
   let filterTimer: number | undefined;
