@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -13,6 +12,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.cli.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -59,12 +60,6 @@ def _build(
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _get(url: str) -> bytes:
     with urllib.request.urlopen(url, timeout=5) as r:
         return bytes(r.read())
@@ -107,7 +102,7 @@ def test_built_wheel_serves_the_dashboard(tmp_path: Path) -> None:
         where.stdout
     )  # the wheel, not the checkout
 
-    port = _free_port()
+    port = free_port()
     cmd = [
         str(env_dir / "bin" / "wisp"),
         "server",
