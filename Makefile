@@ -17,10 +17,10 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 # The dashboard: built by Vite into the package (src/wisp/server/static, not committed).
 WEB_OUT := src/wisp/server/static/index.html
-WEB_SRC := web/package.json web/package-lock.json web/index.html web/vite.config.ts $(wildcard web/src/*)
+WEB_SRC := web/package.json web/package-lock.json web/index.html web/vite.config.ts $(wildcard web/src/*) $(wildcard web/src/*/*)
 
 $(WEB_OUT): $(WEB_SRC)
-	cd web && npm install --no-audit --no-fund && npm run build
+	cd web && npm ci --no-audit --no-fund && npm run build
 
 web: $(WEB_OUT)
 

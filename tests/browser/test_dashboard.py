@@ -98,7 +98,8 @@ def test_bad_filter_shows_the_servers_message(dashboard: Dashboard, page: Any):
     assert err.inner_text().strip() != ""
 
 
-# expressions the page's own evaluator decides (web/src/filter.ts), and ones it leaves to the server
+# expressions the page's own evaluator decides (web/src/filter.ts, over the server's parse),
+# and ones it leaves to the server
 CLIENT_FILTERS = [
     "config.lr < 0.01",
     "config.lr <= 0.01 and state = finished",
@@ -131,7 +132,7 @@ def test_client_filter_agrees_with_server(dashboard: Dashboard, page: Any):
     page.goto(dashboard.url + "/#/p/browser")
     page.wait_for_selector("#runs-scroller .tr")
     runs = _runs(dashboard)
-    js = "([e, runs]) => { const r = window.__wisp.filterRuns(e, runs, x => x);"
+    js = "async ([e, runs]) => { const r = await window.__wisp.filterRuns(e, runs, x => x);"
     js += " return r === null ? null : r.map(x => x.id).sort(); }"
     for expr in CLIENT_FILTERS:
         server = _server_ids(dashboard, expr)

@@ -1,4 +1,5 @@
-// Typed client for the wisp HTTP API v1 (see API-CONTRACT.md).
+// Typed client for the wisp HTTP API v1 (see docs/http-api.md).
+import type { Tree } from "./filter";
 export interface Project {
   name: string;
   run_count: number;
@@ -149,6 +150,8 @@ export const api = {
     signal?: AbortSignal,
   ) =>
     getJSON<{ runs: RunRow[]; total: number }>(`/api/v1/projects/${enc(project)}/runs${qs(p)}`, signal),
+  filterParse: (filter: string, signal?: AbortSignal) =>
+    getJSON<{ filter: string; version: number; tree: Tree | null }>(`/api/v1/filter/parse${qs({ filter })}`, signal),
   run: (id: string) => getJSON<RunDetail>(`/api/v1/runs/${enc(id)}`),
   series: (
     p: { runs: string[]; keys: string[]; x: string; min?: number; max?: number; buckets: number; after?: number },

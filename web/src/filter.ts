@@ -1,75 +1,52 @@
 // Client-side evaluation of the runs filter language, for when every run of a project is
-// already loaded.  It mirrors src/wisp/server/_query.py (the same tokens, grammar and
-// two-valued logic) but only decides what it can decide exactly as the server's SQL would on
-// SQLite and PostgreSQL alike.  Anything else throws `Unsupported` (while compiling, or for
-// one row while evaluating) and the caller asks the server instead, which also produces the
-// error message for an invalid expression.
-import type { RunRow } from "./api";
+// already loaded.  The language is defined once, in src/wisp/server/_filter.py: the server
+// parses an expression (GET /api/v1/filter/parse) and this module only evaluates the tree it
+// returns, with the two-valued logic of the server's SQL (src/wisp/server/_query.py).  It
+// decides only what it can decide exactly as that SQL does on SQLite and PostgreSQL alike;
+// anything else throws `Unsupported` (while compiling the tree, or for one row while
+// evaluating) and the caller asks the server instead.  An invalid expression never gets here:
+// the server refuses it with the message the page shows.
+import { api, ApiError, type RunRow } from "./api";
 
 export class Unsupported extends Error {}
 
 export type Predicate = (run: RunRow) => boolean;
 
-type Tok = [kind: "num" | "str" | "op" | "word", text: string];
+/** The expression tree, format version 1 (documented in src/wisp/server/_filter.py). */
+export interface Field {
+  name: string;
+  path: string[];
+}
+export type Value = null | boolean | string | { num: string };
+export type Tree =
+  | { or: Tree[] }
+  | { and: Tree[] }
+  | { not: Tree }
+  | { exists: Field }
+  | { contains: Field; value: Value }
+  | { cmp: "=" | "!=" | "<" | "<=" | ">" | ">="; field: Field; value: Value };
 
-// The server's token pattern (Python `re`), made sticky.  Python's \w, \d and \s are Unicode
-// aware, so any input outside printable ASCII (plus tab/newline) is left to the server.
-const TOKEN = new RegExp(
-  String.raw`\s*(?:(?<num>-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.]))` +
-    String.raw`|(?<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')` +
-    String.raw`|(?<op><=|>=|==|!=|<|>|=|\(|\))` +
-    String.raw`|(?<word>(?:[A-Za-z_][\w/\-]*|"(?:[^"\\]|\\.)*")(?:\.(?:[\w/\-]+|"(?:[^"\\]|\\.)*"))*))`,
-  "y",
-);
-const KEYWORDS = new Set(["and", "or", "not", "contains", "exists"]);
-const COLUMNS = new Set(["state", "name", "id", "notes", "group", "job_type", "tags", "created_at", "finished_at", "duration"]);
+export const TREE_VERSION = 1;
+
 const NUMERIC = new Set(["created_at", "finished_at", "duration"]);
 
-function unquote(s: string): string {
-  return s.slice(1, -1).replace(/\\(.)/g, "$1");
-}
-
-function tokens(src: string): Tok[] {
-  if (/[^\x20-\x7e\t\n\r]/.test(src)) throw new Unsupported("non-ASCII text");
-  src = src.trimEnd();
-  const out: Tok[] = [];
-  let pos = 0;
-  while (pos < src.length) {
-    TOKEN.lastIndex = pos;
-    const m = TOKEN.exec(src);
-    if (!m || TOKEN.lastIndex === pos) throw new Unsupported("syntax");
-    const g = m.groups!;
-    const kind = (["num", "str", "op", "word"] as const).find((k) => g[k] !== undefined)!;
-    out.push([kind, g[kind]]);
-    pos = TOKEN.lastIndex;
-  }
-  return out;
-}
-
-function splitPath(word: string): string[] {
-  return (word.match(/"(?:[^"\\]|\\.)*"|[^.]+/g) ?? []).map((p) => (p.startsWith('"') ? unquote(p) : p));
-}
-
-type Value = number | string | boolean | null;
-interface Val {
-  v: Value;
-  intText?: string; // the literal of an integer, for `contains`
+/** Text outside printable ASCII (plus tab/newline) is left to the server's collation. */
+function ascii(s: string): string {
+  if (/[^\x20-\x7e\t\n\r]/.test(s)) throw new Unsupported("non-ASCII text");
+  return s;
 }
 
 /** A field's value in one run: `undefined` = missing (SQL NULL / absent JSON path). */
 type Getter = (run: RunRow) => unknown;
 
-function fieldGetter(name: string): { get: Getter; json: boolean } {
-  const dot = name.indexOf(".");
-  const head = dot < 0 ? name : name.slice(0, dot);
-  const rest = dot < 0 ? "" : name.slice(dot + 1);
-  if ((head === "config" || head === "summary") && rest) {
-    const path = splitPath(rest);
-    if (path.some((p) => !p || p.includes('"')) || path.length > 16) throw new Unsupported("bad path");
+function fieldGetter(f: Field): { get: Getter; json: boolean; column: string } {
+  const [head, ...path] = f.path.map(ascii);
+  if (path.length) {
     // how a backslash in a key reaches each database's JSON path is not worth guessing
     if (path.some((p) => p.includes("\\"))) throw new Unsupported("backslash in a key");
     return {
       json: true,
+      column: "",
       get: (run) => {
         let cur: unknown = head === "config" ? run.config : run.summary;
         for (const p of path) {
@@ -83,14 +60,12 @@ function fieldGetter(name: string): { get: Getter; json: boolean } {
       },
     };
   }
-  if (!COLUMNS.has(name)) throw new Unsupported("unknown field");
   const get: Getter = (run) => {
-    const r = run as unknown as Record<string, unknown>;
-    const v = name === "group" ? run.group : r[name];
-    if (name === "duration" && v === 0) throw new Unsupported("duration clamped at 0");
+    const v = (run as unknown as Record<string, unknown>)[head];
+    if (head === "duration" && v === 0) throw new Unsupported("duration clamped at 0");
     return v === null ? undefined : v;
   };
-  return { json: false, get };
+  return { json: false, column: head, get };
 }
 
 /** SQL LIKE '%needle%': ASCII case-insensitive on SQLite, case-sensitive on PostgreSQL. */
@@ -104,7 +79,6 @@ function like(hay: string, needle: string): boolean {
 function cmp(op: string, a: number | string, b: number | string): boolean {
   switch (op) {
     case "=":
-    case "==":
       return a === b;
     case "!=":
       return a !== b;
@@ -119,159 +93,124 @@ function cmp(op: string, a: number | string, b: number | string): boolean {
   }
 }
 
-class Compiler {
-  i = 0;
-  constructor(private toks: Tok[]) {}
-
-  peek(): Tok | undefined {
-    return this.toks[this.i];
-  }
-  take(): Tok {
-    const t = this.peek();
-    if (!t) throw new Unsupported("unexpected end");
-    this.i++;
-    return t;
-  }
-  kw(word: string): boolean {
-    const t = this.peek();
-    if (t && t[0] === "word" && t[1].toLowerCase() === word) {
-      this.i++;
-      return true;
-    }
-    return false;
-  }
-
-  expr(): Predicate {
-    const parts = [this.term()];
-    while (this.kw("or")) parts.push(this.term());
-    return parts.length === 1 ? parts[0] : (r) => parts.some((p) => p(r));
-  }
-  term(): Predicate {
-    const parts = [this.fact()];
-    while (this.kw("and")) parts.push(this.fact());
-    return parts.length === 1 ? parts[0] : (r) => parts.every((p) => p(r));
-  }
-  fact(): Predicate {
-    if (this.kw("not")) {
-      const f = this.fact();
-      return (r) => !f(r);
-    }
-    const t = this.take();
-    if (t[0] === "op" && t[1] === "(") {
-      const e = this.expr();
-      const c = this.take();
-      if (c[0] !== "op" || c[1] !== ")") throw new Unsupported("expected )");
-      return e;
-    }
-    if (t[0] !== "word" || KEYWORDS.has(t[1].toLowerCase())) throw new Unsupported("expected a field");
-    const name = t[1];
-    const { get, json } = fieldGetter(name);
-    if (this.kw("exists")) return name === "tags" ? () => true : (r) => get(r) !== undefined;
-    if (this.kw("contains")) return this.contains(name, get, json, this.value());
-    const op = this.take();
-    if (op[0] !== "op" || op[1] === "(" || op[1] === ")") throw new Unsupported("expected an operator");
-    return this.compare(name, get, json, op[1], this.value());
-  }
-
-  value(): Val {
-    const [kind, v] = this.take();
-    if (kind === "num") {
-      const isInt = !/[.eE]/.test(v);
-      return { v: Number(v), intText: isInt ? String(BigInt(v)) : undefined };
-    }
-    if (kind === "str") return { v: unquote(v) };
-    if (kind === "word") {
-      const low = v.toLowerCase();
-      if (low === "true" || low === "false") return { v: low === "true" };
-      if (low === "null") return { v: null };
-      return { v };
-    }
-    throw new Unsupported("expected a value");
-  }
-
-  contains(name: string, get: Getter, json: boolean, val: Val): Predicate {
-    const { v } = val;
-    if (name === "tags") {
-      if (typeof v !== "string") throw new Unsupported("tags contains expects a string");
-      return (r) => {
-        if (!Array.isArray(r.tags)) return false;
-        if (r.tags.some((t) => typeof t !== "string")) throw new Unsupported("a tag that is not a string");
-        return r.tags.includes(v);
-      };
-    }
-    if (v === null || typeof v === "boolean") throw new Unsupported("contains expects a string or number");
-    if (NUMERIC.has(name)) throw new Unsupported("text search on a number column");
-    // Python's str() of a float is not JS's String(): only integers are searched here
-    const needle = typeof v === "string" ? v : val.intText;
-    if (needle === undefined) throw new Unsupported("contains with a float");
-    return (r) => {
-      const x = get(r);
-      if (x === undefined || (json && x === null)) return false;
-      if (typeof x !== "string") throw new Unsupported("text of a non-string JSON value");
-      return like(x, needle);
-    };
-  }
-
-  compare(name: string, get: Getter, json: boolean, op: string, val: Val): Predicate {
-    const { v } = val;
-    const eq = op === "=" || op === "==";
-    if (v === null) {
-      if (!eq && op !== "!=") throw new Unsupported("null with an ordering");
-      if (!json) {
-        if (name === "tags") return () => !eq;
-        return (r) => (get(r) === undefined) === eq;
-      }
-      return (r) => {
-        const x = get(r);
-        return x !== undefined && (x === null) === eq;
-      };
-    }
-    if (typeof v === "boolean") {
-      if (!json || !(eq || op === "!=")) throw new Unsupported("boolean comparison");
-      return (r) => {
-        const x = get(r);
-        return x !== undefined && (x === v) === eq;
-      };
-    }
-    if (typeof v === "number") {
-      if (!json && !NUMERIC.has(name)) throw new Unsupported("not numeric");
-      return (r) => {
-        const x = get(r);
-        return typeof x === "number" && cmp(op, x, v);
-      };
-    }
-    if (name === "tags" || NUMERIC.has(name)) throw new Unsupported("text comparison on tags or a number");
-    // text ordering follows the database's collation: only equality is decided here
-    if (!(eq || op === "!=")) throw new Unsupported("text ordering");
-    return (r) => {
-      const x = get(r);
-      if (x === undefined || (json && x === null)) return false;
-      if (typeof x !== "string") throw new Unsupported("text of a non-string JSON value");
-      return cmp(op, x, v);
-    };
-  }
+/** A number as the server compares it: Python's str() of it, read back as the same double. */
+function num(text: string): number {
+  return text === "inf" ? Infinity : text === "-inf" ? -Infinity : Number(text);
 }
 
-/** Compile a filter expression, or throw `Unsupported` (then ask the server). */
-export function compileFilter(src: string): Predicate {
-  if (src.length > 4000) throw new Unsupported("too long");
-  const toks = tokens(src);
-  if (!toks.length) return () => true;
-  const c = new Compiler(toks);
-  const e = c.expr();
-  if (c.peek()) throw new Unsupported("trailing tokens");
-  return e;
+function contains(f: Field, value: Value): Predicate {
+  const { get, json, column } = fieldGetter(f);
+  if (column === "tags") {
+    if (typeof value !== "string") throw new Unsupported("tags contains expects a string");
+    const tag = ascii(value);
+    return (r) => {
+      if (!Array.isArray(r.tags)) return false;
+      if (r.tags.some((t) => typeof t !== "string")) throw new Unsupported("a tag that is not a string");
+      return r.tags.includes(tag);
+    };
+  }
+  if (value === null || typeof value === "boolean") throw new Unsupported("contains expects a string or number");
+  if (NUMERIC.has(column)) throw new Unsupported("text search on a number column");
+  // the server searches for the text of the value: a number's text is Python's, as sent
+  const needle = ascii(typeof value === "string" ? value : value.num);
+  return (r) => {
+    const x = get(r);
+    if (x === undefined || (json && x === null)) return false;
+    if (typeof x !== "string") throw new Unsupported("text of a non-string JSON value");
+    return like(x, needle);
+  };
 }
 
-/** The runs matching `src`, in their order, or `null` when the server must decide. */
-export function filterRuns<T>(src: string, rows: T[], run: (row: T) => RunRow): T[] | null {
+function compare(f: Field, op: string, value: Value): Predicate {
+  const { get, json, column } = fieldGetter(f);
+  const eq = op === "=";
+  if (value === null) {
+    if (!eq && op !== "!=") throw new Unsupported("null with an ordering");
+    if (!json) {
+      if (column === "tags") return () => !eq;
+      return (r) => (get(r) === undefined) === eq;
+    }
+    return (r) => {
+      const x = get(r);
+      return x !== undefined && (x === null) === eq;
+    };
+  }
+  if (typeof value === "boolean") {
+    if (!json || !(eq || op === "!=")) throw new Unsupported("boolean comparison");
+    return (r) => {
+      const x = get(r);
+      return x !== undefined && (x === value) === eq;
+    };
+  }
+  if (typeof value === "object") {
+    if (!json && !NUMERIC.has(column)) throw new Unsupported("not numeric");
+    const v = num(value.num);
+    return (r) => {
+      const x = get(r);
+      return typeof x === "number" && cmp(op, x, v);
+    };
+  }
+  if (column === "tags" || NUMERIC.has(column)) throw new Unsupported("text comparison on tags or a number");
+  // text ordering follows the database's collation: only equality is decided here
+  if (!(eq || op === "!=")) throw new Unsupported("text ordering");
+  const text = ascii(value);
+  return (r) => {
+    const x = get(r);
+    if (x === undefined || (json && x === null)) return false;
+    if (typeof x !== "string") throw new Unsupported("text of a non-string JSON value");
+    return cmp(op, x, text);
+  };
+}
+
+/** The predicate of an expression tree (`null`: no filter), or throw `Unsupported`. */
+export function compileTree(tree: Tree | null): Predicate {
+  if (tree === null) return () => true;
+  if ("or" in tree) {
+    const parts = tree.or.map(compileTree);
+    return (r) => parts.some((p) => p(r));
+  }
+  if ("and" in tree) {
+    const parts = tree.and.map(compileTree);
+    return (r) => parts.every((p) => p(r));
+  }
+  if ("not" in tree) {
+    const f = compileTree(tree.not);
+    return (r) => !f(r);
+  }
+  if ("exists" in tree) {
+    const { get, column } = fieldGetter(tree.exists);
+    return column === "tags" ? () => true : (r) => get(r) !== undefined;
+  }
+  if ("contains" in tree) return contains(tree.contains, tree.value);
+  return compare(tree.field, tree.cmp, tree.value);
+}
+
+/** The rows matching an expression tree, in their order, or `null` when the server must decide. */
+export function applyTree<T>(tree: Tree | null, rows: T[], run: (row: T) => RunRow): T[] | null {
   try {
-    const p = compileFilter(src);
+    const p = compileTree(tree);
     return rows.filter((r) => p(run(r)));
   } catch (e) {
     if (e instanceof Unsupported) return null;
     throw e;
   }
+}
+
+/** The server's tree of `src` (it parses and validates), or `null` when it refuses it. */
+export async function parseFilter(src: string, signal?: AbortSignal): Promise<Tree | null | undefined> {
+  try {
+    const res = await api.filterParse(src, signal);
+    return res.version === TREE_VERSION ? res.tree : undefined;
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 422) return undefined;
+    throw e;
+  }
+}
+
+/** The runs matching `src`, in their order, or `null` when the server must decide. */
+export async function filterRuns<T>(src: string, rows: T[], run: (row: T) => RunRow): Promise<T[] | null> {
+  const tree = await parseFilter(src);
+  return tree === undefined ? null : applyTree(tree, rows, run);
 }
 
 // for the browser tests: they check this evaluator against the server's answers

@@ -4,7 +4,7 @@ import "./style.css";
 import { setApiKey } from "./api";
 import { comparePage, projectsPage, runPage, type Dispose } from "./pages";
 import { current, href } from "./router";
-import { runsPage } from "./runs";
+import { runsPage } from "./runs/page";
 import { h } from "./util";
 
 const app = document.getElementById("app")!;

@@ -20,10 +20,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 
+from wisp.server._filter import TREE_VERSION
 from wisp.server._http import json_response, q_float, q_int, q_str, read_json
 from wisp.server._ingest import STATES, check_project, check_run_fields, prepare_records
 from wisp.server._problem import Problem, check_id, clean_json, clean_str, invalid
-from wisp.server._query import list_runs
+from wisp.server._query import filter_tree, list_runs
 from wisp.server._series import export_history, series
 from wisp.server._settings import ServerSettings
 from wisp.server._store import Store
@@ -224,6 +225,11 @@ class Api:
             clean_str(kw["group"], "group")
         out = await run_in_threadpool(lambda: list_runs(self.store, project, **kw))
         return json_response(out)
+
+    async def filter_parse(self, request: Request) -> Response:
+        src = q_str(request, "filter", "")
+        tree = filter_tree(self.store, src)
+        return json_response({"filter": src, "version": TREE_VERSION, "tree": tree})
 
     async def get_run(self, request: Request) -> Response:
         return json_response(await self._need_run(self._run_id(request)))

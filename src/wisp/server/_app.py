@@ -56,6 +56,7 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
         Route(f"{v1}/projects", ep("read", api.projects), methods=["GET"]),
         Route(f"{v1}/projects/{{project}}/runs", ep("read", api.project_runs), methods=["GET"]),
         Route(f"{v1}/series", ep("read", api.series), methods=["GET"]),
+        Route(f"{v1}/filter/parse", ep("read", api.filter_parse), methods=["GET"]),
         Route("/api/{rest:path}", _api_not_found),
         Route("/{path:path}", _static_handler(Path(settings.static_dir)), methods=["GET", "HEAD"]),
     ]

@@ -210,6 +210,24 @@ def openapi_document() -> dict[str, Any]:
                 },
             )
         },
+        f"{v1}/filter/parse": {
+            "get": _op(
+                "A runs filter parsed to its expression tree (the dashboard evaluates it)",
+                [_p("filter", {"type": "string"})],
+                {
+                    "200": _ok(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "filter": {"type": "string"},
+                                "version": {"type": "integer"},
+                                "tree": {"type": "object", "nullable": True},
+                            },
+                        }
+                    )
+                },
+            )
+        },
         f"{v1}/series": {
             "get": _op(
                 "Metric series, downsampled to at most `buckets` buckets",

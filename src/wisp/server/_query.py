@@ -1,23 +1,13 @@
-"""Runs queries: the filter language, sorting and pagination, compiled to bound SQL.
+"""Runs queries: the filter language compiled to bound SQL, sorting and pagination.
 
-Grammar (keywords case-insensitive)::
-
-    expr  := term ("or" term)*
-    term  := fact ("and" fact)*
-    fact  := "not" fact | "(" expr ")" | field op value | field "exists"
-    op    := "=" | "==" | "!=" | "<" | "<=" | ">" | ">=" | "contains"
-    field := state | name | id | notes | group | job_type | tags | created_at | finished_at
-             | duration | config.<path> | summary.<path>      (path: dotted, parts may be "quoted")
-    value := number | "string" | 'string' | true | false | null | bare-word
-
-A number compares numerically (JSON values that are not numbers never match); a
-string compares as text; ``tags contains "x"`` tests membership.  Values only
-ever reach SQL as bound parameters.
+The language itself (grammar and expression tree) is defined in ``_filter.py``; this module
+turns its tree into SQL.  A number compares numerically (JSON values that are not numbers
+never match); a string compares as text; ``tags contains "x"`` tests membership.  Values
+only ever reach SQL as bound parameters.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from sqlalchemy import (
@@ -36,128 +26,13 @@ from sqlalchemy import (
 )
 
 from wisp.server import _schema as S
+from wisp.server._filter import COLUMNS, field_path, number, parse
+from wisp.server._filter import bad as _bad
 from wisp.server._problem import Problem
 
-__all__ = ["FIELDS", "list_runs", "parse_filter"]
+__all__ = ["FIELDS", "filter_tree", "list_runs", "parse_filter"]
 
-FIELDS = (
-    "state",
-    "name",
-    "id",
-    "notes",
-    "group",
-    "job_type",
-    "tags",
-    "created_at",
-    "finished_at",
-    "duration",
-)
-_TOKEN = re.compile(
-    r"""\s*(?:(?P<num>-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.]))"""
-    r"""|(?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')"""
-    r"""|(?P<op><=|>=|==|!=|<|>|=|\(|\))"""
-    r"""|(?P<word>(?:[A-Za-z_][\w/\-]*|"(?:[^"\\]|\\.)*")(?:\.(?:[\w/\-]+|"(?:[^"\\]|\\.)*"))*))"""
-)
-_KEYWORDS = {"and", "or", "not", "contains", "exists"}
-
-
-def _bad(message: str) -> Problem:
-    return Problem(422, "invalid", f"filter: {message}", "filter")
-
-
-def _unquote(s: str) -> str:
-    return re.sub(r"\\(.)", r"\1", s[1:-1])
-
-
-def _tokens(src: str) -> list[tuple[str, str]]:
-    out = []
-    pos = 0
-    src = src.rstrip()
-    while pos < len(src):
-        m = _TOKEN.match(src, pos)
-        if m is None or m.end() == pos:
-            raise _bad(f"unexpected text at position {pos}: {src[pos : pos + 20]!r}")
-        kind = m.lastgroup or ""
-        out.append((kind, m.group(kind)))
-        pos = m.end()
-    return out
-
-
-def _split_path(word: str) -> list[str]:
-    parts = re.findall(r'"(?:[^"\\]|\\.)*"|[^.]+', word)
-    return [_unquote(p) if p.startswith('"') else p for p in parts]
-
-
-class _Compiler:
-    def __init__(self, store: Any, toks: list[tuple[str, str]]) -> None:
-        self.store = store
-        self.toks = toks
-        self.i = 0
-
-    def peek(self) -> tuple[str, str] | None:
-        return self.toks[self.i] if self.i < len(self.toks) else None
-
-    def take(self) -> tuple[str, str]:
-        t = self.peek()
-        if t is None:
-            raise _bad("unexpected end of expression")
-        self.i += 1
-        return t
-
-    def kw(self, word: str) -> bool:
-        t = self.peek()
-        if t is not None and t[0] == "word" and t[1].lower() == word:
-            self.i += 1
-            return True
-        return False
-
-    def expr(self) -> Any:
-        parts = [self.term()]
-        while self.kw("or"):
-            parts.append(self.term())
-        return or_(*parts) if len(parts) > 1 else parts[0]
-
-    def term(self) -> Any:
-        parts = [self.fact()]
-        while self.kw("and"):
-            parts.append(self.fact())
-        return and_(*parts) if len(parts) > 1 else parts[0]
-
-    def fact(self) -> Any:
-        if self.kw("not"):
-            return not_(self.fact())
-        t = self.take()
-        if t == ("op", "("):
-            e = self.expr()
-            if self.take() != ("op", ")"):
-                raise _bad("expected ')'")
-            return e
-        if t[0] != "word" or t[1].lower() in _KEYWORDS:
-            raise _bad(f"expected a field name, got {t[1]!r}")
-        fld = field_ref(self.store, t[1])
-        if self.kw("exists"):
-            return fld.exists()
-        if self.kw("contains"):
-            return _known(fld.contains(self.value()))
-        op = self.take()
-        if op[0] != "op" or op[1] in "()":
-            raise _bad(f"expected an operator after {t[1]!r}, got {op[1]!r}")
-        return _known(fld.compare(op[1], self.value()))
-
-    def value(self) -> Any:
-        kind, v = self.take()
-        if kind == "num":
-            return float(v) if any(c in v for c in ".eE") else int(v)
-        if kind == "str":
-            return _unquote(v)
-        if kind == "word":
-            low = v.lower()
-            if low in ("true", "false"):
-                return low == "true"
-            if low == "null":
-                return None
-            return v
-        raise _bad(f"expected a value, got {v!r}")
+FIELDS = COLUMNS
 
 
 _OPS = {
@@ -180,12 +55,10 @@ class _Field:
         self.json: Any = None
         self.path: list[str] = []
         r = S.runs.c
-        head, _, rest = name.partition(".")
-        if head in ("config", "summary") and rest:
-            self.json = r.config if head == "config" else r.summary
-            self.path = _split_path(rest)
-            if any(not p or '"' in p for p in self.path) or len(self.path) > 16:
-                raise _bad(f"bad key path in {name!r}")
+        path = field_path(name)
+        if len(path) > 1:
+            self.json = r.config if path[0] == "config" else r.summary
+            self.path = path[1:]
             return
         cols = {
             "state": store.state_expr(),
@@ -199,11 +72,6 @@ class _Field:
             "finished_at": r.finished_at,
             "duration": store.duration_expr(),
         }
-        if name not in cols:
-            raise _bad(
-                f"unknown field {name!r}: expected one of {', '.join(FIELDS)}, "
-                "config.<key> or summary.<key>"
-            )
         self.col = cols[name]
 
     # JSON access, per dialect
@@ -316,18 +184,38 @@ def field_ref(store: Any, name: str) -> _Field:
     return _Field(store, name)
 
 
+def _value(v: Any) -> Any:
+    return number(v) if isinstance(v, dict) else v
+
+
+def _sql(store: Any, tree: dict[str, Any] | None) -> Any:
+    """The SQL condition of a filter's expression tree (``_filter.py``); 422 when invalid."""
+    if tree is None:
+        return true()
+    if "or" in tree:
+        return or_(*(_sql(store, t) for t in tree["or"]))
+    if "and" in tree:
+        return and_(*(_sql(store, t) for t in tree["and"]))
+    if "not" in tree:
+        return not_(_sql(store, tree["not"]))
+    if "exists" in tree:
+        return field_ref(store, tree["exists"]["name"]).exists()
+    if "contains" in tree:
+        return _known(field_ref(store, tree["contains"]["name"]).contains(_value(tree["value"])))
+    fld = field_ref(store, tree["field"]["name"])
+    return _known(fld.compare(tree["cmp"], _value(tree["value"])))
+
+
 def parse_filter(store: Any, src: str) -> Any:
     """The SQL condition for a filter expression (a ``Problem`` names what is wrong)."""
-    if len(src) > 4000:
-        raise _bad("longer than 4000 characters")
-    toks = _tokens(src)
-    if not toks:
-        return true()
-    c = _Compiler(store, toks)
-    e = c.expr()
-    if c.peek() is not None:
-        raise _bad(f"unexpected {c.peek()[1]!r}")  # type: ignore[index]
-    return e
+    return _sql(store, parse(src))
+
+
+def filter_tree(store: Any, src: str) -> dict[str, Any] | None:
+    """The expression tree of a valid filter, for the dashboard to evaluate; 422 when invalid."""
+    tree = parse(src)
+    _sql(store, tree)
+    return tree
 
 
 def list_runs(

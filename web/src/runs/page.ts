@@ -1,0 +1,260 @@
+// Runs table of one project: column picker, sort, filter expressions, grouping, selection for
+// comparison.  This module wires the parts together: the state (state.ts), its URL (url.ts),
+// the DOM (render.ts) and the column picker (picker.ts), and loads runs from the server.
+// Filters are evaluated by the server, or in the page (filter.ts, over the tree the server
+// parsed) when every run of the project is loaded and none is running; the server's count
+// for the same filter comes with the tree, and its answer wins if they ever differ.
+import { api, type RunRow } from "../api";
+import { applyTree, parseFilter } from "../filter";
+import { href, type Route } from "../router";
+import { renderPicker } from "./picker";
+import { ROW_H, mountView, renderBody, renderCompare, renderCount, renderHead, showError, type Actions } from "./render";
+import { buildItems, discoverKeys, newState, setSort, sortRows, toRow, toggleGroup, type Row } from "./state";
+import { fromRoute, urlSync } from "./url";
+
+const PAGE = 1000; // the server's maximum page size
+
+export function runsPage(app: HTMLElement, route: Route, project: string): () => void {
+  const s = newState(project, fromRoute(route));
+  const v = mountView(app, s);
+  let disposed = false;
+  let ctrl: AbortController | null = null;
+  let liveTimer: number | undefined;
+
+  const act: Actions = {
+    sort: (col) => {
+      setSort(s, col);
+      urlSync.sort(s);
+      renderHead(v, s, act);
+      if (s.rows.length >= s.total) {
+        applySort();
+        renderBody(v, s, act, true);
+      } else void load();
+    },
+    selectAll: (on) => {
+      for (const r of s.rows) on ? s.selected.add(r.run.id) : s.selected.delete(r.run.id);
+      updateCompare();
+      renderBody(v, s, act, true);
+    },
+    select: (id, on) => {
+      if (on) s.selected.add(id);
+      else s.selected.delete(id);
+      updateCompare();
+    },
+    toggleGroup: (name) => {
+      toggleGroup(s, name);
+      renderBody(v, s, act, true);
+    },
+  };
+
+  function applySort(): void {
+    const t0 = performance.now();
+    sortRows(s);
+    buildItems(s);
+    v.scroller.dataset.sortMs = (performance.now() - t0).toFixed(1);
+  }
+
+  function updateCompare(): void {
+    renderCompare(v, s);
+    urlSync.selected(s);
+  }
+
+  function columnsChanged(): void {
+    urlSync.cols(s);
+    renderHead(v, s, act);
+    renderBody(v, s, act, true);
+  }
+
+  /** Show rows just filtered (`mode` says where) and the count. */
+  function showRows(mode: "server" | "client"): void {
+    v.scroller.dataset.filterMode = mode;
+    v.scroller.dataset.filter = s.filter;
+    renderCount(v, s);
+    updateCompare();
+  }
+
+  async function load(): Promise<void> {
+    ctrl?.abort();
+    const c = new AbortController();
+    ctrl = c;
+    const t0 = performance.now();
+    v.filterErr.textContent = "";
+    const out: Row[] = [];
+    try {
+      const toRows = (runs: RunRow[]) => {
+        for (const r of runs) out.push(toRow(r));
+      };
+      const q = { filter: s.filter || undefined, sort: s.sort, order: s.order, limit: PAGE };
+      const first = await api.runs(project, { ...q, offset: 0 }, c.signal);
+      s.total = first.total;
+      toRows(first.runs);
+      // the remaining pages in parallel, a few at a time
+      const offsets: number[] = [];
+      for (let o = first.runs.length; first.runs.length && o < s.total; o += PAGE) offsets.push(o);
+      for (let i = 0; i < offsets.length; i += 4) {
+        const pages = await Promise.all(offsets.slice(i, i + 4).map((o) => api.runs(project, { ...q, offset: o }, c.signal)));
+        for (const pg of pages) toRows(pg.runs);
+        if (disposed || c.signal.aborted) return;
+      }
+    } catch (e) {
+      if ((e as Error).name === "AbortError") return;
+      showError(v, e);
+      return;
+    }
+    if (disposed || ctrl !== c) return;
+    s.rows = out;
+    if (!s.filter && out.length === s.total) {
+      s.base = out;
+      s.baseOrder = `${s.sort}|${s.order}`;
+    }
+    const firstLoad = s.allKeys.length === 0;
+    discoverKeys(s);
+    if (firstLoad) renderPicker(v.picker, s, columnsChanged);
+    renderHead(v, s, act);
+    buildItems(s);
+    renderBody(v, s, act, true);
+    showRows("server");
+    v.scroller.dataset.loadMs = (performance.now() - t0).toFixed(1);
+    v.scroller.dataset.loaded = String(Date.now());
+    clearTimeout(liveTimer);
+    if (s.rows.some((r) => r.run.state === "running") && s.total <= 2000) liveTimer = window.setTimeout(() => void load(), 5000);
+  }
+
+  function applyFilter(): void {
+    if (v.filterInput.value === s.filter) return;
+    s.filter = v.filterInput.value;
+    urlSync.filter(s);
+    const base = s.base;
+    if (base && !base.some((r) => r.run.state === "running")) void filterInPage(base);
+    else void load();
+  }
+
+  /** Filter the loaded project in the page over the server's parse of the filter, as soon as
+   * the tree arrives.  The server's count for the same filter is asked for alongside and
+   * has the last word: a different one (new runs since, or an expression read
+   * differently) reloads the table from the server, as does anything the page cannot
+   * decide. */
+  async function filterInPage(base: Row[]): Promise<void> {
+    ctrl?.abort();
+    const c = new AbortController();
+    ctrl = c;
+    const t0 = performance.now();
+    const filter = s.filter;
+    const current = () => !disposed && ctrl === c;
+    const counted = api.runs(project, { filter: filter || undefined, limit: 1 }, c.signal);
+    // the count may come before or after the rows are shown: compare once both are known
+    let count: number | "failed" | null = null;
+    let shown: number | null = null;
+    const confirm = () => {
+      if (current() && count !== null && shown !== null && count !== shown) void load();
+    };
+    counted.then(
+      (res) => {
+        count = res.total;
+        confirm();
+      },
+      (e) => {
+        if ((e as Error).name === "AbortError") return;
+        count = "failed";
+        confirm();
+      },
+    );
+    let tree: Awaited<ReturnType<typeof parseFilter>>;
+    try {
+      tree = await parseFilter(filter, c.signal);
+    } catch (e) {
+      if (current() && (e as Error).name !== "AbortError") void load();
+      return;
+    }
+    if (!current()) return;
+    const out = tree === undefined ? null : applyTree(tree, base, (r) => r.run);
+    if (out === null) {
+      void load(); // the server decides (and names what is wrong with an invalid filter)
+      return;
+    }
+    v.filterErr.textContent = "";
+    s.rows = out;
+    s.total = out.length;
+    if (s.baseOrder === `${s.sort}|${s.order}`) buildItems(s);
+    else applySort();
+    renderBody(v, s, act, true);
+    showRows("client");
+    v.scroller.dataset.filterMs = (performance.now() - t0).toFixed(1);
+    shown = out.length;
+    confirm();
+  }
+
+  let filterTimer: number | undefined;
+  v.filterInput.addEventListener("input", () => {
+    clearTimeout(filterTimer);
+    filterTimer = window.setTimeout(applyFilter, 400);
+  });
+  v.filterInput.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") {
+      clearTimeout(filterTimer);
+      applyFilter();
+    }
+  });
+  v.groupBox.addEventListener("change", () => {
+    s.grouped = v.groupBox.checked;
+    urlSync.grouped(s);
+    buildItems(s);
+    renderBody(v, s, act, true);
+  });
+
+  let raf = 0;
+  v.scroller.addEventListener("scroll", () => {
+    if (!raf)
+      raf = requestAnimationFrame(() => {
+        raf = 0;
+        renderBody(v, s, act);
+      });
+  });
+  v.scroller.addEventListener("keydown", (e) => onKey(e));
+
+  function focusRow(idx: number): void {
+    (v.body.querySelector(`[data-idx="${idx}"]`) as HTMLElement | null)?.focus();
+  }
+
+  /** Arrow keys move through rows, Enter opens a run (or folds a group), Space selects. */
+  function onKey(e: KeyboardEvent): void {
+    const t = e.target as HTMLElement;
+    if (!t.classList.contains("tr")) return;
+    const idx = Number(t.dataset.idx);
+    let next = idx;
+    if (e.key === "ArrowDown") next = Math.min(s.items.length - 1, idx + 1);
+    else if (e.key === "ArrowUp") next = Math.max(0, idx - 1);
+    else if (e.key === "Enter") {
+      const it = s.items[idx];
+      if (it.kind === "run") location.hash = href(["p", project, "r", it.row.run.id]);
+      else act.toggleGroup(it.name);
+      return;
+    } else if (e.key === " ") {
+      e.preventDefault();
+      const it = s.items[idx];
+      if (it.kind === "run") {
+        act.select(it.row.run.id, !s.selected.has(it.row.run.id));
+        renderBody(v, s, act, true);
+        focusRow(idx);
+      }
+      return;
+    } else return;
+    e.preventDefault();
+    s.focusIdx = next;
+    const y = next * ROW_H;
+    const viewTop = v.scroller.scrollTop;
+    const viewH = v.scroller.clientHeight - v.head.offsetHeight;
+    if (y < viewTop) v.scroller.scrollTop = y;
+    else if (y + ROW_H > viewTop + viewH) v.scroller.scrollTop = y + ROW_H - viewH;
+    renderBody(v, s, act, true);
+    focusRow(next);
+  }
+
+  updateCompare();
+  void load();
+  return () => {
+    disposed = true;
+    ctrl?.abort();
+    clearTimeout(liveTimer);
+  };
+}
