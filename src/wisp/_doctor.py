@@ -19,10 +19,13 @@ OK, WARN, FAIL = "ok", "warn", "fail"
 
 
 class Check(NamedTuple):
+    """One finding of ``wisp.doctor()`` and ``wisp doctor`` (the CLI's JSON calls ``message``
+    ``detail``)."""
+
     name: str
     status: str  # "ok" | "warn" | "fail"
     message: str
-    fix: str
+    fix: str = ""
 
 
 def _start_method(now: dict[str, Any]) -> Check:

@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_MAX_VALUE_BYTES",
     "ID_CHARS",
     "ID_PATTERN",
+    "ID_RULE",
     "MAX_DEPTH",
     "MAX_EXIT_CODE",
     "MAX_ID_LENGTH",
@@ -31,6 +32,7 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "MAX_NOTES_LENGTH",
     "MAX_PROJECT_LENGTH",
+    "MAX_SEQ",
     "MAX_STEP",
     "MAX_STREAM_LENGTH",
     "MAX_STRING_LENGTH",
@@ -117,6 +119,8 @@ MAX_JSON_KEY_LENGTH = 4096
 MAX_DEPTH = 64
 #: Steps (and system timestamps in ms) are 0 <= step < MAX_STEP (a signed 64-bit column).
 MAX_STEP = 1 << 62
+#: Record sequence numbers within a writer segment (``first_seq`` of a batch).
+MAX_SEQ = 1 << 62
 #: A plain list of scalars logged as one value; longer lists belong in a Histogram/Table.
 MAX_LIST_ITEMS = 1024
 #: A media value's ``_type``, and a console line's ``stream``.
