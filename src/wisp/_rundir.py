@@ -24,7 +24,6 @@ file is what a resume continues from.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import threading
@@ -106,6 +105,8 @@ def find_by_id(base: str, run_id: str, *, with_file: bool = True) -> list[str]:
     ``with_file``: only directories that hold a run file (a claimed but empty one is
     skipped).
     """
+    import glob  # resume and importers only: not on init()'s path
+
     root = glob.escape(os.path.join(base, RUNS_DIR))
     found = sorted(glob.glob(os.path.join(root, f"run-*-{glob.escape(run_id)}")))
     return [d for d in found if is_run_dir(d)] if with_file else found
