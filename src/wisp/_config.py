@@ -10,9 +10,12 @@ from wisp.errors import UsageError
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol
 
-    from wisp._run import Run
+    class Recorder(Protocol):
+        """What a Config writes its snapshots to (a Run)."""
+
+        def record(self, rtype: int, payload: Any) -> None: ...
 
     _MappingBase = MutableMapping[str, Any]
 else:
@@ -61,7 +64,7 @@ class Config(_MappingBase):
     JSON-like data when set, so later changes to the caller's objects don't leak.
     """
 
-    def __init__(self, run: Run | None) -> None:
+    def __init__(self, run: Recorder | None) -> None:
         object.__setattr__(self, "_run", run)
         object.__setattr__(self, "_data", {})
 
