@@ -53,7 +53,7 @@ def test_a_killed_process_leaves_a_crashed_readable_run(tmp_path: Path) -> None:
         "import os, wisp, time\n"
         "r = wisp.init(settings={'flush_interval': 0.01})\n"
         "for i in range(100): r.log({'i': i})\n"
-        "r._writer.barrier()\n"
+        "r.barrier()\n"
         "print(r.dir, flush=True)\n"
         "os.kill(os.getpid(), 9)\n"
     )

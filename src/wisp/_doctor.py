@@ -19,10 +19,13 @@ OK, WARN, FAIL = "ok", "warn", "fail"
 
 
 class Check(NamedTuple):
+    """One finding of ``wisp.doctor()`` and ``wisp doctor`` (the CLI's JSON calls ``message``
+    ``detail``)."""
+
     name: str
     status: str  # "ok" | "warn" | "fail"
     message: str
-    fix: str
+    fix: str = ""
 
 
 def _start_method(now: dict[str, Any]) -> Check:
@@ -71,10 +74,10 @@ def _runs() -> list[Check]:
     from wisp import _run
 
     out: list[Check] = []
-    live = [r for r in _run.live_runs() if r._pid == os.getpid()]
+    live = [r for r in _run.live_runs() if r.pid == os.getpid()]
     for run in live + [r for r in _run.recent_runs() if r not in live]:
         label = f"run {run.id}"
-        w = run._writer
+        w = run.writer
         if w is None:
             continue
         failures = dict(w.failures)
@@ -109,7 +112,7 @@ def _threads() -> Check:
 
     names = [t.name for t in threading.enumerate()]
     writers = sum(1 for n in names if n == "wisp-writer")
-    live = sum(1 for r in _run.live_runs() if r._pid == os.getpid() and r._writer is not None)
+    live = sum(1 for r in _run.live_runs() if r.pid == os.getpid() and r.writer is not None)
     status = OK if writers >= live else FAIL
     return Check(
         "threads",
@@ -122,7 +125,7 @@ def _threads() -> Check:
 def _signals() -> Check:
     from wisp import _hooks
 
-    if not _hooks._installed:
+    if not _hooks.installed():
         return Check("signals", OK, "no run started yet; nothing hooked", "")
     state = _hooks.signal_state()
     text = "; ".join(f"{k}: {v}" for k, v in state.items())

@@ -1,18 +1,15 @@
 """Per-run helpers started by ``init()`` and stopped by ``finish()``.
 
 The system-metrics sampler (``system_metrics``, ``system_interval``) and
-console capture (``console``).  ``start(run)`` sets ``run._extras_stop``; the
-Run calls it at finish, before the finish record is queued.
+console capture (``console``).  ``start(run)`` attaches them to the run as
+parts; the Run stops them at finish, before the finish record is queued.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 
-from wisp._logging import logger
 from wisp._runfile import RecordType
-from wisp._writer import RECORD
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
 if TYPE_CHECKING:
@@ -40,19 +37,20 @@ def console_mode(setting: str | None) -> str:
 
 
 def start(run: Run) -> None:
-    """Start the sampler and console capture for a live run, as its settings say."""
-    writer = run._writer
-    if writer is None or not run._live:
+    """Start the sampler and console capture for a live run, as its settings say.
+
+    Each is attached to the run as a part (``console``, then ``system``), so
+    ``finish()`` stops the sampler first, then console capture, before the
+    finish record is queued.
+    """
+    if run.writer is None or not run.live:
         return
-    s = run._settings
-    pid = os.getpid()
-    stoppers: list[Any] = []
+    s = run.settings
 
     def emit(rtype: int) -> Any:
         def put(payload: dict[str, Any]) -> None:
-            # never through run._record: it warns in forked children and raises after finish
-            if run._live and os.getpid() == pid:
-                writer.put((RECORD, rtype, payload))
+            # never through run.record: it warns in forked children and raises after finish
+            run.record_if_live(rtype, payload)
 
         return put
 
@@ -62,7 +60,7 @@ def start(run: Run) -> None:
 
         capture = ConsoleCapture(emit(RecordType.CONSOLE))
         capture.start()
-        stoppers.append(capture.stop)
+        run.attach("console", capture, capture.stop)
     if s.system_metrics:
         from wisp._system import SystemSampler
 
@@ -75,13 +73,4 @@ def start(run: Run) -> None:
 
         sampler = SystemSampler(on_sample, interval=s.system_interval, disk_path=run.dir)
         sampler.start()
-        stoppers.insert(0, sampler.stop)
-
-    def stop() -> None:
-        for fn in stoppers:
-            try:
-                fn()
-            except Exception as exc:  # noqa: BLE001 - finish() must go on regardless
-                logger().warning("wisp: stopping %s failed: %s", fn, exc)
-
-    run._extras_stop = stop  # type: ignore[attr-defined]
+        run.attach("system", sampler, sampler.stop)

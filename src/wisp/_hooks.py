@@ -28,17 +28,18 @@ import signal
 import sys
 import threading
 import time
-import warnings
 from types import FrameType
 
-from wisp._logging import logger
-from wisp.errors import RunStateError, WispWarning
+from wisp._logging import warn_once  # re-exported: process hooks and runs use it
+from wisp.errors import RunStateError
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["install", "process_state", "warn_once"]
+    from wisp._run import Run
+
+__all__ = ["install", "installed", "process_state", "warn_once"]
 
 
 _installed = False
@@ -49,23 +50,8 @@ _previous_handlers: dict[int, Any] = {}  # signum -> handler we chain to
 _signal_notes: dict[int, str] = {}  # signum -> why it was not hooked
 _exit_timeout = 10.0
 _FORK_WAIT = 1.0  # the most os.fork() waits for writers to reach a quiet point
-_warned_pid = 0
 #: What the process looked like at wisp's first init (doctor reports it).
 _first_init: dict[str, Any] = {}
-
-
-def warn_once(message: str, stacklevel: int = 3) -> None:
-    """One WispWarning per process; under ``-W error`` it is logged instead of raised."""
-    global _warned_pid
-    pid = os.getpid()
-    if _warned_pid == pid:
-        return
-    _warned_pid = pid
-    try:
-        warnings.warn(message, WispWarning, stacklevel=stacklevel)
-    except WispWarning:
-        # warnings are errors here (pytest, -W error): a no-op must stay a no-op
-        logger().warning("%s", message)
 
 
 def log_without_run() -> None:
@@ -124,7 +110,7 @@ def _before_fork() -> None:
 
     deadline = time.monotonic() + _FORK_WAIT
     for run in _run.live_runs():
-        w = run._writer
+        w = run.writer
         if w is not None and w.busy.acquire(timeout=max(0.0, deadline - time.monotonic())):
             _held.append(w.busy)
 
@@ -193,7 +179,7 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
     previous = _previous_handlers.get(signum, signal.SIG_DFL)
     code = 128 + signum
-    runs = [r for r in _run.live_runs() if r._pid == os.getpid()]
+    runs = [r for r in _run.live_runs() if r.pid == os.getpid()]
     if previous == signal.SIG_DFL:
         # the process is about to die: finish the runs, then die of the same signal
         _finish_all(runs, code, "killed")
@@ -205,10 +191,8 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
         _signal_exit = (code, "killed")
     deadline = time.monotonic() + min(_exit_timeout, 2.0)
     for run in runs:
-        w = run._writer
-        if w is not None and run._live:
-            run._commit_pending()
-            w.barrier(timeout=max(0.0, deadline - time.monotonic()))
+        if run.writer is not None and run.live:
+            run.barrier(timeout=max(0.0, deadline - time.monotonic()))
     if callable(previous):
         previous(signum, frame)
 
@@ -228,18 +212,16 @@ def _exit_state() -> tuple[int, str]:
     return 0, "finished"
 
 
-def _finish_all(runs: list[Any], code: int, state: str) -> None:
+def _finish_all(runs: list[Run], code: int, state: str) -> None:
     """Finish ``runs``, all of them within one ``exit_timeout``."""
     deadline = time.monotonic() + _exit_timeout
     for run in runs:
-        remaining = max(0.0, deadline - time.monotonic())
-        run._settings = run._settings.replace(finish_timeout=remaining)
-        run._exit_deadline = deadline  # finish() waits for uploads only until then
+        run.limit_finish(deadline)  # finish() waits for the writer and uploads only until then
         try:
             run.finish(code, state=state)
         except Exception as exc:  # noqa: BLE001 - exit must never hang or crash on us
             sys.stderr.write(f"wisp: run {run.id} did not finish cleanly at exit: {exc}\n")
-        w = run._writer
+        w = run.writer
         if w is not None and w.thread.is_alive():
             # finish() was already under way on this thread when the signal came
             w.close(max(0.0, deadline - time.monotonic()))
@@ -249,7 +231,12 @@ def _finish_at_exit() -> None:
     from wisp import _run
 
     code, state = _exit_state()
-    _finish_all([r for r in _run.live_runs() if r._pid == os.getpid()], code, state)
+    _finish_all([r for r in _run.live_runs() if r.pid == os.getpid()], code, state)
+
+
+def installed() -> bool:
+    """True once the first recording ``init()`` installed the hooks."""
+    return _installed
 
 
 def process_state() -> dict[str, Any]:

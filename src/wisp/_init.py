@@ -6,7 +6,8 @@ import os
 import time
 from collections.abc import Mapping
 
-from wisp import _run
+from wisp import _run, _rundir
+from wisp._protocol import is_valid_id
 from wisp._run import Run
 from wisp._settings import Settings
 from wisp.errors import UsageError
@@ -208,7 +209,7 @@ def start_run(
     job_type = _check_str("job_type", job_type)
     if id is not None:
         _check_str("id", id)
-        if not id or any(c not in _ALPHABET + "-_" for c in id.lower()) or len(id) > 64:
+        if not is_valid_id(id):
             raise UsageError(f"init() id must be 1-64 letters, digits, '-' or '_', got {id!r}")
     tag_list: list[str] = []
     if tags is not None:
@@ -267,16 +268,17 @@ def start_run(
     _hooks.install(signals=s.signals, exit_timeout=s.exit_timeout)
     base = os.path.abspath(s.dir or os.getcwd())
     stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime())
-    dir_name = f"run-{stamp}-{run_id}"
+    dir_name = _rundir.dir_name(stamp, run_id)
     if resumed is not None:
         dir_name = os.path.basename(resumed.run_dir)
-    files = ("run.wisp", "run.json")
+    files = _rundir.rank_file_names(0)
     try:
         if shared:
             assert rank is not None
-            files = _ranks.rank_file_names(rank.rank)
-            dir_name = _ranks.claim_run_dir(os.path.join(base, "wisp"), run_id, stamp, files[0])
-        run_dir = os.path.join(base, "wisp", dir_name)
+            files = _rundir.rank_file_names(rank.rank)
+            runs_dir = os.path.join(base, _rundir.RUNS_DIR)
+            dir_name = _ranks.claim_run_dir(runs_dir, run_id, stamp, files[0])
+        run_dir = os.path.join(base, _rundir.RUNS_DIR, dir_name)
         os.makedirs(run_dir, exist_ok=True)
     except OSError as exc:
         from wisp.errors import RunFileError
@@ -296,7 +298,7 @@ def start_run(
         files=files,
         rank=rank._asdict() if rank is not None else None,
     )
-    _run._register(run)
+    _run.register(run)
     if resumed is not None:
         resumed.apply(run)
     from wisp import _extras

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
 if TYPE_CHECKING:
     import logging
 
-__all__ = ["logger"]
+__all__ = ["logger", "warn_once"]
+
+_warned_pid = 0
 
 
 def logger() -> logging.Logger:
@@ -14,3 +18,21 @@ def logger() -> logging.Logger:
     import logging
 
     return logging.getLogger("wisp")
+
+
+def warn_once(message: str, stacklevel: int = 3) -> None:
+    """One WispWarning per process; under ``-W error`` it is logged instead of raised."""
+    global _warned_pid
+    pid = os.getpid()
+    if _warned_pid == pid:
+        return
+    _warned_pid = pid
+    import warnings
+
+    from wisp.errors import WispWarning
+
+    try:
+        warnings.warn(message, WispWarning, stacklevel=stacklevel)
+    except WispWarning:
+        # warnings are errors here (pytest, -W error): a no-op must stay a no-op
+        logger().warning("%s", message)

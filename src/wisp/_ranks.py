@@ -25,6 +25,7 @@ import os
 from collections import namedtuple
 from collections.abc import Mapping
 
+from wisp._rundir import dir_name, rank_file_names  # rank_file_names: re-exported
 from wisp.errors import UsageError
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
@@ -86,13 +87,6 @@ def shared_run_id(environ: Mapping[str, str] | None = None) -> str:
     return "r" + hashlib.sha256(key.encode()).hexdigest()[:15]
 
 
-def rank_file_names(rank: int) -> tuple[str, str]:
-    """(run file, metadata file) names for ``rank`` under ``ranks="all"``."""
-    if rank == 0:
-        return "run.wisp", "run.json"
-    return f"run.rank{rank}.wisp", f"run.rank{rank}.json"
-
-
 def claim_run_dir(wisp_dir: str, run_id: str, stamp: str, own_file: str) -> str:
     """The run directory name all ranks of this launch use, claimed by the first rank.
 
@@ -107,7 +101,7 @@ def claim_run_dir(wisp_dir: str, run_id: str, stamp: str, own_file: str) -> str:
         suffix = "" if generation == 1 else f".{generation}"
         claim = os.path.join(wisp_dir, f".ranks-{run_id}{suffix}")
         middle = "" if generation == 1 else f"{generation}-"
-        name = _claim(claim, f"run-{stamp}-{middle}{run_id}")
+        name = _claim(claim, dir_name(stamp, f"{middle}{run_id}"))
         if not os.path.exists(os.path.join(wisp_dir, name, own_file)):
             return name
         generation += 1

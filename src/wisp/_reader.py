@@ -19,6 +19,7 @@ import os
 from collections.abc import Iterator
 
 from wisp._meta import process_alive
+from wisp._rundir import RUN_FILE, rank_files
 from wisp._runfile import RecordType, decode_history, iter_records, scan
 from wisp.errors import RunFileError
 
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["RunData", "find_run_file", "open_run"]
-
-RUN_FILE = "run.wisp"
 
 
 def _loads(payload: bytes) -> Any:
@@ -40,7 +39,7 @@ def find_run_file(path: str | os.PathLike[str]) -> str:
     if os.path.isdir(p):
         candidate = os.path.join(p, RUN_FILE)
         if not os.path.exists(candidate):
-            ranks = _rank_files(p)
+            ranks = rank_files(p)
             if not ranks:
                 raise RunFileError(f"{p} is not a wisp run directory (no {RUN_FILE})")
             return ranks[min(ranks)]
@@ -48,16 +47,6 @@ def find_run_file(path: str | os.PathLike[str]) -> str:
     if not os.path.exists(p):
         raise RunFileError(f"no run file or run directory at {p}")
     return p
-
-
-def _rank_files(run_dir: str) -> dict[int, str]:
-    """rank -> run file for every ``run.rank<N>.wisp`` in ``run_dir``."""
-    out: dict[int, str] = {}
-    for entry in os.listdir(run_dir):
-        number = entry[len("run.rank") : -len(".wisp")]
-        if entry.startswith("run.rank") and entry.endswith(".wisp") and number.isdigit():
-            out[int(number)] = os.path.join(run_dir, entry)
-    return out
 
 
 class RunData:
@@ -273,7 +262,7 @@ def open_run(path: str | os.PathLike[str]) -> RunData:
     file = find_run_file(path)
     p = os.fspath(path)
     if os.path.isdir(p):
-        ranks = _rank_files(p)
+        ranks = rank_files(p)
         if ranks:
             if os.path.exists(os.path.join(p, RUN_FILE)):
                 ranks[0] = os.path.join(p, RUN_FILE)

@@ -15,20 +15,20 @@ the same run (see ``wisp._upload._uploader``).
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wisp._meta import process_alive
+from wisp._rundir import RUN_FILE, RUNS_DIR, find_by_id, mark_not_done, read_meta
 from wisp._runfile import RecordTail, RecordType, decode_history, scan
 from wisp.errors import RunFileError, RunStateError, UsageError
 
-__all__ = ["Resumed", "find_resumable"]
+if TYPE_CHECKING:
+    from wisp._run import Run
 
-RUN_FILE = "run.wisp"
-META_FILE = "run.json"
+__all__ = ["Resumed", "find_resumable"]
 
 
 class Resumed(NamedTuple):
@@ -47,12 +47,11 @@ class Resumed(NamedTuple):
         """The run's last config updated with the one given to ``init()``."""
         return {**self.config, **(config or {})}
 
-    def apply(self, run: Any) -> None:
+    def apply(self, run: Run) -> None:
         """Continue the steps and record the RESUME record after the new RUN record."""
-        from wisp._writer import CALL
-
-        run._step = 0 if self.last_step is None else self.last_step + 1
-        writer = run._writer
+        run.start_at_step(0 if self.last_step is None else self.last_step + 1)
+        writer = run.writer
+        assert writer is not None
         payload = {
             "run_id": run.id,
             "previous_writer_id": self.previous_writer_id,
@@ -63,18 +62,11 @@ class Resumed(NamedTuple):
         summary = self.summary
 
         def start_segment() -> None:
-            writer._append(RecordType.RESUME, payload)
+            writer.append(RecordType.RESUME, payload)
             writer.summary.update(summary)
 
-        writer.put((CALL, start_segment))
-        from wisp._upload._uploader import mark_not_done
-
+        run.on_writer(start_segment)
         mark_not_done(self.run_dir)
-
-
-def _find_dirs(base: str, run_id: str) -> list[str]:
-    pattern = os.path.join(glob.escape(os.path.join(base, "wisp")), f"run-*-{glob.escape(run_id)}")
-    return sorted(d for d in glob.glob(pattern) if os.path.isfile(os.path.join(d, RUN_FILE)))
 
 
 def find_resumable(base: str, run_id: str | None, resume: Any) -> Resumed | None:
@@ -84,12 +76,13 @@ def find_resumable(base: str, run_id: str | None, resume: Any) -> Resumed | None
         if mode == "must":
             raise UsageError("init(resume='must') needs the id of the run to resume: id=...")
         return None
-    found = _find_dirs(base, run_id)
+    found = find_by_id(base, run_id)
     if not found:
         if mode == "must":
             raise UsageError(
-                f"init(resume='must'): no run with id {run_id!r} under {os.path.join(base, 'wisp')}"
-                " (set dir= or WISP_DIR to where the run was written)"
+                f"init(resume='must'): no run with id {run_id!r} under "
+                f"{os.path.join(base, RUNS_DIR)} "
+                "(set dir= or WISP_DIR to where the run was written)"
             )
         return None
     run_dir = found[-1]
@@ -103,11 +96,7 @@ def find_resumable(base: str, run_id: str | None, resume: Any) -> Resumed | None
 
 def _read(run_dir: str) -> Resumed:
     path = os.path.join(run_dir, RUN_FILE)
-    try:
-        with open(os.path.join(run_dir, META_FILE), encoding="utf-8") as f:
-            meta = json.load(f)
-    except (OSError, ValueError):
-        meta = {}
+    meta = read_meta(run_dir)
     pid = meta.get("pid")
     if (
         meta.get("state") == "running"

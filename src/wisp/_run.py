@@ -6,9 +6,11 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 
 from wisp import _runfile
+from wisp._config import Config
+from wisp._rundir import META_FILE, RUN_FILE, write_meta
 from wisp._runfile import RecordType
 from wisp._settings import Settings
 from wisp._values import SCALAR_TYPES, prepare_row
@@ -23,115 +25,12 @@ if TYPE_CHECKING:
 else:
     _MappingBase = MutableMapping
 
-__all__ = ["Config", "Run", "Summary"]
+__all__ = ["Config", "Run", "Summary", "live_runs", "recent_runs", "register"]
 
-RUN_FILE = "run.wisp"
-META_FILE = "run.json"
 _KNOWN_KEYS_MAX = 10_000  # keys remembered as valid by a run, for the fast path
 # Values log() passes without a closer look; strings take the slow path for the size limit.
 _FAST_TYPES = frozenset({float, int, bool, type(None)})
 _SUMMARY_KINDS = ("last", "min", "max", "mean", "none")
-
-
-def _jsonable(key: str, value: Any) -> Any:
-    """Config values: JSON types as they are, common Python objects converted, others refused."""
-    if value is None or type(value) in (str, int, float, bool):
-        return value
-    if isinstance(value, Mapping):
-        out = {}
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise UsageError(f"config key under {key!r} must be a string, got {k!r}")
-            out[k] = _jsonable(f"{key}.{k}", v)
-        return out
-    if isinstance(value, (list, tuple, set, frozenset)):
-        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
-        return [_jsonable(f"{key}[{i}]", v) for i, v in enumerate(items)]
-    if isinstance(value, (bool, int, float, str)):
-        return type(value).__mro__[1](value) if not isinstance(value, bool) else bool(value)
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    mod = type(value).__module__ or ""
-    if mod.startswith("numpy") and hasattr(value, "tolist"):
-        return _jsonable(key, value.tolist())
-    if hasattr(value, "value") and type(value).__mro__[-2].__name__ == "Enum":
-        return _jsonable(key, value.value)
-    if hasattr(value, "__dict__") and type(value).__name__ == "Namespace":
-        return _jsonable(key, vars(value))
-    if hasattr(value, "__dataclass_fields__"):
-        return _jsonable(key, {f: getattr(value, f) for f in value.__dataclass_fields__})
-    raise UsageError(
-        f"config value for {key!r} has type {type(value).__name__}; expected a JSON-like value "
-        "(str, number, bool, None, list, dict), a path, an enum, a dataclass or a Namespace"
-    )
-
-
-class Config(_MappingBase):
-    """The run's configuration: ``run.config.lr`` and ``run.config["lr"]`` alike.
-
-    Every change writes a full snapshot to the run file.  Values are converted to
-    JSON-like data when set, so later changes to the caller's objects don't leak.
-    """
-
-    def __init__(self, run: Run | None) -> None:
-        object.__setattr__(self, "_run", run)
-        object.__setattr__(self, "_data", {})
-
-    def _changed(self) -> None:
-        run = self._run
-        if run is not None:
-            run._record(RecordType.CONFIG, {"config": self.as_dict()})
-
-    def update(self, other: Any = (), /, **kwargs: Any) -> None:
-        if other is not None and not isinstance(other, Mapping) and hasattr(other, "__dict__"):
-            other = vars(other)  # argparse.Namespace and friends
-        items = dict(other or (), **kwargs)
-        converted = {str(k): _jsonable(str(k), v) for k, v in items.items()}
-        self._data.update(converted)
-        if converted:
-            self._changed()
-
-    def as_dict(self) -> dict[str, Any]:
-        import copy
-
-        return copy.deepcopy(self._data)
-
-    def __getitem__(self, key: str) -> Any:
-        return self._data[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        if not isinstance(key, str) or not key:
-            raise UsageError(f"config keys must be non-empty strings, got {key!r}")
-        self._data[key] = _jsonable(key, value)
-        self._changed()
-
-    def __delitem__(self, key: str) -> None:
-        del self._data[key]
-        self._changed()
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self._data[name]
-        except KeyError:
-            raise AttributeError(f"config has no key {name!r}") from None
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        self[name] = value
-
-    def __delattr__(self, name: str) -> None:
-        try:
-            del self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __repr__(self) -> str:
-        return f"Config({self._data!r})"
 
 
 class Summary(_MappingBase):
@@ -152,7 +51,7 @@ class Summary(_MappingBase):
             return dict(run._final_summary)
         run._commit_pending()
         w.barrier(timeout=run._settings.finish_timeout)
-        return {**w.summary, **w._summary_user}
+        return w.summary_view()
 
     def __getitem__(self, key: str) -> Any:
         return self._view()[key]
@@ -209,7 +108,10 @@ class Run:
         get_time: Any = time.time,
         files: tuple[str, str] = (RUN_FILE, META_FILE),
         rank: dict[str, int] | None = None,
+        origin: Mapping[str, Any] | None = None,
     ) -> None:
+        """``origin``: an imported run's fields (host, pid, ...) for its RUN record, in place
+        of this process's: the run is a copy of one that ran elsewhere."""
         self._settings = settings
         self.project = project
         self.name = name
@@ -241,7 +143,11 @@ class Run:
         self._queue: Any = None
         self._qsize = settings.queue_size
         self._live = False
-        self._uploader: Any = None  # online mode: the Uploader, set by init()
+        # parts attached by init() and integrations, stopped by finish() (see attach())
+        self._parts: dict[str, Any] = {}
+        self._stops: list[Callable[[], None]] = []  # before the finish record, LIFO
+        self._stops_after_close: list[Callable[[], None]] = []  # after the file is closed
+        self._origin = None if origin is None else dict(origin)
         self._exit_deadline: float | None = None  # set by the exit hook: bounds finish()
         self.created_at = get_time()
         if config:
@@ -304,17 +210,22 @@ class Run:
 
     def _run_record(self) -> dict[str, Any]:
         """This segment's RUN record: the run's fields and where it runs (host, python, git)."""
+        if self._origin is not None:  # an imported run: where the original run ran
+            return {
+                **self._identity(),
+                "mode": "offline",
+                "host": None,
+                "pid": None,
+                **self._origin,
+            }
         return {**self._identity(), **self._meta.collect(git=self._settings.git)}
 
     def _write_start(self) -> None:
         assert self._writer is not None
-        self._writer._append(RecordType.RUN, self._run_record())
+        self._writer.append(RecordType.RUN, self._run_record())
 
     def _changed_config(self) -> None:
-        self._record(RecordType.CONFIG, {"config": self.config.as_dict()})
-
-    def _record(self, rtype: int, payload: Any) -> None:
-        self._send((RECORD, rtype, payload))
+        self.record(RecordType.CONFIG, {"config": self.config.as_dict()})
 
     def _send(self, item: tuple[Any, ...]) -> None:
         if not self._live:
@@ -334,7 +245,7 @@ class Run:
 
     def _inactive(self, what: str) -> None:
         if self._pid != os.getpid():
-            from wisp._hooks import warn_once
+            from wisp._logging import warn_once
 
             warn_once(
                 f"wisp: {what} on run {self.id} in a forked child process is ignored; "
@@ -449,6 +360,121 @@ class Run:
             return
         self._send((METRIC, spec))
 
+    # -- the internal interface: for wisp's own modules (init, hooks, extras, uploader,
+    # -- integrations, doctor), which never touch the attributes above -------------------------
+
+    @property
+    def settings(self) -> Settings:
+        """The run's resolved settings (read-only)."""
+        return self._settings
+
+    @property
+    def pid(self) -> int:
+        """The process that created the run; a forked child's copy is inert."""
+        return self._pid
+
+    @property
+    def live(self) -> bool:
+        """True while the run records in this process (not finished, not a forked copy)."""
+        return self._live
+
+    @property
+    def writer(self) -> Writer | None:
+        """The writer (counters, ``failures``, ``first_error``, ``thread``); None when disabled."""
+        return self._writer
+
+    def record(self, rtype: int, payload: Any) -> None:
+        """Enqueue one record (``RecordType``) after everything logged so far.
+
+        Warns once in a forked child; raises RunStateError after ``finish()``.
+        """
+        self._send((RECORD, rtype, payload))
+
+    def record_if_live(self, rtype: int, payload: Any) -> None:
+        """Enqueue one record from a background part; dropped once the run stops recording."""
+        if self._live and os.getpid() == self._pid:
+            self._writer.put((RECORD, rtype, payload))  # type: ignore[union-attr]
+
+    def on_writer(self, fn: Callable[[], None]) -> None:
+        """Run ``fn()`` on the writer thread, after everything logged so far.
+
+        ``fn`` may use the writer's :meth:`~wisp._writer.Writer.append`.
+        """
+        self._send((CALL, fn))
+
+    def barrier(self, timeout: float | None = None) -> bool:
+        """Close the pending row and wait until everything so far is written (not fsynced)."""
+        w = self._writer
+        if w is None:
+            return True
+        self._commit_pending()
+        return w.barrier(timeout)
+
+    def count_failure(self, what: str) -> int:
+        """Count one background failure of kind ``what`` (shown by finish() and doctor).
+
+        Returns the count so far; the caller reports the first one.
+        """
+        w = self._writer
+        return 1 if w is None else w.count_failure(what)
+
+    def start_at_step(self, step: int) -> None:
+        """The next ``log()`` goes to ``step`` (a resumed run continues its steps)."""
+        self._step = step
+
+    def attach(
+        self, name: str, part: Any, stop: Callable[[], None], *, after_close: bool = False
+    ) -> None:
+        """Attach a part (``"console"``, ``"system"``, ``"uploader"``, ...) that ``finish()`` stops.
+
+        Parts are stopped in reverse order of attaching, before the finish record is
+        queued; ``after_close`` parts (the uploader) once the run file is closed.  A
+        failing ``stop`` is logged and finish() goes on.
+        """
+        self._parts[name] = part
+        (self._stops_after_close if after_close else self._stops).append(stop)
+
+    def part(self, name: str) -> Any:
+        """The part attached as ``name``, or None."""
+        return self._parts.get(name)
+
+    def limit_finish(self, deadline: float) -> None:
+        """Bound ``finish()`` (writer and uploads) by ``deadline`` (``time.monotonic()``)."""
+        remaining = max(0.0, deadline - time.monotonic())
+        self._settings = self._settings.replace(finish_timeout=remaining)
+        self._exit_deadline = deadline
+
+    def upload_wait(self) -> tuple[float, str]:
+        """(seconds, the setting that sets them): how long finish() waits for uploads."""
+        wait, why = self._settings.upload_timeout, "upload_timeout"
+        if self._exit_deadline is not None:  # the exit hook: all runs in one exit_timeout
+            left = max(0.0, self._exit_deadline - time.monotonic())
+            if left < wait:
+                wait, why = left, "exit_timeout"
+        return wait, why
+
+    def abandon(self, state: str) -> None:
+        """Close the run file without a finish record, as a process that died leaves it."""
+        w = self._writer
+        assert w is not None
+        self._live = False
+        self._commit_pending()
+        w.put((CALL, w.write_summary))
+        w.close(self._settings.finish_timeout)
+        self._finished = True
+        self.state = state
+        self._write_meta(state)
+
+    def _stop_parts(self, stops: list[Callable[[], None]]) -> None:
+        while stops:
+            stop = stops.pop()
+            try:
+                stop()
+            except Exception as exc:  # noqa: BLE001 - finish() must go on regardless
+                from wisp._logging import logger
+
+                logger().warning("wisp: stopping %s failed: %s", stop, exc)
+
     # -- finishing ---------------------------------------------------------------------------
 
     def finish(self, exit_code: int = 0, *, state: str | None = None) -> None:
@@ -461,9 +487,7 @@ class Run:
             if self._writer is None:
                 self.state = "finished"
                 return
-            extras_stop = getattr(self, "_extras_stop", None)
-            if extras_stop is not None:
-                extras_stop()  # system sampler, console capture (wisp._extras)
+            self._stop_parts(self._stops)  # system sampler, console capture (wisp._extras)
             self._live = False
             self._commit_pending()
             final_state = state or ("finished" if exit_code == 0 else "failed")
@@ -486,17 +510,9 @@ class Run:
             done = w.close(self._settings.finish_timeout)
             self.state = final_state
             self.exit_code = exit_code
-            self._final_summary = {**w.summary, **w._summary_user}
+            self._final_summary = w.summary_view()
             self._write_meta(final_state)
-        if self._uploader is not None:
-            from wisp._upload._uploader import finish_upload
-
-            wait, why = self._settings.upload_timeout, "upload_timeout"
-            if self._exit_deadline is not None:  # the exit hook: all runs in one exit_timeout
-                left = max(0.0, self._exit_deadline - time.monotonic())
-                if left < wait:
-                    wait, why = left, "exit_timeout"
-            finish_upload(self, wait, limit=why)
+        self._stop_parts(self._stops_after_close)  # the uploader (wisp._upload._uploader)
         if not done:
             raise WriterError(
                 f"run {self.id}: the writer did not finish within "
@@ -511,8 +527,6 @@ class Run:
             ) from w.first_error
 
     def _write_meta(self, state: str) -> None:
-        import json
-
         assert self.dir is not None
         meta = {
             "id": self.id,
@@ -527,11 +541,7 @@ class Run:
             "format_version": _runfile.FORMAT_VERSION,
             "exit_code": self.exit_code,
         }
-        path = os.path.join(self.dir, self._meta_file)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(meta, f, indent=1)
-        os.replace(tmp, path)
+        write_meta(self.dir, meta, self._meta_file)
 
     @property
     def failures(self) -> dict[str, int]:
@@ -570,7 +580,8 @@ class Run:
         )
 
 
-def _register(run: Run) -> None:
+def register(run: Run) -> None:
+    """A run started by ``init()``: the exit hook and doctor see it until it finishes."""
     _live_runs.append(run)
 
 

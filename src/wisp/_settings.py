@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 
+from wisp._protocol import DEFAULT_MAX_VALUE_BYTES
 from wisp.errors import UsageError
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
@@ -56,7 +57,7 @@ _FIELDS: dict[str, tuple[type, Any, str | None, Callable[[str, Any], Any]]] = {
     "fsync": (str, "finish", "WISP_FSYNC", _choice("never", "interval", "finish")),
     "finish_timeout": (float, 30.0, "WISP_FINISH_TIMEOUT", _nonneg),
     "exit_timeout": (float, 10.0, "WISP_EXIT_TIMEOUT", _nonneg),
-    "max_value_bytes": (int, 4 * 1024 * 1024, "WISP_MAX_VALUE_BYTES", _positive),
+    "max_value_bytes": (int, DEFAULT_MAX_VALUE_BYTES, "WISP_MAX_VALUE_BYTES", _positive),
     "git": (bool, True, "WISP_GIT", _any),
     "server_url": (str, None, "WISP_SERVER_URL", _any),
     "api_key": (str, None, "WISP_API_KEY", _any),

@@ -28,11 +28,11 @@ import functools
 import sys
 from typing import TYPE_CHECKING, Any
 
-from wisp._values import Deferred
+from wisp._deferred import Deferred
 from wisp.errors import UsageError
 
 if TYPE_CHECKING:
-    from wisp._values import ResolveContext
+    from wisp._deferred import ResolveContext
 
 __all__ = [
     "ArraySnapshot",

@@ -41,7 +41,7 @@ def data_dir() -> str:
 
 
 def _finished(up: Uploader, run_dir: str) -> Callable[[], bool]:
-    return lambda: up._finish_seen or writer_gone(run_dir)
+    return lambda: up.finish_seen or writer_gone(run_dir)
 
 
 class LocalImporter:

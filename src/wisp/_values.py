@@ -9,25 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from wisp._deferred import Deferred
+from wisp._protocol import DEFAULT_MAX_VALUE_BYTES, MAX_KEY_LENGTH, MAX_LIST_ITEMS, key_problem
 from wisp.errors import UsageError, ValueLimitError
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
 if TYPE_CHECKING:
-    from typing import Any, Protocol
+    from typing import Any
 
-    class ResolveContext(Protocol):
-        """What a deferred value may use on the writer thread."""
-
-        @property
-        def media_dir(self) -> str: ...
-
-        def save_media(self, data: bytes, suffix: str) -> str:
-            """Store bytes under their content hash; return the path relative to the run dir."""
-            ...
+    from wisp._deferred import ResolveContext  # noqa: F401 - re-exported for type checkers
 
 
 __all__ = [
     "DEFAULT_MAX_VALUE_BYTES",
+    "MAX_KEY_LENGTH",
     "RESERVED_KEYS",
     "SCALAR_TYPES",
     "Deferred",
@@ -37,35 +32,6 @@ __all__ = [
 
 SCALAR_TYPES = frozenset({float, int, str, bool, type(None)})
 RESERVED_KEYS = frozenset({"_step", "_timestamp", "_runtime"})
-MAX_KEY_LENGTH = 1024  # the server refuses longer keys (422), so refuse them at log()
-#: The default of the ``max_value_bytes`` setting (kept in step with _settings.py).
-DEFAULT_MAX_VALUE_BYTES = 4 * 1024 * 1024
-
-
-class Deferred:
-    """A value whose conversion to JSON is done on the writer thread.
-
-    Subclasses snapshot what they need in ``__init__`` (on the calling thread,
-    cheaply) and do the expensive part in :meth:`resolve`.
-    """
-
-    __slots__ = ()
-
-    def at_log(self, key: str) -> Deferred:
-        """Called by ``log()`` on the calling thread: what to enqueue for ``key``.
-
-        A mutable value (a Table that may grow later) returns a frozen copy;
-        raising UsageError here names the key.
-        """
-        return self
-
-    def estimate_bytes(self) -> int:
-        """The size of the largest single object this value will store (checked
-        against the ``max_value_bytes`` setting before anything is enqueued)."""
-        return 0
-
-    def resolve(self, ctx: ResolveContext) -> Any:
-        raise NotImplementedError
 
 
 def _type_name(value: object) -> str:
@@ -80,8 +46,9 @@ def _check_key(key: object, prefix: str) -> str:
             + (f" under {prefix!r}" if prefix else "")
         )
     full = prefix + key
-    if not key or len(full) > MAX_KEY_LENGTH:
-        raise UsageError(f"log() key {full!r} must be 1 to {MAX_KEY_LENGTH} characters long")
+    problem = key_problem(full if key else "")
+    if problem is not None:  # the server refuses these keys (422), so refuse them at log()
+        raise UsageError(f"log() key {full!r} {problem}")
     if full in RESERVED_KEYS:
         raise UsageError(f"log() key {full!r} is reserved; pass step= to set the step")
     return full
@@ -144,9 +111,10 @@ def convert_value(key: str, value: Any) -> Any:
 
         return gallery(key, value)
     if isinstance(value, (list, tuple)) and all(type(v) in SCALAR_TYPES for v in value):
-        if len(value) > 1024:
+        if len(value) > MAX_LIST_ITEMS:
             raise UsageError(
-                f"log() value for {key!r} is a list of {len(value)} items; at most 1024 plain "
+                f"log() value for {key!r} is a list of {len(value)} items; at most "
+                f"{MAX_LIST_ITEMS} plain "
                 "values log as a list (use wisp.Histogram or wisp.Table for more)"
             )
         return list(value)

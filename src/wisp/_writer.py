@@ -20,8 +20,9 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from wisp._deferred import Deferred
+from wisp._rundir import MEDIA_DIR
 from wisp._runfile import HEADER, RecordType, encode_history, encode_record
-from wisp._values import Deferred
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ class Writer:
     ) -> None:
         self.run_dir = run_dir
         self.path = os.path.join(run_dir, file_name)
-        self.media_dir = os.path.join(run_dir, "media")
+        self.media_dir = os.path.join(run_dir, MEDIA_DIR)
         self.flush_interval = flush_interval
         self.fsync = fsync
         self.queue_size = queue_size
@@ -175,6 +176,16 @@ class Writer:
         except Exception as exc:  # noqa: BLE001
             self.record_failure(what, exc)
 
+    def count_failure(self, what: str) -> int:
+        """Count a failure of kind ``what`` that is reported elsewhere; return the count."""
+        n = self.failures.get(what, 0) + 1
+        self.failures[what] = n
+        return n
+
+    def summary_view(self) -> dict[str, Any]:
+        """The summary as computed, overridden by values the user set."""
+        return {**self.summary, **self._summary_user}
+
     def record_failure(self, what: str, exc: BaseException) -> None:
         n = self.failures.get(what, 0) + 1
         self.failures[what] = n
@@ -275,7 +286,7 @@ class Writer:
     def _handle(self, item: tuple[Any, ...]) -> None:
         kind = item[0]
         if kind == RECORD:
-            self._append(item[1], item[2])
+            self.append(item[1], item[2])
         elif kind == SUMMARY_SET:
             self._summary_user.update(item[1])
             self.summary.update(item[1])
@@ -287,7 +298,7 @@ class Writer:
             self._metrics.append(item[1])
             self._key_spec.clear()
             self._has_special = True
-            self._append(RecordType.METRIC, item[1])
+            self.append(RecordType.METRIC, item[1])
         elif kind == BARRIER:
             self._write_out()
             item[1].set()
@@ -296,10 +307,11 @@ class Writer:
 
     def write_summary(self) -> None:
         if self._summary_dirty:
-            self._append(RecordType.SUMMARY, {"summary": {**self.summary, **self._summary_user}})
+            self.append(RecordType.SUMMARY, {"summary": {**self.summary, **self._summary_user}})
             self._summary_dirty = False
 
-    def _append(self, rtype: int, obj: Any) -> None:
+    def append(self, rtype: int, obj: Any) -> None:
+        """Append one JSON record (writer thread only: from a queued call or a Deferred)."""
         self._append_raw(rtype, _dumps(obj).encode("utf-8"))
 
     def _append_raw(self, rtype: int, payload: bytes) -> None:
@@ -358,4 +370,4 @@ class Writer:
             with open(tmp, "wb") as f:
                 f.write(data)
             os.replace(tmp, path)
-        return f"media/{name}"
+        return f"{MEDIA_DIR}/{name}"

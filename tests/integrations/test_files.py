@@ -64,14 +64,12 @@ def test_failed_copy_is_counted_not_raised(tmp_path: Path) -> None:
     f = tmp_path / "gone.txt"
     f.write_text("x")
     run = wisp.init(project="files")
-    run._writer.barrier(5)  # type: ignore[union-attr]
+    run.barrier(5)
     # hold the writer so the copy runs after the file is gone
     import threading
 
     gate = threading.Event()
-    from wisp._writer import CALL
-
-    run._send((CALL, lambda: gate.wait(5)))
+    run.on_writer(lambda: gate.wait(5) and None)
     save_file(run, f)
     os.remove(f)
     gate.set()

@@ -88,7 +88,7 @@ def test_server_stopped_for_10s_mid_run_loses_nothing(
     n += 1000
     run.finish()
     _assert_exact(server, run.id, n)
-    assert run._uploader.retries > 0
+    assert run.part("uploader").retries > 0
     latencies_ok(lat)
 
 

@@ -8,7 +8,6 @@ until its finish record appears or its process is gone.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -16,7 +15,8 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from wisp._meta import process_alive
-from wisp._upload._uploader import RUN_FILE, Cursor, Uploader, _human
+from wisp._rundir import META_FILE, read_meta, run_dirs_under, sync_status
+from wisp._upload._uploader import Uploader, human_size
 from wisp.errors import ApiError, UsageError
 
 __all__ = ["SyncResult", "find_run_dirs", "sync", "writer_gone"]
@@ -35,38 +35,18 @@ class SyncResult(NamedTuple):
     error: str | None
 
 
-def _is_run_dir(path: str) -> bool:
-    return os.path.isfile(os.path.join(path, RUN_FILE))
-
-
 def find_run_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
     """Run directories in ``paths``: each a run dir, a ``run.wisp``, or a folder holding them."""
-    out: list[str] = []
-    for p in paths:
-        path = os.path.abspath(os.fspath(p))
-        if os.path.isfile(path) and os.path.basename(path) == RUN_FILE:
-            out.append(os.path.dirname(path))
-        elif _is_run_dir(path):
-            out.append(path)
-        elif os.path.isdir(path):
-            for root in (path, os.path.join(path, "wisp")):
-                if os.path.isdir(root):
-                    out.extend(
-                        os.path.join(root, d)
-                        for d in sorted(os.listdir(root))
-                        if _is_run_dir(os.path.join(root, d))
-                    )
-        else:
-            raise UsageError(f"sync(): {path} is not a run directory, run file or folder")
-    return list(dict.fromkeys(out))
+    try:
+        return run_dirs_under(paths)
+    except ValueError as exc:
+        raise UsageError(f"sync(): {exc}") from None
 
 
 def writer_gone(run_dir: str) -> bool:
     """True when no process will append to this run file any more."""
-    try:
-        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-            meta = json.load(f)
-    except (OSError, ValueError):
+    meta = read_meta(run_dir, META_FILE)
+    if not meta:
         return True
     if meta.get("state") != "running":
         return True
@@ -74,16 +54,6 @@ def writer_gone(run_dir: str) -> bool:
     if type(pid) is not int or host != os.uname().nodename:
         return True  # another machine's run: upload what is there, don't wait for it
     return pid != os.getpid() and not process_alive(pid, host)
-
-
-def _up_to_date(run_dir: str, server: str) -> bool:
-    cursor = Cursor.load(run_dir, server)
-    if not cursor.done:
-        return False
-    try:
-        return os.path.getsize(os.path.join(run_dir, RUN_FILE)) <= cursor.offset
-    except OSError:
-        return False
 
 
 class _Progress:
@@ -108,7 +78,7 @@ class _Progress:
         name = os.path.basename(up.run_dir)
         self.stream.write(
             f"\r{name[-40:]:40} [{'#' * fill}{'.' * (width - fill)}] {pct:5.1f}% "
-            f"{_human(done)}/{_human(total)}"
+            f"{human_size(done)}/{human_size(total)}"
         )
         self.stream.flush()
 
@@ -165,7 +135,7 @@ def sync(
     results: list[SyncResult] = []
     server = server.rstrip("/")
     for run_dir in run_dirs:
-        if _up_to_date(run_dir, server):
+        if sync_status(run_dir, server)[0]:
             results.append(SyncResult(run_dir, None, 0, 0, 0, True, "up to date", None))
             continue
         client = ApiClient(server, key, transport=transport)
@@ -173,7 +143,7 @@ def sync(
         up.crashed = writer_gone(run_dir)  # a run file without finish record: crashed
 
         def final(up: Uploader = up, run_dir: str = run_dir) -> bool:
-            return not follow or up._finish_seen or writer_gone(run_dir)
+            return not follow or up.finish_seen or writer_gone(run_dir)
 
         error: str | None = None
         done = False
@@ -186,7 +156,7 @@ def sync(
         status = "uploaded" if done else f"failed: {error}"
         bar.end(
             f"{os.path.basename(run_dir)}: {status} ({up.records_sent} records, "
-            f"{_human(up.bytes_sent)})"
+            f"{human_size(up.bytes_sent)})"
         )
         results.append(
             SyncResult(

@@ -1,6 +1,6 @@
 """Talking to a wisp server: a stdlib HTTP transport and the ingestion API client.
 
-The wire format is the HTTP API v1 of docs/API (see API-CONTRACT.md): JSON over
+The wire format is the HTTP API v1 of docs/http-api.md: JSON over
 HTTP under ``/api/v1``, ``Authorization: Bearer <key>``, record batches
 optionally gzip-compressed.  This module only speaks it; what to send and when
 is the uploader's business (``wisp._upload._uploader``).

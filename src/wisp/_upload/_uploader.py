@@ -10,16 +10,11 @@ header).  The server applies only records above what it has acknowledged for
 twice.  Media files referenced by ``path`` in a record are uploaded first, by
 sha256 (``HEAD`` then ``PUT`` when missing), and the record gains a ``sha256``.
 
-The cursor lives next to the run file in ``upload.json`` (format version 1)::
-
-    {"server": "http://host:port",   # the server the cursor is about
-     "offset": 1234,                 # bytes of run.wisp acknowledged by that server
-     "acked_seq": 17,                # last acknowledged seq of writer_id's segment
-     "writer_id": "9f0c...",         # segment that offset is in (null before any ack)
-     "done": false}                  # true when the run is complete on the server
-
-It is replaced atomically after each acknowledged batch.  A cursor for another
-server is ignored (upload restarts from the header; the server deduplicates).
+The cursor lives next to the run file in ``upload.json`` (format version 1; the
+format and its file names are owned by :mod:`wisp._rundir`, see
+:class:`~wisp._rundir.Cursor`).  It is replaced atomically after each
+acknowledged batch.  A cursor for another server is ignored (upload restarts
+from the header; the server deduplicates).
 While an uploader works on a run it holds an exclusive ``flock`` on
 ``upload.lock`` in the run directory, so ``wisp sync`` never races the run's own
 uploader.
@@ -43,8 +38,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from wisp._rundir import (
+    CURSOR_FILE,
+    RUN_FILE,
+    Cursor,
+    lock_uploads,
+    unlock_uploads,
+)
 from wisp._runfile import (
     FRAME_SIZE,
     HEADER_SIZE,
@@ -56,81 +58,15 @@ from wisp._runfile import (
 from wisp._upload._transport import ApiClient, Conflict
 from wisp.errors import FatalApiError, RetryableApiError, UsageError
 
+if TYPE_CHECKING:
+    from wisp._run import Run
+
 __all__ = ["CURSOR_FILE", "Cursor", "Uploader", "attach", "check_settings", "finish_upload"]
 
 log = logging.getLogger("wisp")
 
-CURSOR_FILE = "upload.json"
-LOCK_FILE = "upload.lock"
-RUN_FILE = "run.wisp"
 _RUN_FIELDS = ("project", "name", "tags", "notes", "group", "job_type", "created_at")
 _dumps = json.JSONEncoder(allow_nan=True, separators=(",", ":"), ensure_ascii=False).encode
-
-
-class Cursor:
-    """How much of a run file a server has acknowledged (``upload.json``)."""
-
-    __slots__ = ("acked_seq", "done", "offset", "server", "writer_id")
-
-    def __init__(
-        self,
-        server: str,
-        offset: int = HEADER_SIZE,
-        acked_seq: int = -1,
-        writer_id: str | None = None,
-        done: bool = False,
-    ) -> None:
-        self.server = server
-        self.offset = offset
-        self.acked_seq = acked_seq
-        self.writer_id = writer_id
-        self.done = done
-
-    @classmethod
-    def load(cls, run_dir: str, server: str) -> Cursor:
-        """The saved cursor for ``server``, or a fresh one (missing, damaged, other server)."""
-        try:
-            with open(os.path.join(run_dir, CURSOR_FILE), encoding="utf-8") as f:
-                doc = json.load(f)
-            if doc.get("server") == server:
-                offset, acked, wid = doc["offset"], doc["acked_seq"], doc["writer_id"]
-                if type(offset) is int and offset >= HEADER_SIZE and type(acked) is int:
-                    return cls(server, offset, acked, wid, bool(doc.get("done")))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            pass
-        return cls(server)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "server": self.server,
-            "offset": self.offset,
-            "acked_seq": self.acked_seq,
-            "writer_id": self.writer_id,
-            "done": self.done,
-        }
-
-    def save(self, run_dir: str) -> None:
-        path = os.path.join(run_dir, CURSOR_FILE)
-        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.as_dict(), f)
-        os.replace(tmp, path)
-
-
-def mark_not_done(run_dir: str) -> None:
-    """A run that grows again (resume) is no longer complete on its server."""
-    path = os.path.join(run_dir, CURSOR_FILE)
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
-        return
-    if isinstance(doc, dict) and doc.get("done"):
-        doc["done"] = False
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f)
-        os.replace(tmp, path)
 
 
 def describe_run(path: str, *, crashed: bool = False) -> tuple[str, dict[str, Any]]:
@@ -165,26 +101,6 @@ def describe_run(path: str, *, crashed: bool = False) -> tuple[str, dict[str, An
         k: v for k, v in first.items() if k not in _RUN_FIELDS and k not in ("run_id", "writer_id")
     }
     return first["run_id"], body
-
-
-def _lock(run_dir: str) -> int | None:
-    """An exclusive, non-blocking lock on the run's uploads; None if someone holds it."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: no lock
-        return -1
-    fd = os.open(os.path.join(run_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _unlock(fd: int | None) -> None:
-    if fd is not None and fd >= 0:
-        os.close(fd)
 
 
 class Uploader:
@@ -270,6 +186,16 @@ class Uploader:
             self.run_dir,
         )
 
+    @property
+    def finish_seen(self) -> bool:
+        """True once the run file's finish record has been read."""
+        return self._finish_seen
+
+    def finish(self) -> None:
+        """No more records will be appended: upload what is left, then end (live runs)."""
+        self._final = True
+        self._wake.set()
+
     def stop(self) -> None:
         self._stop = True
         self._stopped.set()
@@ -298,7 +224,7 @@ class Uploader:
         retried forever, or until ``give_up_after`` seconds pass without progress
         (then the last :class:`RetryableApiError` is raised).  A fatal one is raised.
         """
-        self._lock_fd = _lock(self.run_dir)
+        self._lock_fd = lock_uploads(self.run_dir)
         if self._lock_fd is None:
             raise BlockingIOError(f"{self.run_dir} is being uploaded by another process")
         try:
@@ -307,7 +233,7 @@ class Uploader:
             self.error = exc
             raise
         finally:
-            _unlock(self._lock_fd)
+            unlock_uploads(self._lock_fd)
             self._lock_fd = None
             self.client.close()
 
@@ -602,14 +528,24 @@ def check_settings(settings: Any) -> None:
     HttpTransport(settings.server_url)  # checks the URL
 
 
-def attach(run: Any) -> None:
-    """Start uploading a new online run; wait at most ``init_timeout`` for it to register."""
-    s = run._settings
+def attach(run: Run) -> None:
+    """Start uploading a new online run; wait at most ``init_timeout`` for it to register.
+
+    The uploader is attached to the run as its ``"uploader"`` part: ``finish()``
+    waits for it (:func:`finish_upload`) once the run file is closed.
+    """
+    s = run.settings
+    assert run.dir is not None
     deadline = time.monotonic() + s.init_timeout
     client = ApiClient(s.server_url, s.api_key, timeout=10.0)
     up = Uploader(run.dir, client, heartbeat_interval=s.heartbeat_interval)
-    run._uploader = up
-    run._writer.barrier(s.init_timeout)  # the run record is on disk: register from it
+
+    def stop() -> None:
+        wait, why = run.upload_wait()
+        finish_upload(run, wait, limit=why)
+
+    run.attach("uploader", up, stop, after_close=True)
+    run.barrier(s.init_timeout)  # the run record is on disk: register from it
     up.start()
     if up.registered.wait(max(0.0, deadline - time.monotonic())):
         run.url = f"{client.server_url}/runs/{run.id}"
@@ -622,7 +558,7 @@ def attach(run: Any) -> None:
         )
 
 
-def _human(n: float) -> str:
+def human_size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -631,18 +567,17 @@ def _human(n: float) -> str:
 
 
 def finish_upload(
-    run: Any, timeout: float, *, stream: Any = None, limit: str = "upload_timeout"
+    run: Run, timeout: float, *, stream: Any = None, limit: str = "upload_timeout"
 ) -> None:
     """Wait up to ``timeout`` s for the run's uploads; say what is left if time runs out.
 
     ``limit`` names the setting that set ``timeout``, for the message.
     """
-    up: Uploader | None = run._uploader
+    up: Uploader | None = run.part("uploader")
     if up is None or up.thread is None:
         return
     out = stream if stream is not None else sys.stderr
-    up._final = True
-    up._wake.set()
+    up.finish()
     start = time.monotonic()
     deadline = start + timeout
     tty = bool(getattr(out, "isatty", lambda: False)())
@@ -655,11 +590,11 @@ def finish_upload(
         if up.thread.is_alive() and time.monotonic() - start > 1.0:
             left = up.pending_bytes()
             if tty:
-                out.write(f"\rwisp: uploading run {run.id}: {_human(left)} left ...  ")
+                out.write(f"\rwisp: uploading run {run.id}: {human_size(left)} left ...  ")
                 shown = True
             elif not shown:
                 out.write(
-                    f"wisp: uploading run {run.id}: {_human(left)} left, waiting up to "
+                    f"wisp: uploading run {run.id}: {human_size(left)} left, waiting up to "
                     f"{timeout:.0f}s\n"
                 )
                 shown = True
@@ -681,7 +616,7 @@ def finish_upload(
     else:
         why = f"{limit}={timeout:.3g}s ran out"
     out.write(
-        f"wisp: run {run.id}: {_human(left)} of {run.path} not uploaded ({why}); it is safe "
+        f"wisp: run {run.id}: {human_size(left)} of {run.path} not uploaded ({why}); it is safe "
         f"on disk, run `wisp sync {run.dir}` to finish uploading\n"
     )
     with contextlib.suppress(OSError, ValueError):

@@ -1,7 +1,8 @@
 """``wisp doctor``: the tracker-debugging checklist as one command.
 
-Every check yields one :class:`Check` (ok / warn / fail, a one-line detail and,
-unless ok, a one-line fix).  Slow probes (import timing, torch) run in
+Every check yields one :class:`~wisp._doctor.Check`, the type ``wisp.doctor()``
+uses too (ok / warn / fail, a one-line message and, unless ok, a one-line fix;
+``--json`` names the message ``detail``).  Slow probes (import timing, torch) run in
 subprocesses concurrently, each with a deadline, so the report stays under
 ~2 s in a fresh environment.  ``wisp.doctor()``'s environment checks are appended.
 """
@@ -18,10 +19,10 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from importlib.util import find_spec
 from typing import Any
 
+from wisp._doctor import Check
 from wisp.cli._term import EXIT, color
 
 __all__ = ["Check", "cmd_doctor", "run_checks"]
@@ -30,14 +31,6 @@ OTHER_TRACKERS = ("wandb", "mlflow", "neptune", "comet_ml", "clearml", "aim", "t
 _DEADLINE = 1.5  # seconds for each subprocess probe
 _ENVIRONMENT = ("distributed",)  # wisp.doctor() checks that `wisp doctor` shows
 _TORCH_DEADLINE = 20.0
-
-
-@dataclass
-class Check:
-    name: str
-    status: str  # ok | warn | fail
-    detail: str
-    fix: str = ""
 
 
 def _py(code: str, timeout: float, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -396,7 +389,7 @@ def check_safety() -> list[Check]:
     """
     from wisp._doctor import doctor
 
-    return [Check(c.name, c.status, c.message, c.fix) for c in doctor() if c.name in _ENVIRONMENT]
+    return [c for c in doctor() if c.name in _ENVIRONMENT]
 
 
 def _parallel(jobs: list[Callable[[], Any]], timeout: float) -> None:
@@ -457,12 +450,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - started
     failed = any(c.status == "fail" for c in checks)
     if args.json:
-        print(json.dumps({"checks": [asdict(c) for c in checks], "seconds": elapsed}))
+        rows = [{"name": n, "status": s, "detail": m, "fix": f} for n, s, m, f in checks]
+        print(json.dumps({"checks": rows, "seconds": elapsed}))
     else:
         tint = {"ok": "green", "warn": "yellow", "fail": "red"}
         width = max(len(c.name) for c in checks)
         for c in checks:
-            print(f"{color(c.status.ljust(4), tint[c.status])}  {c.name.ljust(width)}  {c.detail}")
+            print(f"{color(c.status.ljust(4), tint[c.status])}  {c.name.ljust(width)}  {c.message}")
             if c.fix and c.status != "ok":
                 print(f"{'':4}  {'':{width}}  {color('fix: ' + c.fix, 'dim')}")
         counts = {s: sum(c.status == s for c in checks) for s in ("ok", "warn", "fail")}

@@ -7,8 +7,8 @@ the run directory (format version 1)::
     {"server": url, "offset": int, "acked_seq": int, "writer_id": str, "done": bool}
 
 ``offset`` is the run-file byte offset up to which the server has
-acknowledged every record.  A run is *fully synced* when its run file has a
-finish record and ``offset`` equals the run file's size.
+acknowledged every record.  *Fully synced* has one definition, shared with
+``wisp sync``: :func:`wisp._rundir.sync_status`.
 """
 
 from __future__ import annotations
@@ -23,12 +23,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from wisp._rundir import read_meta, run_dirs_in, sync_status
 from wisp.cli._term import EXIT, CliError, Progress, color, fmt_duration, fmt_value, table
 
 __all__ = ["cmd_export", "cmd_gc", "cmd_ls", "cmd_show", "find_runs", "resolve_run"]
 
-CURSOR_FILE = "upload.json"
-RUN_FILE = "run.wisp"
 _STATE_COLORS = {
     "finished": "green",
     "running": "blue",
@@ -49,27 +48,17 @@ def find_runs(base: str) -> list[str]:
     """Run directories under ``base``, oldest first."""
     root = runs_root(base)
     try:
-        names = sorted(os.listdir(root))
+        runs = run_dirs_in(root)
     except FileNotFoundError:
         return []
     except OSError as exc:
         raise CliError(f"cannot list {root}: {exc.strerror}", "check --dir") from None
-    runs = [
-        os.path.join(root, n)
-        for n in names
-        if n.startswith("run-") and os.path.isfile(os.path.join(root, n, RUN_FILE))
-    ]
     return sorted(runs, key=lambda d: (_meta(d).get("created_at") or 0, d))
 
 
 def _meta(run_dir: str) -> dict[str, Any]:
     """run.json, or {} when it is missing or unreadable."""
-    try:
-        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-            meta = json.load(f)
-    except (OSError, ValueError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
+    return read_meta(run_dir)
 
 
 def _open(path: str) -> Any:
@@ -341,28 +330,8 @@ def _write_text(fmt: str, stream: Any, columns: list[str], rows: Iterator[dict[s
 
 
 def sync_state(run_dir: str) -> tuple[bool, str]:
-    """(fully synced, why not) from the run file and its ``upload.json`` cursor."""
-    try:
-        with open(os.path.join(run_dir, CURSOR_FILE), encoding="utf-8") as f:
-            cursor = json.load(f)
-    except FileNotFoundError:
-        return False, "never synced"
-    except (OSError, ValueError) as exc:
-        return False, f"unreadable {CURSOR_FILE}: {exc}"
-    try:
-        size = os.path.getsize(os.path.join(run_dir, RUN_FILE))
-    except OSError:
-        return False, "no run file"
-    offset = cursor.get("offset") if isinstance(cursor, dict) else None
-    if not isinstance(offset, int) or offset != size:
-        return False, f"synced {offset}/{size} bytes"
-    from wisp._runfile import RecordType, iter_records
-
-    with open(os.path.join(run_dir, RUN_FILE), "rb") as f:
-        finished = any(r.type == RecordType.FINISH for r in iter_records(f.read()))
-    if not finished:
-        return False, "still running or crashed (no finish record)"
-    return True, "fully synced"
+    """(fully synced to any server, why not): the one definition in :mod:`wisp._rundir`."""
+    return sync_status(run_dir)
 
 
 def cmd_gc(args: argparse.Namespace) -> int:

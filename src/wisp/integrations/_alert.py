@@ -66,13 +66,8 @@ def post_json(url: str, body: dict[str, Any], timeout: float = WEBHOOK_TIMEOUT) 
 
 
 def _count_failure(run: Run, exc: BaseException) -> None:
-    w = run._writer
     with _lock:
-        if w is not None:
-            n = w.failures.get("alert", 0) + 1
-            w.failures["alert"] = n
-        else:
-            n = 1
+        n = run.count_failure("alert")
     if n == 1:
         log.warning(
             "wisp: sending an alert to the webhook failed (%s: %s); counting further failures",
@@ -134,7 +129,7 @@ def alert(
         send = wait_duration is None or last is None or now - last >= wait_duration
         if send:
             _last_sent[key] = now
-    run._record(
+    run.record(
         RecordType.ALERT,
         {
             "title": title,
@@ -145,7 +140,7 @@ def alert(
             "sent": send,
         },
     )
-    url = run._settings.alert_webhook
+    url = run.settings.alert_webhook
     if not (send and url):
         return None
     body = {

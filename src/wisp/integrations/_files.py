@@ -19,6 +19,7 @@ import shutil
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from wisp._rundir import FILES_DIR
 from wisp._runfile import RecordType
 from wisp.errors import RunStateError, UsageError
 
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["save", "save_file"]
 
-FILES_DIR = "files"
 _POLICIES = ("now", "live", "end")
 
 
@@ -61,7 +61,7 @@ def save_file(
     if not os.path.isfile(src):
         raise UsageError(f"cannot save {src}: no such file")
     rel = _safe_name(name or os.path.basename(src))
-    writer = run._writer
+    writer = run.writer
     if writer is None or run.dir is None:
         if run.mode == "disabled":
             return None
@@ -86,11 +86,9 @@ def save_file(
         except OSError as exc:
             writer.record_failure("save", exc)
             return
-        writer._append(RecordType.FILE, {**info, "size": size, "sha256": digest.hexdigest()})
+        writer.append(RecordType.FILE, {**info, "size": size, "sha256": digest.hexdigest()})
 
-    from wisp._writer import CALL
-
-    run._send((CALL, copy))
+    run.on_writer(copy)
     return stored
 
 

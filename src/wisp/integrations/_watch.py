@@ -19,12 +19,12 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from wisp._values import Deferred
+from wisp._deferred import Deferred
 from wisp.errors import RunStateError, UsageError
 
 if TYPE_CHECKING:
+    from wisp._deferred import ResolveContext
     from wisp._run import Run
-    from wisp._values import ResolveContext
 
 __all__ = ["DeviceHistogram", "unwatch", "watch"]
 
@@ -149,7 +149,7 @@ class _Watcher:
             row, self.pending = self.pending, {}
             self.queued = False
         self.armed = False
-        if row and self.run._live:
+        if row and self.run.live:
             self.run.log(row, commit=False)
 
     def remove(self) -> None:

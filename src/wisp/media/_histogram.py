@@ -16,11 +16,11 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from wisp import _tensors
-from wisp._values import Deferred
+from wisp._deferred import Deferred
 from wisp.errors import UsageError
 
 if TYPE_CHECKING:
-    from wisp._values import ResolveContext
+    from wisp._deferred import ResolveContext
 
 __all__ = ["MAX_BINS", "Histogram"]
 

@@ -21,12 +21,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from wisp._values import Deferred
+from wisp._deferred import Deferred
 from wisp.errors import UsageError, ValueLimitError
 from wisp.media._image import Image
 
 if TYPE_CHECKING:
-    from wisp._values import ResolveContext
+    from wisp._deferred import ResolveContext
 
 __all__ = ["FORMAT", "MAX_COLUMNS", "MAX_ROWS", "VERSION", "Table"]
 

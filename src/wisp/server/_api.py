@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 
+from wisp._protocol import MAX_KEY_LENGTH, MAX_NAME_LENGTH, MAX_SEQ, MAX_STEP
 from wisp.server._filter import TREE_VERSION
 from wisp.server._http import json_response, q_float, q_int, q_str, read_json
 from wisp.server._ingest import STATES, check_project, check_run_fields, prepare_records
@@ -118,7 +119,7 @@ class Api:
             raise invalid("body", "expected a JSON object {writer_id, first_seq, records}")
         writer = check_id(body.get("writer_id"), "writer_id")
         first = body.get("first_seq")
-        if type(first) is not int or not 0 <= first < (1 << 62):
+        if type(first) is not int or not 0 <= first < MAX_SEQ:
             raise invalid("first_seq", "expected an integer >= 0")
         prepared = await run_in_threadpool(prepare_records, body.get("records"))
         acked = await run_in_threadpool(self.store.ingest, run_id, writer, first, prepared)
@@ -219,7 +220,7 @@ class Api:
             "order": order,
             "limit": q_int(request, "limit", 50, 1, 1000),
             "offset": q_int(request, "offset", 0, 0, 1_000_000_000),
-            "group": q_str(request, "group", None, 1024),
+            "group": q_str(request, "group", None, MAX_NAME_LENGTH),
         }
         if kw["group"] is not None:
             clean_str(kw["group"], "group")
@@ -242,10 +243,10 @@ class Api:
         if not keys_s:
             raise invalid("keys", "required: comma-separated metric keys")
         runs = [check_id(r, "runs") for r in runs_s.split(",")]
-        keys = [clean_str(k, "keys", 1024) for k in keys_s.split(",") if k]
+        keys = [clean_str(k, "keys", MAX_KEY_LENGTH) for k in keys_s.split(",") if k]
         if len(runs) > 200 or len(keys) > 500 or len(runs) * len(keys) > 2000:
             raise invalid("runs", "at most 200 runs, 500 keys and 2000 series per request")
-        x = clean_str(q_str(request, "x", "step", 1024), "x")
+        x = clean_str(q_str(request, "x", "step", MAX_KEY_LENGTH), "x")
         kw: dict[str, Any] = {
             "x": x,
             "lo": q_float(request, "min"),
@@ -262,7 +263,11 @@ class Api:
         if fmt not in ("csv", "jsonl"):
             raise invalid("format", "expected csv or jsonl")
         keys_s = q_str(request, "keys", None, 100_000)
-        keys = [clean_str(k, "keys", 1024) for k in keys_s.split(",") if k] if keys_s else None
+        keys = (
+            [clean_str(k, "keys", MAX_KEY_LENGTH) for k in keys_s.split(",") if k]
+            if keys_s
+            else None
+        )
         await self._need_run(run_id)
         it = export_history(self.store, run_id, fmt, keys)
         ctype = "text/csv" if fmt == "csv" else "application/x-ndjson"
@@ -271,7 +276,7 @@ class Api:
 
     async def media_list(self, request: Request) -> Response:
         run_id = self._run_id(request)
-        key = q_str(request, "key", None, 1024)
+        key = q_str(request, "key", None, MAX_KEY_LENGTH)
         if key is not None:
             clean_str(key, "key")
         limit = q_int(request, "limit", 10_000, 1, 100_000)
@@ -281,7 +286,7 @@ class Api:
 
     async def console(self, request: Request) -> Response:
         run_id = self._run_id(request)
-        after = q_int(request, "after", -1, -1, (1 << 62))
+        after = q_int(request, "after", -1, -1, MAX_STEP)
         limit = q_int(request, "limit", 1000, 1, 10_000)
         await self._need_run(run_id)
         lines = await run_in_threadpool(self.store.console_lines, run_id, after, limit)

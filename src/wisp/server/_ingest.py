@@ -18,13 +18,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wisp._protocol import (
+    MAX_EXIT_CODE,
+    MAX_KEY_LENGTH,
+    MAX_MEDIA_KIND_LENGTH,
+    MAX_NAME_LENGTH,
+    MAX_NOTES_LENGTH,
+    MAX_PROJECT_LENGTH,
+    MAX_STEP,
+    MAX_STREAM_LENGTH,
+    MAX_TAG_LENGTH,
+    MAX_TAGS,
+    RUN_STATES,
+    RecordType,
+)
 from wisp.server._problem import Problem, clean_json, clean_str, invalid
 from wisp.server._schema import BLOCK as S_BLOCK
 
 __all__ = ["Column", "Prepared", "prepare_records"]
 
-MAX_STEP = 1 << 62
-STATES = ("running", "finished", "failed", "killed", "crashed")
+STATES = RUN_STATES
 _NF = {math.inf: 2, -math.inf: 3}
 RUN_FIELDS = ("project", "name", "tags", "notes", "group", "job_type", "created_at")
 
@@ -125,7 +138,7 @@ def _fast_history(rows: list[Any], fld: str) -> Prepared | None:
     times = _finite_column(tss)
     if times is None or times[1] is not None:
         return None
-    prep = Prepared(3, {})
+    prep = Prepared(RecordType.HISTORY, {})
     for k, col in zip(keys, zip(*map(dict.values, dicts), strict=True), strict=True):
         vals = _finite_column(col)
         if vals is None:
@@ -141,16 +154,16 @@ def _num(value: Any, fld: str) -> float:
 
 
 def check_project(value: Any, fld: str) -> str:
-    s = clean_str(value, fld, 128)
+    s = clean_str(value, fld, MAX_PROJECT_LENGTH)
     if not s.strip() or "/" in s or not s.isprintable():
-        raise invalid(fld, "expected 1-128 printable characters without '/'")
+        raise invalid(fld, f"expected 1-{MAX_PROJECT_LENGTH} printable characters without '/'")
     return s
 
 
 def check_tags(value: Any, fld: str) -> list[str]:
-    if not isinstance(value, list) or len(value) > 256:
-        raise invalid(fld, "expected a list of at most 256 strings")
-    return [clean_str(t, f"{fld}[{i}]", 256) for i, t in enumerate(value)]
+    if not isinstance(value, list) or len(value) > MAX_TAGS:
+        raise invalid(fld, f"expected a list of at most {MAX_TAGS} strings")
+    return [clean_str(t, f"{fld}[{i}]", MAX_TAG_LENGTH) for i, t in enumerate(value)]
 
 
 def check_run_fields(data: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -159,15 +172,15 @@ def check_run_fields(data: dict[str, Any], prefix: str) -> dict[str, Any]:
     if "project" in data:
         out["project"] = check_project(data["project"], f"{prefix}project")
     if data.get("name") is not None:
-        out["name"] = clean_str(data["name"], f"{prefix}name", 1024)
+        out["name"] = clean_str(data["name"], f"{prefix}name", MAX_NAME_LENGTH)
     if data.get("tags") is not None:
         out["tags"] = check_tags(data["tags"], f"{prefix}tags")
     if data.get("notes") is not None:
-        out["notes"] = clean_str(data["notes"], f"{prefix}notes", 100_000)
+        out["notes"] = clean_str(data["notes"], f"{prefix}notes", MAX_NOTES_LENGTH)
     for src, col in (("group", "run_group"), ("job_type", "job_type")):
         if src in data:
             v = data[src]
-            out[col] = None if v is None else clean_str(v, f"{prefix}{src}", 1024)
+            out[col] = None if v is None else clean_str(v, f"{prefix}{src}", MAX_NAME_LENGTH)
     if data.get("created_at") is not None:
         out["created_at"] = _num(data["created_at"], f"{prefix}created_at")
     return out
@@ -182,17 +195,17 @@ def _prep_history(data: dict[str, Any], fld: str) -> Prepared:
         prep = _slow_history(rows, fld)
     for c in prep.points:
         k = c.key
-        clean_str(k, f"{fld}.rows.<key>", 1024)
+        clean_str(k, f"{fld}.rows.<key>", MAX_KEY_LENGTH)
         if not k:
             raise invalid(f"{fld}.rows.<key>", "keys must not be empty")
         c.blocks = _blocks(c)
     for m in prep.media:
-        clean_str(m[0], f"{fld}.rows.<key>", 1024)
+        clean_str(m[0], f"{fld}.rows.<key>", MAX_KEY_LENGTH)
     return prep
 
 
 def _slow_history(rows: list[Any], fld: str) -> Prepared:
-    prep = Prepared(3, {})
+    prep = Prepared(RecordType.HISTORY, {})
     pts: list[tuple[str, int, float, float | None, int]] = []
     dumps = json.dumps
     for i, row in enumerate(rows):
@@ -226,7 +239,9 @@ def _slow_history(rows: list[Any], fld: str) -> Prepared:
                 kind = v.get("_type")
                 if not isinstance(kind, str):
                     raise invalid(vf, "objects must be typed values with a string '_type'")
-                prep.media.append((k, step, ts, clean_str(kind, vf, 64), clean_json(v, vf)))
+                prep.media.append(
+                    (k, step, ts, clean_str(kind, vf, MAX_MEDIA_KIND_LENGTH), clean_json(v, vf))
+                )
             else:
                 other = other if other is not None else {}
                 other[k] = v
@@ -257,10 +272,10 @@ def _prep_console(data: dict[str, Any], fld: str) -> Prepared:
         if not isinstance(ln, dict):
             raise invalid(lf, "expected [ts, stream, text] or an object {ts, stream, text}")
         ts = _num(ln.get("ts", ln.get("time", 0.0)), f"{lf}.ts")
-        stream = clean_str(ln.get("stream", "stdout"), f"{lf}.stream", 16)
+        stream = clean_str(ln.get("stream", "stdout"), f"{lf}.stream", MAX_STREAM_LENGTH)
         text = clean_str(ln.get("text", ""), f"{lf}.text")
         out.append((ts, stream, text))
-    return Prepared(7, {"lines": out})
+    return Prepared(RecordType.CONSOLE, {"lines": out})
 
 
 def _prep_system(data: dict[str, Any], fld: str) -> Prepared:
@@ -269,9 +284,9 @@ def _prep_system(data: dict[str, Any], fld: str) -> Prepared:
     if not 0 <= ts * 1000 < MAX_STEP:
         raise invalid(f"{fld}.ts", "expected a unix timestamp >= 0")
     step = int(ts * 1000)
-    prep = Prepared(3, {})
+    prep = Prepared(RecordType.HISTORY, {})
     for k, v in data["values"].items():
-        clean_str(k, f"{fld}.values.<key>", 1024)
+        clean_str(k, f"{fld}.values.<key>", MAX_KEY_LENGTH)
         if not k or type(v) not in (int, float) or (type(v) is int and abs(v) > 1 << 1000):
             continue  # only numbers chart; anything else in a sample is ignored
         f = float(v)
@@ -283,40 +298,40 @@ def _prep_system(data: dict[str, Any], fld: str) -> Prepared:
 
 
 def _prep_one(kind: int, data: dict[str, Any], fld: str) -> Prepared:
-    if kind == 3:
+    if kind == RecordType.HISTORY:
         return _prep_history(data, fld)
-    if kind == 1:
+    if kind == RecordType.RUN:
         cols = check_run_fields(data, f"{fld}.")
         meta = {k: v for k, v in data.items() if k not in RUN_FIELDS}
-        return Prepared(1, {"cols": cols, "meta": clean_json(meta, f"{fld}")})
-    if kind in (2, 4):
-        name = "config" if kind == 2 else "summary"
+        return Prepared(RecordType.RUN, {"cols": cols, "meta": clean_json(meta, f"{fld}")})
+    if kind in (RecordType.CONFIG, RecordType.SUMMARY):
+        name = "config" if kind == RecordType.CONFIG else "summary"
         body = data.get(name)
         if not isinstance(body, dict):
             raise invalid(f"{fld}.{name}", "expected an object")
         return Prepared(kind, {name: clean_json(body, f"{fld}.{name}")})
-    if kind == 5:
-        name = clean_str(data.get("name"), f"{fld}.name", 1024)
-        return Prepared(5, {"name": name, "spec": clean_json(data, fld)})
-    if kind == 6:
+    if kind == RecordType.METRIC:
+        name = clean_str(data.get("name"), f"{fld}.name", MAX_KEY_LENGTH)
+        return Prepared(RecordType.METRIC, {"name": name, "spec": clean_json(data, fld)})
+    if kind == RecordType.FINISH:
         state = data.get("state", "finished")
         if state not in STATES:
             raise invalid(f"{fld}.state", f"expected one of {', '.join(STATES)}")
         fin = data.get("finished_at")
         code = data.get("exit_code")
-        if code is not None and (type(code) is not int or abs(code) >= 1 << 31):
+        if code is not None and (type(code) is not int or abs(code) >= MAX_EXIT_CODE):
             raise invalid(f"{fld}.exit_code", "expected a 32-bit integer or null")
         return Prepared(
-            6,
+            RecordType.FINISH,
             {
                 "state": state,
                 "finished_at": None if fin is None else _num(fin, f"{fld}.finished_at"),
                 "exit_code": code,
             },
         )
-    if kind == 7:
+    if kind == RecordType.CONSOLE:
         return _prep_console(data, fld)
-    if kind == 8 and isinstance(data.get("values"), dict):
+    if kind == RecordType.SYSTEM and isinstance(data.get("values"), dict):
         return _prep_system(data, fld)
     return Prepared(kind, {"text": json.dumps(clean_json(data, fld))})
 

@@ -10,10 +10,17 @@ import math
 import re
 from typing import Any
 
+from wisp._protocol import (
+    ID_PATTERN,
+    ID_RULE,
+    MAX_DEPTH,
+    MAX_JSON_KEY_LENGTH,
+    MAX_STRING_LENGTH,
+)
+
 __all__ = ["MAX_DEPTH", "Problem", "check_id", "clean_json", "clean_str"]
 
-MAX_DEPTH = 64
-_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_ID = re.compile(ID_PATTERN)
 _NONFINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 
 
@@ -47,13 +54,13 @@ def invalid(field: str, message: str) -> Problem:
 
 
 def check_id(value: Any, field: str) -> str:
-    """A run or writer id: 1-64 characters of ``[A-Za-z0-9_-]``."""
+    """A run or writer id: 1-64 characters of ``[A-Za-z0-9_-]`` (``wisp._protocol``)."""
     if not isinstance(value, str) or not _ID.fullmatch(value):
-        raise invalid(field, "expected 1-64 characters of [A-Za-z0-9_-]")
+        raise invalid(field, f"expected {ID_RULE}")
     return value
 
 
-def clean_str(value: Any, field: str, max_len: int = 1 << 20) -> str:
+def clean_str(value: Any, field: str, max_len: int = MAX_STRING_LENGTH) -> str:
     """A string storable in every backend: no NUL, no lone surrogates, bounded length."""
     if not isinstance(value, str):
         raise invalid(field, f"expected a string, got {type(value).__name__}")
@@ -91,6 +98,8 @@ def clean_json(value: Any, field: str, depth: int = 0) -> Any:
     if t is dict:
         out = {}
         for k, v in value.items():
-            out[clean_str(k, f"{field}.<key>", 4096)] = clean_json(v, f"{field}.{k}", depth + 1)
+            out[clean_str(k, f"{field}.<key>", MAX_JSON_KEY_LENGTH)] = clean_json(
+                v, f"{field}.{k}", depth + 1
+            )
         return out
     raise invalid(field, f"unsupported JSON value of type {t.__name__}")

@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import and_, case, func, select, update
 from sqlalchemy.engine import Connection, Engine
 
+from wisp._protocol import RecordType
 from wisp.server import _schema as S
 from wisp.server._db import make_engine, migrate
 from wisp.server._ingest import Prepared, conflict
@@ -243,7 +244,7 @@ class Store:
             exists = conn.execute(select(S.runs.c.id).where(S.runs.c.id == run_id)).first()
             if exists is None:
                 first = todo[0]
-                if first.kind != 1 or "project" not in first.data["cols"]:
+                if first.kind != RecordType.RUN or "project" not in first.data["cols"]:
                     raise Problem(
                         404,
                         "run_not_found",
@@ -270,31 +271,31 @@ class Store:
     ) -> None:
         d = rec.data
         r = S.runs
-        if rec.kind == 3:
+        if rec.kind == RecordType.HISTORY:
             self._apply_history(conn, run_id, rec, new_keys)
-        elif rec.kind == 1:
+        elif rec.kind == RecordType.RUN:
             vals = {**d["cols"], "meta": d["meta"], "state": "running", "finished_at": None}
             conn.execute(update(r).where(r.c.id == run_id).values(**vals))
-        elif rec.kind == 2:
+        elif rec.kind == RecordType.CONFIG:
             conn.execute(update(r).where(r.c.id == run_id).values(config=d["config"]))
-        elif rec.kind == 4:
+        elif rec.kind == RecordType.SUMMARY:
             conn.execute(update(r).where(r.c.id == run_id).values(summary=d["summary"]))
-        elif rec.kind == 5:
+        elif rec.kind == RecordType.METRIC:
             row = {"run_id": run_id, "name": d["name"], "spec": d["spec"]}
             self._upsert(conn, S.run_metrics, [row], ["run_id", "name"])
-        elif rec.kind == 6:
+        elif rec.kind == RecordType.FINISH:
             fin = d["finished_at"] if d["finished_at"] is not None else self.clock()
             conn.execute(
                 update(r)
                 .where(r.c.id == run_id)
                 .values(state=d["state"], finished_at=fin, exit_code=d["exit_code"])
             )
-        elif rec.kind == 7:
+        elif rec.kind == RecordType.CONSOLE:
             rows = [{"run_id": run_id, "ts": ts, "stream": s, "text": t} for ts, s, t in d["lines"]]
             if rows:
                 conn.execute(S.console.insert(), rows)
         else:
-            if rec.kind == 12:
+            if rec.kind == RecordType.RESUME:
                 conn.execute(
                     update(r).where(r.c.id == run_id).values(state="running", finished_at=None)
                 )

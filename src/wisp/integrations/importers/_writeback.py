@@ -7,15 +7,16 @@ the original run's times; the RUN record says where the run came from
 
 from __future__ import annotations
 
-import glob
 import os
 import time
 from collections.abc import Mapping
 from typing import Any
 
+from wisp._deferred import Deferred
+from wisp._protocol import RunState
 from wisp._run import Run
+from wisp._rundir import RUNS_DIR, dir_name, find_by_id
 from wisp._settings import Settings
-from wisp._values import Deferred
 
 __all__ = ["ImportedRun", "Typed", "existing_run_dir"]
 
@@ -65,19 +66,9 @@ class _Clock:
         return self.t
 
 
-class _Run(Run):
-    def __init__(self, origin: Mapping[str, Any], **kwargs: Any) -> None:
-        self._origin = dict(origin)  # read by _write_start on the writer thread
-        super().__init__(**kwargs)
-
-    def _run_record(self) -> dict[str, Any]:
-        # where the original run ran, not this importing process
-        return {**self._identity(), "mode": "offline", "host": None, "pid": None, **self._origin}
-
-
 def existing_run_dir(base: str, run_id: str) -> str | None:
     """The run directory already holding ``run_id`` under ``base``, if any."""
-    found = sorted(glob.glob(os.path.join(glob.escape(base), "wisp", f"run-*-{run_id}")))
+    found = find_by_id(base, run_id, with_file=False)
     return found[0] if found else None
 
 
@@ -101,10 +92,9 @@ class ImportedRun:
     ) -> None:
         self.clock = _Clock(created_at)
         stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime(created_at))
-        self.dir = os.path.join(base, "wisp", f"run-{stamp}-{run_id}")
+        self.dir = os.path.join(base, RUNS_DIR, dir_name(stamp, run_id))
         settings = Settings.resolve({"mode": "offline", "git": False, "dir": base})
-        run = _Run(
-            origin,
+        run = Run(
             settings=settings,
             project=project,
             name=name,
@@ -116,6 +106,7 @@ class ImportedRun:
             job_type=job_type,
             config=dict(config or {}),
             get_time=self.clock,
+            origin=origin,
         )
         self.run: Run = run
         self.rows = 0
@@ -129,7 +120,7 @@ class ImportedRun:
         self.rows += 1
 
     def record(self, rtype: int, payload: Any) -> None:
-        self.run._record(rtype, payload)
+        self.run.record(rtype, payload)
 
     def finish(
         self, end_time: float, exit_code: int | None, summary: Mapping[str, Any] | None = None
@@ -143,15 +134,5 @@ class ImportedRun:
             run.finish(exit_code, state="finished" if exit_code == 0 else "failed")
             return self.dir
         # the original run never finished: close the file without a finish record
-        w = run._writer
-        assert w is not None
-        run._live = False
-        run._commit_pending()
-        from wisp._writer import CALL
-
-        w.put((CALL, w.write_summary))
-        w.close(run._settings.finish_timeout)
-        run._finished = True
-        run.state = "crashed"
-        run._write_meta("crashed")
+        run.abandon(RunState.CRASHED)
         return self.dir

@@ -1,0 +1,125 @@
+"""``run.config``: the run's configuration, converted to JSON-like data when set."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, MutableMapping
+
+from wisp._protocol import RecordType
+from wisp.errors import UsageError
+
+TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    class Recorder(Protocol):
+        """What a Config writes its snapshots to (a Run)."""
+
+        def record(self, rtype: int, payload: Any) -> None: ...
+
+    _MappingBase = MutableMapping[str, Any]
+else:
+    _MappingBase = MutableMapping
+
+__all__ = ["Config"]
+
+
+def _jsonable(key: str, value: Any) -> Any:
+    """Config values: JSON types as they are, common Python objects converted, others refused."""
+    if value is None or type(value) in (str, int, float, bool):
+        return value
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise UsageError(f"config key under {key!r} must be a string, got {k!r}")
+            out[k] = _jsonable(f"{key}.{k}", v)
+        return out
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return [_jsonable(f"{key}[{i}]", v) for i, v in enumerate(items)]
+    if isinstance(value, (bool, int, float, str)):
+        return type(value).__mro__[1](value) if not isinstance(value, bool) else bool(value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    mod = type(value).__module__ or ""
+    if mod.startswith("numpy") and hasattr(value, "tolist"):
+        return _jsonable(key, value.tolist())
+    if hasattr(value, "value") and type(value).__mro__[-2].__name__ == "Enum":
+        return _jsonable(key, value.value)
+    if hasattr(value, "__dict__") and type(value).__name__ == "Namespace":
+        return _jsonable(key, vars(value))
+    if hasattr(value, "__dataclass_fields__"):
+        return _jsonable(key, {f: getattr(value, f) for f in value.__dataclass_fields__})
+    raise UsageError(
+        f"config value for {key!r} has type {type(value).__name__}; expected a JSON-like value "
+        "(str, number, bool, None, list, dict), a path, an enum, a dataclass or a Namespace"
+    )
+
+
+class Config(_MappingBase):
+    """The run's configuration: ``run.config.lr`` and ``run.config["lr"]`` alike.
+
+    Every change writes a full snapshot to the run file.  Values are converted to
+    JSON-like data when set, so later changes to the caller's objects don't leak.
+    """
+
+    def __init__(self, run: Recorder | None) -> None:
+        object.__setattr__(self, "_run", run)
+        object.__setattr__(self, "_data", {})
+
+    def _changed(self) -> None:
+        run = self._run
+        if run is not None:
+            run.record(RecordType.CONFIG, {"config": self.as_dict()})
+
+    def update(self, other: Any = (), /, **kwargs: Any) -> None:
+        if other is not None and not isinstance(other, Mapping) and hasattr(other, "__dict__"):
+            other = vars(other)  # argparse.Namespace and friends
+        items = dict(other or (), **kwargs)
+        converted = {str(k): _jsonable(str(k), v) for k, v in items.items()}
+        self._data.update(converted)
+        if converted:
+            self._changed()
+
+    def as_dict(self) -> dict[str, Any]:
+        import copy
+
+        return copy.deepcopy(self._data)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if not isinstance(key, str) or not key:
+            raise UsageError(f"config keys must be non-empty strings, got {key!r}")
+        self._data[key] = _jsonable(key, value)
+        self._changed()
+
+    def __delitem__(self, key: str) -> None:
+        del self._data[key]
+        self._changed()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._data[name]
+        except KeyError:
+            raise AttributeError(f"config has no key {name!r}") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        try:
+            del self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"Config({self._data!r})"

@@ -1,0 +1,327 @@
+"""The run directory: its layout, discovery, ``run.json`` and the upload cursor (layout version 1).
+
+Every module that names a file in a run directory takes the name from here::
+
+    <dir>/wisp/run-<YYYYmmdd_HHMMSS>-<id>/
+        run.wisp              the run file (wisp._runfile); rank 0 under ranks="all"
+        run.json              metadata, replaced atomically: {"id", "project", "name",
+                              "state", "created_at", "pid", "host", "file", "rank",
+                              "format_version", "exit_code"}
+        run.rank<N>.wisp      rank N > 0 under ranks="all" (and run.rank<N>.json)
+        media/<sha256>.<ext>  media files, by content hash
+        files/...             files saved with wisp.save()
+        upload.json           the upload cursor (format version 1, see :class:`Cursor`)
+        upload.lock           flock'ed by whoever uploads the run
+
+*Fully synced* (:func:`sync_status`) has one definition, used by ``wisp sync``
+to skip a run and by ``wisp gc`` to delete one: the cursor (for the given
+server, when one is given) is marked done, it covers the run file to its last
+byte, and the run file's last writer segment ends with a FINISH record.  A run
+that crashed, or one resumed and still being written, is not fully synced even
+when every byte written so far is on the server: more may come, and its local
+file is what a resume continues from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+from wisp._runfile import HEADER_SIZE, RecordType, frame_types
+
+TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+__all__ = [
+    "CURSOR_FILE",
+    "FILES_DIR",
+    "LOCK_FILE",
+    "MEDIA_DIR",
+    "META_FILE",
+    "RUNS_DIR",
+    "RUN_FILE",
+    "Cursor",
+    "dir_name",
+    "find_by_id",
+    "is_run_dir",
+    "lock_uploads",
+    "mark_not_done",
+    "rank_file_names",
+    "rank_files",
+    "read_meta",
+    "run_dirs_in",
+    "run_dirs_under",
+    "sync_status",
+    "unlock_uploads",
+    "write_meta",
+]
+
+RUNS_DIR = "wisp"  # under the ``dir`` setting
+RUN_FILE = "run.wisp"
+META_FILE = "run.json"
+CURSOR_FILE = "upload.json"
+LOCK_FILE = "upload.lock"
+MEDIA_DIR = "media"
+FILES_DIR = "files"
+_RANK_PREFIX, _RUN_SUFFIX, _META_SUFFIX = "run.rank", ".wisp", ".json"
+
+
+# -- names and discovery ------------------------------------------------------------------------
+
+
+def dir_name(stamp: str, run_id: str) -> str:
+    """The directory name of a run started at ``stamp`` (``%Y%m%d_%H%M%S``)."""
+    return f"run-{stamp}-{run_id}"
+
+
+def rank_file_names(rank: int) -> tuple[str, str]:
+    """(run file, metadata file) names for ``rank`` (rank 0 uses the plain names)."""
+    if rank == 0:
+        return RUN_FILE, META_FILE
+    return f"{_RANK_PREFIX}{rank}{_RUN_SUFFIX}", f"{_RANK_PREFIX}{rank}{_META_SUFFIX}"
+
+
+def rank_files(run_dir: str) -> dict[int, str]:
+    """rank -> run file for every ``run.rank<N>.wisp`` in ``run_dir``."""
+    out: dict[int, str] = {}
+    for entry in os.listdir(run_dir):
+        number = entry[len(_RANK_PREFIX) : -len(_RUN_SUFFIX)]
+        if entry.startswith(_RANK_PREFIX) and entry.endswith(_RUN_SUFFIX) and number.isdigit():
+            out[int(number)] = os.path.join(run_dir, entry)
+    return out
+
+
+def is_run_dir(path: str) -> bool:
+    """A directory holding a (rank 0) run file."""
+    return os.path.isfile(os.path.join(path, RUN_FILE))
+
+
+def find_by_id(base: str, run_id: str, *, with_file: bool = True) -> list[str]:
+    """Run directories of ``run_id`` under ``<base>/wisp``, oldest first.
+
+    ``with_file``: only directories that hold a run file (a claimed but empty one is
+    skipped).
+    """
+    import glob  # resume and importers only: not on init()'s path
+
+    root = glob.escape(os.path.join(base, RUNS_DIR))
+    found = sorted(glob.glob(os.path.join(root, f"run-*-{glob.escape(run_id)}")))
+    return [d for d in found if is_run_dir(d)] if with_file else found
+
+
+def run_dirs_in(root: str) -> list[str]:
+    """Run directories (``run-*`` holding a run file) directly in ``root``, by name.
+
+    Raises FileNotFoundError when ``root`` is missing, OSError when unreadable.
+    """
+    return [
+        os.path.join(root, n)
+        for n in sorted(os.listdir(root))
+        if n.startswith("run-") and is_run_dir(os.path.join(root, n))
+    ]
+
+
+def run_dirs_under(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """Run directories in ``paths``: each a run dir, a ``run.wisp``, or a folder holding them.
+
+    Raises ValueError naming a path that is none of these.
+    """
+    out: list[str] = []
+    for p in paths:
+        path = os.path.abspath(os.fspath(p))
+        if os.path.isfile(path) and os.path.basename(path) == RUN_FILE:
+            out.append(os.path.dirname(path))
+        elif is_run_dir(path):
+            out.append(path)
+        elif os.path.isdir(path):
+            for root in (path, os.path.join(path, RUNS_DIR)):
+                if os.path.isdir(root):
+                    out.extend(
+                        os.path.join(root, d)
+                        for d in sorted(os.listdir(root))
+                        if is_run_dir(os.path.join(root, d))
+                    )
+        else:
+            raise ValueError(f"{path} is not a run directory, run file or folder")
+    return list(dict.fromkeys(out))
+
+
+# -- run.json -----------------------------------------------------------------------------------
+
+
+def read_meta(run_dir: str, name: str = META_FILE) -> dict[str, Any]:
+    """``run.json`` (or a rank's metadata file), or {} when missing, unreadable or not an object."""
+    try:
+        with open(os.path.join(run_dir, name), encoding="utf-8") as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _replace_json(path: str, doc: Any, *, indent: int | None = None) -> None:
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=indent)
+    os.replace(tmp, path)
+
+
+def write_meta(run_dir: str, meta: dict[str, Any], name: str = META_FILE) -> None:
+    """Replace ``run.json`` (or a rank's metadata file) atomically."""
+    _replace_json(os.path.join(run_dir, name), meta, indent=1)
+
+
+# -- the upload cursor and its lock ---------------------------------------------------------------
+
+
+class Cursor:
+    """How much of a run file a server has acknowledged (``upload.json``, format version 1)::
+
+        {"server": "http://host:port",   # the server the cursor is about
+         "offset": 1234,                 # bytes of run.wisp acknowledged by that server
+         "acked_seq": 17,                # last acknowledged seq of writer_id's segment
+         "writer_id": "9f0c...",         # segment that offset is in (null before any ack)
+         "done": false}                  # true when the uploader saw the run end
+
+    A cursor for another server is ignored by :meth:`load`.
+    """
+
+    __slots__ = ("acked_seq", "done", "offset", "server", "writer_id")
+
+    def __init__(
+        self,
+        server: str,
+        offset: int = HEADER_SIZE,
+        acked_seq: int = -1,
+        writer_id: str | None = None,
+        done: bool = False,
+    ) -> None:
+        self.server = server
+        self.offset = offset
+        self.acked_seq = acked_seq
+        self.writer_id = writer_id
+        self.done = done
+
+    @classmethod
+    def read(cls, run_dir: str) -> Cursor:
+        """The saved cursor, whatever its server.
+
+        Raises FileNotFoundError when there is none, ValueError when it is damaged.
+        """
+        with open(os.path.join(run_dir, CURSOR_FILE), encoding="utf-8") as f:
+            doc = json.load(f)
+        try:
+            server, offset, acked, wid = (
+                doc["server"],
+                doc["offset"],
+                doc["acked_seq"],
+                doc["writer_id"],
+            )
+        except (KeyError, TypeError):
+            raise ValueError(
+                f"{CURSOR_FILE} lacks server, offset, acked_seq or writer_id"
+            ) from None
+        if type(offset) is not int or offset < HEADER_SIZE or type(acked) is not int:
+            raise ValueError(f"{CURSOR_FILE} has a bad offset or acked_seq")
+        return cls(server, offset, acked, wid, bool(doc.get("done")))
+
+    @classmethod
+    def load(cls, run_dir: str, server: str) -> Cursor:
+        """The saved cursor for ``server``, or a fresh one (missing, damaged, other server)."""
+        try:
+            cursor = cls.read(run_dir)
+        except (OSError, ValueError, AttributeError):
+            return cls(server)
+        return cursor if cursor.server == server else cls(server)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "server": self.server,
+            "offset": self.offset,
+            "acked_seq": self.acked_seq,
+            "writer_id": self.writer_id,
+            "done": self.done,
+        }
+
+    def save(self, run_dir: str) -> None:
+        _replace_json(os.path.join(run_dir, CURSOR_FILE), self.as_dict())
+
+
+def mark_not_done(run_dir: str) -> None:
+    """A run that grows again (resume) is no longer complete on its server."""
+    path = os.path.join(run_dir, CURSOR_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return
+    if isinstance(doc, dict) and doc.get("done"):
+        doc["done"] = False
+        _replace_json(path, doc)
+
+
+def lock_uploads(run_dir: str) -> int | None:
+    """An exclusive, non-blocking lock on the run's uploads; None if someone holds it."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        return -1
+    fd = os.open(os.path.join(run_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def unlock_uploads(fd: int | None) -> None:
+    if fd is not None and fd >= 0:
+        os.close(fd)
+
+
+# -- fully synced -------------------------------------------------------------------------------
+
+
+def _last_segment_finished(path: str) -> bool:
+    finished = False
+    for rtype in frame_types(path):
+        if rtype == RecordType.FINISH:
+            finished = True
+        elif rtype == RecordType.RUN:
+            finished = False  # a (resumed) segment starts again
+    return finished
+
+
+def sync_status(run_dir: str, server: str | None = None) -> tuple[bool, str]:
+    """(fully synced, why not): see the module docstring for the one definition.
+
+    ``server``: the server the cursor must be about; None accepts any.
+    """
+    try:
+        cursor = Cursor.read(run_dir)
+    except FileNotFoundError:
+        return False, "never synced"
+    except (OSError, ValueError, AttributeError) as exc:
+        return False, f"unreadable {CURSOR_FILE}: {exc}"
+    if server is not None and cursor.server != server:
+        return False, f"synced to another server ({cursor.server})"
+    path = os.path.join(run_dir, RUN_FILE)
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return False, "no run file"
+    if cursor.offset != size:
+        return False, f"synced {cursor.offset}/{size} bytes"
+    try:
+        finished = _last_segment_finished(path)
+    except OSError as exc:
+        return False, f"unreadable run file: {exc}"
+    if not finished:
+        return False, "still running or crashed (no finish record)"
+    if not cursor.done:
+        return False, "upload not marked done"
+    return True, "fully synced"

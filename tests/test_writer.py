@@ -1,0 +1,165 @@
+"""The writer thread: rows and records into the run file, summary, failures, backpressure (src/wisp/_writer.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from wisp._deferred import Deferred
+from wisp._protocol import RecordType
+from wisp._runfile import decode_history, iter_records
+from wisp._writer import CALL, METRIC, RECORD, ROW, ROW_DEFERRED, SUMMARY_SET, Writer
+
+
+def _writer(tmp_path: Path, **kw: Any) -> Writer:
+    opts: dict[str, Any] = {"flush_interval": 0.05, "fsync": "never", "queue_size": 100}
+    opts.update(kw)
+    w = Writer(str(tmp_path), "run.wisp", **opts)
+    w.start()
+    return w
+
+
+def _records(tmp_path: Path) -> list[tuple[int, Any]]:
+    data = (tmp_path / "run.wisp").read_bytes()
+    out = []
+    for rec in iter_records(data):
+        if rec.type == RecordType.HISTORY:
+            out.append((rec.type, decode_history(rec.payload)))
+        else:
+            out.append((rec.type, json.loads(rec.payload)))
+    return out
+
+
+def test_rows_and_records_reach_the_file_in_order(tmp_path: Path) -> None:
+    """Rows become history records and other records keep their place between them."""
+    w = _writer(tmp_path)
+    w.put((ROW, 0, 1.0, {"a": 1.0}))
+    w.put((ROW, 1, 2.0, {"a": 2.0, "b": 3}))
+    w.put((RECORD, RecordType.ALERT, {"title": "t"}))
+    w.put((ROW, 2, 3.0, {"a": 4.0}))
+    assert w.close(5)
+    recs = _records(tmp_path)
+    # close() ends with the summary the rows produced
+    assert [t for t, _ in recs] == [
+        RecordType.HISTORY,
+        RecordType.ALERT,
+        RecordType.HISTORY,
+        RecordType.SUMMARY,
+    ]
+    assert recs[3][1] == {"summary": {"a": 4.0, "b": 3}}
+    assert recs[0][1] == [[0, 1.0, {"a": 1.0}], [1, 2.0, {"a": 2.0, "b": 3}]]
+    assert recs[2][1] == [[2, 3.0, {"a": 4.0}]]
+    assert (w.rows_written, w.last_step, w.failures) == (3, 2, {})
+
+
+def test_barrier_makes_everything_so_far_readable(tmp_path: Path) -> None:
+    """After barrier() the file holds every row queued before it, without close()."""
+    w = _writer(tmp_path, flush_interval=3600.0)
+    for i in range(600):  # more than one slice
+        w.put((ROW, i, float(i), {"x": i}))
+    assert w.barrier(5)
+    rows = [r for t, p in _records(tmp_path) if t == RecordType.HISTORY for r in p]
+    assert [r[0] for r in rows] == list(range(600))
+    assert w.close(5)
+
+
+def test_summary_follows_metrics_and_user_values(tmp_path: Path) -> None:
+    """The summary is last value by default, min for a define_metric glob, and user values override."""
+    w = _writer(tmp_path)
+    w.put((METRIC, {"name": "loss*", "step_metric": None, "summary": "min", "hidden": False}))
+    for i, v in enumerate([3.0, 1.0, 2.0]):
+        w.put((ROW, i, 0.0, {"loss": v, "acc": v}))
+    w.put((SUMMARY_SET, {"best": 7}, ()))
+    w.put((CALL, w.write_summary))
+    assert w.barrier(5)
+    assert w.summary_view() == {"loss": 1.0, "acc": 2.0, "best": 7}
+    w.put((SUMMARY_SET, {}, ("best",)))
+    assert w.barrier(5)
+    assert "best" not in w.summary_view()
+    assert w.close(5)
+    summaries = [p for t, p in _records(tmp_path) if t == RecordType.SUMMARY]
+    assert summaries[0]["summary"] == {"loss": 1.0, "acc": 2.0, "best": 7}
+
+
+class _Broken(Deferred):
+    def resolve(self, ctx: Any) -> Any:
+        raise OSError("disk on fire")
+
+
+class _Media(Deferred):
+    def resolve(self, ctx: Any) -> Any:
+        return {"_type": "blob", "path": ctx.save_media(b"same bytes", ".bin")}
+
+
+def test_a_failing_value_is_counted_and_its_row_kept(tmp_path: Path) -> None:
+    """A Deferred that raises is counted under its key; the rest of the row is written."""
+    w = _writer(tmp_path)
+    w.put((ROW_DEFERRED, 0, 0.0, {"ok": 1, "bad": _Broken()}))
+    assert w.close(5)
+    rows = [r for t, p in _records(tmp_path) if t == RecordType.HISTORY for r in p]
+    assert rows == [[0, 0.0, {"ok": 1}]]
+    assert w.failures == {"value 'bad'": 1} and isinstance(w.first_error, OSError)
+
+
+def test_count_failure_counts_without_failing_the_run(tmp_path: Path) -> None:
+    """count_failure() adds to failures but leaves first_error (what finish() raises) alone."""
+    w = _writer(tmp_path)
+    assert [w.count_failure("alert") for _ in range(3)] == [1, 2, 3]
+    assert w.failures == {"alert": 3} and w.first_error is None
+    assert w.close(5)
+
+
+def test_media_is_stored_once_by_content(tmp_path: Path) -> None:
+    """Two values with the same bytes share one media file named by its sha256."""
+    w = _writer(tmp_path)
+    w.put((ROW_DEFERRED, 0, 0.0, {"m": _Media()}))
+    w.put((ROW_DEFERRED, 1, 0.0, {"m": _Media()}))
+    assert w.close(5)
+    rows = [r for t, p in _records(tmp_path) if t == RecordType.HISTORY for r in p]
+    paths = {r[2]["m"]["path"] for r in rows}
+    assert len(paths) == 1
+    (path,) = paths
+    assert path.startswith("media/") and len(os.path.basename(path)) == 64 + len(".bin")
+    assert os.listdir(tmp_path / "media") == [os.path.basename(path)]
+
+
+def test_a_full_queue_makes_the_caller_wait_and_is_counted(tmp_path: Path) -> None:
+    """wait_for_space() blocks while the queue is full and counts each wait."""
+    w = _writer(tmp_path, queue_size=4)
+    gate = threading.Event()
+    w.put((CALL, lambda: gate.wait(5) and None))  # hold the writer
+    for i in range(4):
+        w.queue.append((ROW, i, 0.0, {"x": i}))
+    waiter = threading.Thread(target=w.wait_for_space)
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive()  # blocked: the writer is held
+    gate.set()
+    waiter.join(5)
+    assert not waiter.is_alive() and w.backpressure_waits == 1
+    assert w.close(5)
+
+
+def test_append_is_the_writer_threads_record_api(tmp_path: Path) -> None:
+    """A call queued on the writer appends a JSON record with append(), in order with rows."""
+    w = _writer(tmp_path)
+    w.put((ROW, 0, 0.0, {"a": 1}))
+    w.put((CALL, lambda: w.append(RecordType.FILE, {"path": "files/x", "size": 1})))
+    assert w.close(5)
+    recs = _records(tmp_path)
+    assert [t for t, _ in recs][:2] == [RecordType.HISTORY, RecordType.FILE]
+    assert recs[1][1] == {"path": "files/x", "size": 1}
+
+
+def test_an_existing_file_is_appended_to(tmp_path: Path) -> None:
+    """A second writer on the same file appends after the first one's records (one header)."""
+    w = _writer(tmp_path)
+    w.put((RECORD, RecordType.RUN, {"run_id": "a"}))
+    assert w.close(5)
+    w2 = _writer(tmp_path)
+    w2.put((RECORD, RecordType.RUN, {"run_id": "a", "segment": 1}))
+    assert w2.close(5)
+    assert [p for _, p in _records(tmp_path)] == [{"run_id": "a"}, {"run_id": "a", "segment": 1}]
