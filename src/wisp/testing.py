@@ -119,7 +119,8 @@ class Server:
             try:
                 urllib.request.urlopen(f"{self.url}/api/openapi.json", timeout=1).close()
                 return self
-            except urllib.error.HTTPError:
+            except urllib.error.HTTPError as e:  # it answers: up
+                e.close()
                 return self
             except OSError:
                 time.sleep(0.05)
