@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import io
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import pytest
 
 from wisp.errors import UsageError
-from wisp.server._blobs import LocalBlobStore, open_blob_store
+from wisp.server._blobs import BlobInfo, LocalBlobStore, open_blob_store
 from wisp.server._problem import Problem
 
 DATA = b"\x89PNG" + bytes(range(256)) * 300
@@ -83,3 +86,94 @@ def test_open_blob_store_by_path_or_url(tmp_path: Path) -> None:
         open_blob_store("s3://bucket/media")
     with pytest.raises(UsageError, match="absolute path"):
         open_blob_store("file://relative/dir")
+
+
+class _MemoryBlobs:
+    """A second BlobStore, in memory and with no local files, to prove the API needs no paths."""
+
+    url = "memory://"
+
+    def __init__(self) -> None:
+        self.blobs: dict[str, bytes] = {}
+
+    def writer(self, sha256: str, max_bytes: int | None = None) -> Any:
+        store = self
+
+        class W:
+            def __init__(self) -> None:
+                self.parts: list[bytes] = []
+
+            def write(self, chunk: bytes) -> None:
+                self.parts.append(chunk)
+                if max_bytes is not None and sum(map(len, self.parts)) > max_bytes:
+                    raise Problem(413, "too_large", "too large")
+
+            def commit(self) -> int:
+                data = b"".join(self.parts)
+                if hashlib.sha256(data).hexdigest() != sha256:
+                    raise Problem(422, "hash_mismatch", "mismatch", "sha256")
+                store.blobs[sha256] = data
+                return len(data)
+
+            def abort(self) -> None:
+                self.parts = []
+
+            def __enter__(self) -> W:
+                return self
+
+            def __exit__(self, *exc: Any) -> None:
+                self.abort()
+
+        return W()
+
+    def put(self, sha256: str, chunks: Iterable[bytes], max_bytes: int | None = None) -> int:
+        with self.writer(sha256, max_bytes) as w:
+            for c in chunks:
+                w.write(c)
+            return int(w.commit())
+
+    def head(self, sha256: str) -> BlobInfo | None:
+        data = self.blobs.get(sha256)
+        return None if data is None else BlobInfo(len(data), None)
+
+    def exists(self, sha256: str) -> bool:
+        return sha256 in self.blobs
+
+    def open(self, sha256: str) -> BinaryIO:
+        return io.BytesIO(self.blobs[sha256])
+
+    def iter_bytes(self, sha256: str, chunk_size: int = 65536) -> Iterator[bytes]:
+        data = self.blobs[sha256]
+        return iter([data[i : i + chunk_size] for i in range(0, len(data), chunk_size)])
+
+    def local_path(self, sha256: str) -> Path | None:
+        return None
+
+    def delete(self, sha256: str) -> bool:
+        return self.blobs.pop(sha256, None) is not None
+
+    def iterate(self) -> Iterator[str]:
+        return iter(sorted(self.blobs))
+
+
+def test_media_endpoints_work_on_any_blob_store(settings: Any, store: Any, tmp_path: Path) -> None:
+    """Media PUT/HEAD/GET go through the BlobStore interface only: a store without files serves."""
+    from starlette.testclient import TestClient
+
+    from wisp.server import create_app
+
+    blobs = _MemoryBlobs()
+    _, key = store.create_key("write")
+    client = TestClient(create_app(settings, store=store, blobs=blobs))
+    h = {"Authorization": f"Bearer {key}"}
+    assert client.head(f"/api/v1/media/{SHA}", headers=h).status_code == 404
+    assert client.put(f"/api/v1/media/{SHA}.png", content=DATA[:-1], headers=h).status_code == 422
+    assert client.put(f"/api/v1/media/{SHA}.png", content=DATA, headers=h).status_code == 201
+    assert client.put(f"/api/v1/media/{SHA}.png", content=DATA, headers=h).status_code == 200
+    assert list(blobs.iterate()) == [SHA]
+    head = client.head(f"/api/v1/media/{SHA}", headers=h)
+    assert head.status_code == 200 and head.headers["content-length"] == str(len(DATA))
+    got = client.get(f"/api/v1/media/{SHA}", headers=h)
+    assert got.status_code == 200 and got.content == DATA
+    assert got.headers["content-type"] == "image/png"
+    assert not (Path(settings.media_dir) / SHA[:2]).exists()  # nothing went to local files
