@@ -135,7 +135,7 @@ def bench(backend: str, points: int, tmp: Path) -> dict[str, Any]:
                 assert s["count"] == 1_000_000 and len(s["x"]) <= 1000
         out["series_p50_ms"], out["series_p99_ms"] = _pct(times, 0.5) * 1e3, _pct(times, 0.99) * 1e3
         # -- 10k runs --------------------------------------------------------------------------
-        with store._tx() as conn:  # bulk seed; the query is what is measured
+        with store.db.tx() as conn:  # bulk seed; the query is what is measured
             from wisp.server import _schema as S
 
             now = time.time()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from wisp.testing import free_port
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -39,12 +40,6 @@ def _missing(what: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{what} is required for the browser tests in CI")
     pytest.skip(f"{what} is not available (run `make chromium web`)")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def log_runs(workdir: Path) -> None:

@@ -8,7 +8,6 @@ tables.  If PostgreSQL is unreachable the PostgreSQL tests FAIL; they never skip
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,16 +23,13 @@ def pg_url() -> Iterator[str]:
     """A fresh PostgreSQL database for this test session, dropped at the end."""
     import psycopg
 
-    name = f"wisp_test_{uuid.uuid4().hex[:12]}"
+    from wisp.testing import temporary_postgres_database
+
     try:
-        admin = psycopg.connect(f"{PG_HOST}/postgres", autocommit=True, connect_timeout=5)
+        with temporary_postgres_database(PG_HOST) as url:
+            yield url
     except psycopg.OperationalError as e:
         pytest.fail(f"PostgreSQL at {PG_HOST} is required by the server suite: {e}")
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    yield f"{PG_HOST}/{name}"
-    with psycopg.connect(f"{PG_HOST}/postgres", autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(params=BACKENDS)

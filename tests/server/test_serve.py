@@ -5,10 +5,6 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -17,32 +13,7 @@ import pytest
 import wisp.server
 from wisp.errors import UsageError
 from wisp.server import keys_create, keys_list, keys_revoke, serve
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start(db: str, media: Path, port: int) -> subprocess.Popen[bytes]:
-    code = (
-        "import sys; from wisp.server import serve; "
-        f"serve(db={db!r}, media_dir={str(media)!r}, port={port}, log_level='warning')"
-    )
-    return subprocess.Popen([sys.executable, "-c", code])
-
-
-def _wait(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "server exited during startup"
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/openapi.json", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    pytest.fail("server did not start within 30 s")
+from wisp.testing import Server
 
 
 def test_no_auth_refused_on_public_host() -> None:
@@ -68,13 +39,10 @@ def test_two_servers_ingest_concurrently(pg_url: str, tmp_path: Path) -> None:
     store = open_store(pg_url)
     _, key = store.create_key("write")
     store.close()
-    ports = [_port(), _port()]
-    procs = [_start(pg_url, tmp_path / "media", p) for p in ports]
-    try:
-        for port, proc in zip(ports, procs, strict=True):
-            _wait(port, proc)
+    servers = [Server(tmp_path / name, db=pg_url, key=key) for name in ("a", "b")]
+    with servers[0], servers[1]:
         hdr = {"Authorization": f"Bearer {key}"}
-        urls = [f"http://127.0.0.1:{p}" for p in ports]
+        urls = [srv.url for srv in servers]
         httpx.put(f"{urls[0]}/api/v1/runs/duo", json={"project": "scale"}, headers=hdr, timeout=10)
 
         def writer(wid: str, offset: int) -> int:
@@ -102,22 +70,13 @@ def test_two_servers_ingest_concurrently(pg_url: str, tmp_path: Path) -> None:
             timeout=30,
         ).json()["series"][0]
         assert got["count"] == 4 * 40 * 50 and len(set(got["x"])) == got["count"]
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=20)
 
 
 def test_sqlite_server_process_serves(tmp_path: Path) -> None:
     """A real `serve()` process on SQLite answers, requires keys and serves the dashboard page."""
     db = f"sqlite:///{tmp_path / 'w.db'}"
-    _, key = keys_create("write", db=db)
-    port = _port()
-    proc = _start(db, tmp_path / "media", port)
-    try:
-        _wait(port, proc)
-        base = f"http://127.0.0.1:{port}"
+    with Server(tmp_path, db=db) as srv:
+        base, key = srv.url, srv.key
         assert httpx.get(f"{base}/api/v1/projects", timeout=5).status_code == 401
         r = httpx.get(f"{base}/api/v1/projects", headers={"Authorization": f"Bearer {key}"})
         assert r.json() == {"projects": []}
@@ -125,7 +84,4 @@ def test_sqlite_server_process_serves(tmp_path: Path) -> None:
         # `make test` builds the dashboard first; a bare checkout serves the "not built" note
         built = (Path(wisp.server.__file__).parent / "static" / "index.html").exists()
         assert ('<main id="app"' in page) if built else ("not built" in page)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
     assert os.path.exists(tmp_path / "w.db")

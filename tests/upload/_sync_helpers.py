@@ -1,8 +1,8 @@
-"""Test helpers for sync tests: the real wisp server as a process, and a faulty proxy.
+"""Test helpers for sync tests: a faulty proxy, a training script, latency bounds.
 
-The proxy stands in front of a real server and answers 500 or 429 to a share of
-requests (before or after forwarding them), the one failure a real server can't
-be asked to produce.
+The real server process is :class:`wisp.testing.Server`.  The proxy stands in front
+of it and answers 500 or 429 to a share of requests (before or after forwarding
+them), the one failure a real server can't be asked to produce.
 """
 
 from __future__ import annotations
@@ -10,11 +10,9 @@ from __future__ import annotations
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,21 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _server_cmd(db_url: str, media_dir: str, port: int) -> list[str]:
-    code = (
-        "import sys; from wisp.server import serve; "
-        "serve(db=sys.argv[1], media_dir=sys.argv[2], host='127.0.0.1', port=int(sys.argv[3]), "
-        "no_auth=True, log_level='warning')"
-    )
-    return [sys.executable, "-c", code, db_url, media_dir, str(port)]
 
 
 def need_server_package() -> None:
@@ -50,66 +33,6 @@ def need_server_package() -> None:
         if os.environ.get("CI"):
             pytest.fail(msg)
         pytest.skip(msg)
-
-
-class ServerProcess:
-    """A real ``wisp.server`` on loopback with its own database; stop() and start() again."""
-
-    def __init__(self, tmp_path: Path, db_url: str | None = None, port: int | None = None):
-        self.db_url = db_url or f"sqlite:///{tmp_path / 'server.db'}"
-        self.media_dir = str(tmp_path / "server-media")
-        self.port = port or free_port()
-        from wisp.server import keys_create
-
-        self.key = keys_create("write", "sync tests", db=self.db_url)[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = tmp_path / f"server-{self.port}.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, timeout: float = 30.0) -> ServerProcess:
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(
-                _server_cmd(self.db_url, self.media_dir, self.port),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"server exited with {self.proc.returncode}: {self.log.read_text()}")
-            try:
-                urllib.request.urlopen(f"{self.url}/api/v1/projects", timeout=1).read()
-                return self
-            except urllib.error.HTTPError:
-                return self
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        pytest.fail(f"server did not answer within {timeout}s: {self.log.read_text()}")
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-
-    def get(self, path: str) -> Any:
-        with urllib.request.urlopen(f"{self.url}/api/v1{path}", timeout=30) as resp:
-            return json.loads(resp.read())
-
-    def points(self, run_id: str, key: str) -> list[tuple[int, Any]]:
-        """Every (step, value) the server holds for ``key`` of ``run_id`` (raw series)."""
-        doc = self.get(f"/series?runs={run_id}&keys={key}&x=step&buckets=100000")
-        series = [s for s in doc["series"] if s["run"] == run_id and s["key"] == key]
-        if not series:
-            return []
-        (s,) = series
-        assert s["raw"], "expected raw points"
-        return list(zip(s["x"], s["y"], strict=True))
 
 
 class FlakyProxy:

@@ -1,21 +1,36 @@
-"""Fixtures of the upload tests: a real server process, and no run left behind."""
+"""Fixtures of the upload tests: a real server process on each backend, and no run left behind."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _sync_helpers import ServerProcess, need_server_package
+from _sync_helpers import need_server_package
+
+PG_HOST = os.environ.get("WISP_TEST_PG", "postgresql://postgres@127.0.0.1:5432")
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Any:
-    """A real wisp server process on loopback with a SQLite database in ``tmp_path``."""
+@pytest.fixture(params=["sqlite", "postgresql"])
+def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A real wisp server process on loopback (reads open), on SQLite in ``tmp_path`` or on a
+    fresh PostgreSQL database."""
     need_server_package()
-    srv = ServerProcess(tmp_path).start()
-    yield srv
-    srv.stop()
+    import psycopg
+
+    from wisp.testing import Server, temporary_postgres_database
+
+    with contextlib.ExitStack() as stack:
+        db = None
+        if request.param == "postgresql":
+            try:
+                db = stack.enter_context(temporary_postgres_database(PG_HOST))
+            except psycopg.OperationalError as e:
+                pytest.fail(f"PostgreSQL at {PG_HOST} is required by the upload suite: {e}")
+        yield stack.enter_context(Server(tmp_path, db=db, no_auth=True))
 
 
 @pytest.fixture

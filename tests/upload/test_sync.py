@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _sync_helpers import ServerProcess, start_training
+from _sync_helpers import start_training
 
 import wisp
 from wisp._values import Deferred
+from wisp.testing import Server
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -36,7 +37,7 @@ def _run_dir(tmp_path: Path, run_id: str) -> Path | None:
 
 
 def test_kill_9_mid_run_then_sync_uploads_everything_flushed(
-    server: ServerProcess, tmp_path: Path
+    server: Server, tmp_path: Path
 ) -> None:
     """After kill -9 of an online training process, sync() uploads every flushed point."""
     proc = start_training(
@@ -64,7 +65,7 @@ def test_kill_9_mid_run_then_sync_uploads_everything_flushed(
 
 
 def test_offline_run_synced_twice_gives_identical_server_state(
-    server: ServerProcess, tmp_path: Path, no_run: None
+    server: Server, tmp_path: Path, no_run: None
 ) -> None:
     """A second sync sends nothing; even without its cursor it changes nothing on the server."""
     run = wisp.init(project="off", config={"a": 1}, dir=str(tmp_path), mode="offline")
@@ -100,7 +101,7 @@ def test_offline_run_synced_twice_gives_identical_server_state(
     assert state() == before
 
 
-def test_sync_follows_a_run_that_is_still_logging(server: ServerProcess, tmp_path: Path) -> None:
+def test_sync_follows_a_run_that_is_still_logging(server: Server, tmp_path: Path) -> None:
     """sync() of a run still being written keeps uploading until the run finishes."""
     proc = start_training(tmp_path, "liverun", 3000, 0.1, {})
     try:
@@ -119,9 +120,7 @@ def test_sync_follows_a_run_that_is_still_logging(server: ServerProcess, tmp_pat
     assert server.get("/runs/liverun")["state"] == "finished"
 
 
-def test_resumed_run_continues_on_the_server(
-    server: ServerProcess, tmp_path: Path, no_run: None
-) -> None:
+def test_resumed_run_continues_on_the_server(server: Server, tmp_path: Path, no_run: None) -> None:
     """An online run resumed with the same id continues its steps on the server."""
     settings = {
         "server_url": server.url,
@@ -152,7 +151,7 @@ class _Blob(Deferred):
         return {"_type": "file", "path": ctx.save_media(self.data, ".bin")}
 
 
-def test_media_uploaded_by_hash_once(server: ServerProcess, tmp_path: Path, no_run: None) -> None:
+def test_media_uploaded_by_hash_once(server: Server, tmp_path: Path, no_run: None) -> None:
     """Media files go up by sha256, and a second run with the same bytes uploads none."""
     import hashlib
 
@@ -173,7 +172,7 @@ def test_media_uploaded_by_hash_once(server: ServerProcess, tmp_path: Path, no_r
 
 
 def test_table_images_are_uploaded_with_the_table(
-    server: ServerProcess, tmp_path: Path, no_run: None
+    server: Server, tmp_path: Path, no_run: None
 ) -> None:
     """The images inside a logged wisp.Table reach the server, fetchable by their file's sha256."""
     import json

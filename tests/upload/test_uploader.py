@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _sync_helpers import FlakyProxy, ServerProcess, free_port, latencies_ok, need_server_package
+from _sync_helpers import FlakyProxy, latencies_ok, need_server_package
 
 import wisp
 from wisp._runfile import HEADER, RecordType, encode_history, encode_record, iter_records
 from wisp._upload._transport import ApiClient
 from wisp._upload._uploader import Cursor, Uploader
 from wisp.errors import FatalApiError
+from wisp.testing import Server, free_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -41,7 +42,7 @@ def _log_rows(n: int, start: int = 0, pause_every: int = 0, pause: float = 0.0) 
     return lat
 
 
-def _assert_exact(srv: ServerProcess, run_id: str, n: int) -> None:
+def _assert_exact(srv: Server, run_id: str, n: int) -> None:
     loss = srv.points(run_id, "loss")
     assert [s for s, _ in loss] == list(range(n)), "steps missing or duplicated"
     assert [v for _, v in loss] == [i * 0.5 for i in range(n)]
@@ -49,7 +50,7 @@ def _assert_exact(srv: ServerProcess, run_id: str, n: int) -> None:
 
 
 def test_online_run_uploads_everything_and_saves_its_cursor(
-    server: ServerProcess, tmp_path: Path, no_run: None
+    server: Server, tmp_path: Path, no_run: None
 ) -> None:
     """An online run ends with every point on the server and a done cursor in upload.json."""
     run = wisp.init(
@@ -69,7 +70,7 @@ def test_online_run_uploads_everything_and_saves_its_cursor(
 
 @pytest.mark.slow
 def test_server_stopped_for_10s_mid_run_loses_nothing(
-    server: ServerProcess, tmp_path: Path, no_run: None
+    server: Server, tmp_path: Path, no_run: None
 ) -> None:
     """A server down for 10 s mid-run ends up with exactly the logged points; log() stays fast."""
     run = wisp.init(
@@ -93,7 +94,7 @@ def test_server_stopped_for_10s_mid_run_loses_nothing(
 
 
 def test_500_and_429_on_a_third_of_requests_loses_and_doubles_nothing(
-    server: ServerProcess, tmp_path: Path, no_run: None
+    server: Server, tmp_path: Path, no_run: None
 ) -> None:
     """With a proxy failing 1/3 of requests all arrive once."""
     with FlakyProxy(server.url, share=1 / 3, seed=7) as proxy:
@@ -111,7 +112,7 @@ def test_500_and_429_on_a_third_of_requests_loses_and_doubles_nothing(
 def test_server_unreachable_at_init_then_started(tmp_path: Path, no_run: None) -> None:
     """init() with no server returns within init_timeout; uploads happen once it starts."""
     need_server_package()
-    srv = ServerProcess(tmp_path, port=free_port())
+    srv = Server(tmp_path, no_auth=True)
     t0 = time.monotonic()
     run = wisp.init(
         project="up",
@@ -133,7 +134,7 @@ def test_finish_stops_at_upload_timeout_and_sync_completes(
 ) -> None:
     """With no server, finish() returns after upload_timeout, says `wisp sync`; sync finishes."""
     need_server_package()
-    srv = ServerProcess(tmp_path, port=free_port())
+    srv = Server(tmp_path, no_auth=True)
     run = wisp.init(
         project="up",
         settings=_online(srv.url, tmp_path, srv.key, init_timeout=0.2, upload_timeout=1),
@@ -175,7 +176,7 @@ def _hand_made_run(tmp_path: Path, rows: list[Any]) -> Path:
     return run_dir
 
 
-def test_a_4xx_that_cannot_succeed_is_not_retried(server: ServerProcess, tmp_path: Path) -> None:
+def test_a_4xx_that_cannot_succeed_is_not_retried(server: Server, tmp_path: Path) -> None:
     """A batch the server refuses as invalid (4xx) is sent once, then sync names the failure."""
     run_dir = _hand_made_run(tmp_path, [[-5, 1.0e9, {"loss": 1.0}]])  # negative step: invalid
     with FlakyProxy(server.url, share=0) as proxy:
@@ -188,7 +189,7 @@ def test_a_4xx_that_cannot_succeed_is_not_retried(server: ServerProcess, tmp_pat
     assert Cursor.load(str(run_dir), proxy.url).offset == len(HEADER)
 
 
-def test_retry_after_is_honoured(server: ServerProcess, tmp_path: Path) -> None:
+def test_retry_after_is_honoured(server: Server, tmp_path: Path) -> None:
     """A 429 with Retry-After makes the uploader wait at least that long before retrying."""
     run_dir = _hand_made_run(tmp_path, [[0, 1.0e9, {"loss": 1.0}]])
     with FlakyProxy(server.url, share=1.0, seed=3, retry_after="2.5", codes=(429,)) as proxy:
@@ -225,7 +226,7 @@ def test_backoff_grows_exponentially_with_jitter(tmp_path: Path) -> None:
     assert up2._delay(3, None) == 0.5 and up2._delay(1, 5.0) == 5.0
 
 
-def test_413_halves_the_batch(server: ServerProcess, tmp_path: Path) -> None:
+def test_413_halves_the_batch(server: Server, tmp_path: Path) -> None:
     """A batch refused as too large (413) is split until it fits, and everything arrives."""
     rows = [[i, 1.0e9 + i, {"loss": float(i)}] for i in range(200)]
     run_dir = tmp_path / "wisp" / "run-20240101_000000-handmade"
@@ -243,7 +244,7 @@ def test_413_halves_the_batch(server: ServerProcess, tmp_path: Path) -> None:
 
 
 def test_history_goes_on_the_wire_as_its_rows_with_media_hashes(
-    server: ServerProcess, tmp_path: Path
+    server: Server, tmp_path: Path
 ) -> None:
     """A history record's wire JSON is exactly its decoded rows, media refs uploaded and hashed."""
     import hashlib

@@ -7,13 +7,9 @@ thread pool.
 
 from __future__ import annotations
 
-import hashlib
 import mimetypes
-import os
 import re
-import tempfile
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -21,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 
 from wisp._protocol import MAX_KEY_LENGTH, MAX_NAME_LENGTH, MAX_SEQ, MAX_STEP
+from wisp.server._blobs import BlobStore, open_blob_store
 from wisp.server._filter import TREE_VERSION
 from wisp.server._http import json_response, q_float, q_int, q_str, read_json
 from wisp.server._ingest import STATES, check_project, check_run_fields, prepare_records
@@ -42,10 +39,12 @@ Handler = Callable[[Request], Awaitable[Response]]
 class Api:
     """The endpoints, bound to one store and settings."""
 
-    def __init__(self, store: Store, settings: ServerSettings) -> None:
+    def __init__(
+        self, store: Store, settings: ServerSettings, blobs: BlobStore | None = None
+    ) -> None:
         self.store = store
         self.settings = settings
-        self.media_dir = Path(settings.media_dir).resolve()
+        self.blobs: BlobStore = blobs if blobs is not None else open_blob_store(settings.media_dir)
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -146,23 +145,18 @@ class Api:
             raise invalid("sha256", "expected 64 lowercase hex digits, optionally with .suffix")
         return m.group(1), m.group(2) or ""
 
-    def _media_path(self, sha: str) -> Path:
-        path = (self.media_dir / sha[:2] / sha).resolve()
-        if self.media_dir not in path.parents:  # cannot happen for hex names; belt and braces
-            raise invalid("sha256", "bad media path")
-        return path
-
     async def head_media(self, request: Request) -> Response:
         sha, _ = self._sha(request)
         known = await run_in_threadpool(self.store.media_known, sha)
-        if known is None or not self._media_path(sha).is_file():
+        if known is None or not await run_in_threadpool(self.blobs.exists, sha):
             return Response(status_code=404)
         return Response(status_code=200, headers={"content-length": str(known["size"])})
 
     async def put_media(self, request: Request) -> Response:
         sha, suffix = self._sha(request)
-        path = self._media_path(sha)
-        if await run_in_threadpool(self.store.media_known, sha) is not None and path.is_file():
+        if await run_in_threadpool(self.store.media_known, sha) is not None and (
+            await run_in_threadpool(self.blobs.exists, sha)
+        ):
             return json_response({"sha256": sha, "stored": False}, 200)
         if request.headers.get("content-encoding", "identity").lower() not in ("identity", ""):
             raise Problem(415, "unsupported_encoding", "media bodies are sent as raw bytes")
@@ -170,39 +164,26 @@ class Api:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise Problem(413, "too_large", f"media larger than {limit} bytes")
-        tmpdir = self.media_dir / "tmp"
-        tmpdir.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=tmpdir)
-        h = hashlib.sha256()
-        size = 0
-        try:
-            with os.fdopen(fd, "wb") as f:
-                async for chunk in request.stream():
-                    size += len(chunk)
-                    if size > limit:
-                        raise Problem(413, "too_large", f"media larger than {limit} bytes")
-                    h.update(chunk)
-                    f.write(chunk)
-            if h.hexdigest() != sha:
-                raise Problem(
-                    422, "hash_mismatch", "the body's sha256 does not match the URL", "sha256"
-                )
-            path.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        with self.blobs.writer(sha, limit) as blob:  # 413 past the limit, 422 on a wrong hash
+            async for chunk in request.stream():
+                blob.write(chunk)
+            size = blob.commit()
         await run_in_threadpool(self.store.media_add, sha, size, suffix)
         return json_response({"sha256": sha, "stored": True}, 201)
 
     async def get_media(self, request: Request) -> Response:
         sha, suffix = self._sha(request)
         known = await run_in_threadpool(self.store.media_known, sha)
-        path = self._media_path(sha)
-        if known is None or not path.is_file():
+        head = await run_in_threadpool(self.blobs.head, sha)
+        if known is None or head is None:
             raise Problem(404, "media_not_found", f"no media {sha}", "sha256")
         ctype = mimetypes.guess_type("x" + (known["suffix"] or suffix))[0]
-        return FileResponse(path, media_type=ctype or "application/octet-stream")
+        ctype = ctype or head.content_type or "application/octet-stream"
+        path = await run_in_threadpool(self.blobs.local_path, sha)
+        if path is not None:
+            return FileResponse(path, media_type=ctype)
+        headers = {"content-length": str(head.size)}
+        return StreamingResponse(self.blobs.iter_bytes(sha), media_type=ctype, headers=headers)
 
     # -- queries ------------------------------------------------------------------------------
 

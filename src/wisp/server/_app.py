@@ -11,6 +11,7 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
 from wisp.server._api import Api
+from wisp.server._blobs import BlobStore, open_blob_store
 from wisp.server._http import json_response
 from wisp.server._openapi import openapi_document
 from wisp.server._settings import ServerSettings
@@ -23,8 +24,17 @@ _NO_UI = """<!doctype html><html><head><meta charset="utf-8"><title>wisp server<
 The HTTP API is at <a href="/api/openapi.json">/api/openapi.json</a>.</p></body></html>"""
 
 
-def create_app(settings: ServerSettings | None = None, *, store: Store | None = None) -> Any:
-    """Build the app: API under ``/api/v1``, OpenAPI at ``/api/openapi.json``, UI at ``/``."""
+def create_app(
+    settings: ServerSettings | None = None,
+    *,
+    store: Store | None = None,
+    blobs: BlobStore | None = None,
+) -> Any:
+    """Build the app: API under ``/api/v1``, OpenAPI at ``/api/openapi.json``, UI at ``/``.
+
+    ``store`` (the database) and ``blobs`` (media bytes) default to the ones named by
+    ``settings.db`` and ``settings.media_dir`` (a directory or ``file:///path``).
+    """
     settings = (settings or ServerSettings()).resolved()
     if store is None:
         store = open_store(
@@ -32,8 +42,7 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
             heartbeat_timeout=settings.heartbeat_timeout,
             run_migrations=settings.migrate,
         )
-    api = Api(store, settings)
-    Path(settings.media_dir).mkdir(parents=True, exist_ok=True)
+    api = Api(store, settings, blobs if blobs is not None else open_blob_store(settings.media_dir))
     ep = api.endpoint
     v1 = "/api/v1"
     routes = [

@@ -5,12 +5,13 @@ plain multi-row ``INSERT`` on SQLite or a binary ``COPY`` on PostgreSQL, and the
 record's own block aggregates (computed during validation) are folded into
 ``blocks``.  If any point already exists the write falls back to a replacing
 insert and the touched blocks are recomputed from ``points``.  Parameterised SQL only.
+The store reaches the per-backend functions through :mod:`._dialect`.
 
 Concurrency: SQLite runs one write transaction at a time (``BEGIN IMMEDIATE``).  On
 PostgreSQL two writers of one run may ingest at once, and a block recomputed from a
 snapshot that misses the other transaction's uncommitted points (or merged into by it
 meanwhile) would go stale; their replacing inserts could also deadlock on ``points``.
-So :func:`lock_series` takes, at the start of the ingest transaction and before any
+So :func:`lock_series_pg` takes, at the start of the ingest transaction and before any
 other write, transaction-scoped advisory locks on ``(hash(run), hash(key) % 64)`` for
 every key the batch writes, in ascending order (no lock-order deadlock; at most 64
 locks per transaction).  Writers of different keys, or of different runs, still
@@ -33,7 +34,14 @@ from sqlalchemy.engine import Connection
 from wisp.server import _schema as S
 from wisp.server._ingest import Column
 
-__all__ = ["lock_series", "merge_blocks", "update_blocks", "write_points"]
+__all__ = [
+    "lock_series_pg",
+    "merge_blocks_pg",
+    "merge_blocks_sqlite",
+    "update_blocks",
+    "write_points_pg",
+    "write_points_sqlite",
+]
 
 
 _LOCK_BUCKETS = 64
@@ -47,7 +55,7 @@ def _hash32(s: str) -> int:
     return int.from_bytes(d, "big", signed=True)
 
 
-def lock_series(conn: Connection, run_id: str, keys: set[str]) -> None:
+def lock_series_pg(conn: Connection, run_id: str, keys: set[str]) -> None:
     """PostgreSQL: lock ``keys`` of ``run_id`` for the rest of the transaction (see top)."""
     if not keys:
         return
@@ -55,19 +63,23 @@ def lock_series(conn: Connection, run_id: str, keys: set[str]) -> None:
     conn.execute(_LOCK_SQL, {"r": _hash32(run_id), "bs": buckets})
 
 
-def merge_blocks(conn: Connection, pg: bool, ids: dict[str, int], cols: list[Column]) -> None:
+def merge_blocks_sqlite(conn: Connection, ids: dict[str, int], cols: list[Column]) -> None:
     """Fold the record's own block aggregates into ``blocks`` (its points were all new)."""
     rows = [(ids[c.key], *b) for c in cols for b in c.blocks or ()]
     raw: Any = conn.connection.driver_connection
-    if pg:  # one statement over arrays rather than a statement per block
-        with raw.cursor() as cur:
-            cur.execute(_MERGE_BLOCKS_PG, [list(col) for col in zip(*rows, strict=True)])
-        return
     cur = raw.cursor()
     try:
         cur.executemany(_MERGE_BLOCKS_SQLITE, rows)
     finally:
         cur.close()
+
+
+def merge_blocks_pg(conn: Connection, ids: dict[str, int], cols: list[Column]) -> None:
+    """As :func:`merge_blocks_sqlite`: one statement over arrays, not a statement per block."""
+    rows = [(ids[c.key], *b) for c in cols for b in c.blocks or ()]
+    raw: Any = conn.connection.driver_connection
+    with raw.cursor() as cur:
+        cur.execute(_MERGE_BLOCKS_PG, [list(col) for col in zip(*rows, strict=True)])
 
 
 def update_blocks(conn: Connection, ids: dict[str, int], cols: list[Column]) -> None:
@@ -83,35 +95,39 @@ def update_blocks(conn: Connection, ids: dict[str, int], cols: list[Column]) -> 
     conn.execute(_BLOCKS_SQL, params)
 
 
-def write_points(conn: Connection, pg: bool, ids: dict[str, int], cols: list[Column]) -> bool:
-    """Insert the points; True when none of them replaced a stored point (nor each other)."""
+def _rows(ids: dict[str, int], cols: list[Column]) -> Iterator[tuple[Any, ...]]:
+    return chain.from_iterable(
+        zip(repeat(ids[c.key]), c.steps, c.times, c.values, c.nfs or repeat(0)) for c in cols
+    )
 
-    def rows() -> Iterator[tuple[Any, ...]]:
-        return chain.from_iterable(
-            zip(repeat(ids[c.key]), c.steps, c.times, c.values, c.nfs or repeat(0)) for c in cols
-        )
+
+def write_points_sqlite(conn: Connection, ids: dict[str, int], cols: list[Column]) -> bool:
+    """Insert the points; True when none of them replaced a stored point (nor each other)."""
+    import sqlite3
 
     raw: Any = conn.connection.driver_connection
-    if not pg:
-        import sqlite3
+    sp = conn.begin_nested()
+    cur = raw.cursor()
+    try:
+        _sqlite_insert_points(cur, list(chain.from_iterable(_rows(ids, cols))))
+        sp.commit()
+        return True
+    except sqlite3.IntegrityError:
+        sp.rollback()
+        cur.executemany(
+            "INSERT OR REPLACE INTO points (key_id, step, time, value, nf) VALUES (?,?,?,?,?)",
+            _rows(ids, cols),
+        )
+        return False
+    finally:
+        cur.close()
 
-        sp = conn.begin_nested()
-        cur = raw.cursor()
-        try:
-            _sqlite_insert_points(cur, list(chain.from_iterable(rows())))
-            sp.commit()
-            return True
-        except sqlite3.IntegrityError:
-            sp.rollback()
-            cur.executemany(
-                "INSERT OR REPLACE INTO points (key_id, step, time, value, nf) VALUES (?,?,?,?,?)",
-                rows(),
-            )
-            return False
-        finally:
-            cur.close()
+
+def write_points_pg(conn: Connection, ids: dict[str, int], cols: list[Column]) -> bool:
+    """As :func:`write_points_sqlite`, with binary ``COPY`` for the append."""
     import psycopg
 
+    raw: Any = conn.connection.driver_connection
     sp = conn.begin_nested()
     try:
         with (
@@ -125,7 +141,7 @@ def write_points(conn: Connection, pg: bool, ids: dict[str, int], cols: list[Col
         return True
     except psycopg.errors.UniqueViolation:
         sp.rollback()
-    dedup = list({(r[0], r[1]): r for r in rows()}.values())
+    dedup = list({(r[0], r[1]): r for r in _rows(ids, cols)}.values())
     with raw.cursor() as cur:
         cur.executemany(
             "INSERT INTO points (key_id, step, time, value, nf) VALUES (%s,%s,%s,%s,%s) "

@@ -11,14 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import (
-    Float,
     Text,
     and_,
     cast,
-    exists,
     false,
     func,
-    literal,
     not_,
     or_,
     select,
@@ -74,28 +71,19 @@ class _Field:
         }
         self.col = cols[name]
 
-    # JSON access, per dialect
+    # JSON access: the SQL differs per backend (wisp.server._dialect)
     def _jtype(self) -> Any:
-        if self.store.pg:
-            return func.jsonb_typeof(func.jsonb_extract_path(self.json, *self.path))
-        return func.json_type(self.json, self._sqlite_path())
-
-    def _sqlite_path(self) -> Any:
-        return literal("$" + "".join(f'."{p}"' for p in self.path))
+        return self.store.dialect.json_type(self.json, self.path)
 
     def num(self) -> Any:
         if self.json is None:
             return self.col if self.name in ("created_at", "finished_at", "duration") else None
-        if self.store.pg:
-            return _pg_num(self._jtype(), func.jsonb_extract_path_text(self.json, *self.path))
-        return _sqlite_num(self._jtype(), func.json_extract(self.json, self._sqlite_path()))
+        return self.store.dialect.json_number(self.json, self.path)
 
     def text(self) -> Any:
         if self.json is None:
             return self.col if self.name not in ("tags",) else cast(self.col, Text)
-        if self.store.pg:
-            return func.jsonb_extract_path_text(self.json, *self.path)
-        return _sqlite_text(self._jtype(), func.json_extract(self.json, self._sqlite_path()))
+        return self.store.dialect.json_text(self.json, self.path)
 
     def exists(self) -> Any:
         if self.json is None:
@@ -106,10 +94,7 @@ class _Field:
         if self.name == "tags":
             if not isinstance(value, str):
                 raise _bad("tags contains expects a string")
-            if self.store.pg:
-                return S.runs.c.tags.op("@>")(func.jsonb_build_array(cast(literal(value), Text)))
-            je = func.json_each(S.runs.c.tags).table_valued("value")
-            return exists(select(1).select_from(je).where(je.c.value == value))
+            return self.store.dialect.json_array_contains(S.runs.c.tags, value)
         if value is None or isinstance(value, bool):
             raise _bad(f"{self.name} contains expects a string or number")
         txt = self.text()
@@ -129,12 +114,7 @@ class _Field:
         if isinstance(value, bool):
             if self.json is None or op not in ("=", "==", "!="):
                 raise _bad(f"booleans compare only with = or != on config/summary keys ({op})")
-            e = self._jtype() == ("true" if value else "false")
-            if self.store.pg:
-                e = and_(
-                    self._jtype() == "boolean",
-                    func.jsonb_extract_path_text(self.json, *self.path) == str(value).lower(),
-                )
+            e = self.store.dialect.json_is_bool(self.json, self.path, value)
             return not_(e) if op == "!=" else e
         if isinstance(value, (int, float)):
             n = self.num()
@@ -160,24 +140,6 @@ class _Field:
 def _known(cond: Any) -> Any:
     """Two-valued logic: a comparison with a missing value is false, so ``not`` selects it."""
     return func.coalesce(cond, false())
-
-
-def _pg_num(jtype: Any, txt: Any) -> Any:
-    from sqlalchemy import case
-
-    return case((jtype == "number", cast(txt, Float)), else_=None)
-
-
-def _sqlite_num(jtype: Any, val: Any) -> Any:
-    from sqlalchemy import case
-
-    return case((jtype.in_(["integer", "real"]), val), else_=None)
-
-
-def _sqlite_text(jtype: Any, val: Any) -> Any:
-    from sqlalchemy import case
-
-    return case((jtype == "text", val), else_=cast(val, Text))
 
 
 def field_ref(store: Any, name: str) -> _Field:

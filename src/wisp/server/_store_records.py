@@ -1,0 +1,181 @@
+"""Exactly-once ingestion of record batches: writers' acked sequence numbers and each record.
+
+A batch ``(run, writer, first_seq, records)`` is applied in one write transaction:
+records at or below the writer's acked seq are skipped, a gap is a 409
+(:func:`._ingest.conflict`).  Numeric points go through the dialect's bulk path
+(:mod:`._points`); the metric-key ids of recent runs are cached in memory.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+from sqlalchemy.engine import Connection
+
+from wisp._protocol import RecordType
+from wisp.server import _schema as S
+from wisp.server._db import Db
+from wisp.server._ingest import Prepared, conflict
+from wisp.server._points import update_blocks
+from wisp.server._problem import Problem
+from wisp.server._store_runs import RunStore
+
+__all__ = ["RecordStore"]
+
+_KEY_CACHE_MAX = 200_000
+
+
+class RecordStore:
+    """Applies record batches to the run, points, extras, media, console and events tables."""
+
+    def __init__(self, db: Db, runs: RunStore) -> None:
+        self.db = db
+        self.runs = runs
+        self._key_ids: dict[tuple[str, str], int] = {}
+
+    def acked_seq(self, run_id: str, writer_id: str) -> int:
+        w = S.writers.c
+        with self.db.read() as conn:
+            v = conn.execute(
+                select(w.acked_seq).where(w.run_id == run_id, w.writer_id == writer_id)
+            ).scalar()
+        return -1 if v is None else int(v)
+
+    def ingest(self, run_id: str, writer_id: str, first_seq: int, records: list[Prepared]) -> int:
+        """Apply ``records`` (seq ``first_seq + i``) exactly once; returns the acked seq."""
+        w = S.writers.c
+        dialect = self.db.dialect
+        new_keys: dict[tuple[str, str], int] = {}
+        with self.db.tx() as conn:
+            dialect.insert_ignore(
+                conn,
+                S.writers,
+                [{"run_id": run_id, "writer_id": writer_id, "acked_seq": -1}],
+                ["run_id", "writer_id"],
+            )
+            q = select(w.acked_seq).where(w.run_id == run_id, w.writer_id == writer_id)
+            acked = int(conn.execute(dialect.for_update(q)).scalar_one())
+            if first_seq > acked + 1:
+                raise conflict(acked)
+            todo = records[acked + 1 - first_seq :]
+            if not todo:
+                return acked
+            # before any other write: see _points (blocks of concurrent writers)
+            dialect.lock_series(conn, run_id, {c.key for rec in todo for c in rec.points})
+            if not self.runs.exists(conn, run_id):
+                first = todo[0]
+                if first.kind != RecordType.RUN or "project" not in first.data["cols"]:
+                    raise Problem(
+                        404,
+                        "run_not_found",
+                        f"run {run_id!r} does not exist: PUT /api/v1/runs/{run_id} first",
+                        "run_id",
+                    )
+                self.runs.create(conn, run_id, {**first.data["cols"], "meta": first.data["meta"]})
+            for rec in todo:
+                self._apply(conn, run_id, rec, new_keys)
+            new_acked = first_seq + len(records) - 1
+            conn.execute(
+                update(S.writers)
+                .where(w.run_id == run_id, w.writer_id == writer_id)
+                .values(acked_seq=new_acked)
+            )
+            conn.execute(
+                update(S.runs).where(S.runs.c.id == run_id).values(last_seen=self.db.clock())
+            )
+        if len(self._key_ids) > _KEY_CACHE_MAX:
+            self._key_ids.clear()
+        self._key_ids.update(new_keys)
+        return new_acked
+
+    def _apply(
+        self, conn: Connection, run_id: str, rec: Prepared, new_keys: dict[tuple[str, str], int]
+    ) -> None:
+        d = rec.data
+        r = S.runs
+        if rec.kind == RecordType.HISTORY:
+            self._apply_history(conn, run_id, rec, new_keys)
+        elif rec.kind == RecordType.RUN:
+            vals = {**d["cols"], "meta": d["meta"], "state": "running", "finished_at": None}
+            conn.execute(update(r).where(r.c.id == run_id).values(**vals))
+        elif rec.kind == RecordType.CONFIG:
+            conn.execute(update(r).where(r.c.id == run_id).values(config=d["config"]))
+        elif rec.kind == RecordType.SUMMARY:
+            conn.execute(update(r).where(r.c.id == run_id).values(summary=d["summary"]))
+        elif rec.kind == RecordType.METRIC:
+            row = {"run_id": run_id, "name": d["name"], "spec": d["spec"]}
+            self.db.dialect.upsert(conn, S.run_metrics, [row], ["run_id", "name"])
+        elif rec.kind == RecordType.FINISH:
+            fin = d["finished_at"] if d["finished_at"] is not None else self.db.clock()
+            conn.execute(
+                update(r)
+                .where(r.c.id == run_id)
+                .values(state=d["state"], finished_at=fin, exit_code=d["exit_code"])
+            )
+        elif rec.kind == RecordType.CONSOLE:
+            rows = [{"run_id": run_id, "ts": ts, "stream": s, "text": t} for ts, s, t in d["lines"]]
+            if rows:
+                conn.execute(S.console.insert(), rows)
+        else:
+            if rec.kind == RecordType.RESUME:
+                conn.execute(
+                    update(r).where(r.c.id == run_id).values(state="running", finished_at=None)
+                )
+            conn.execute(
+                S.events.insert(), [{"run_id": run_id, "type": rec.kind, "data": d["text"]}]
+            )
+
+    def _key_id_map(
+        self, conn: Connection, run_id: str, keys: set[str], new_keys: dict[tuple[str, str], int]
+    ) -> dict[str, int]:
+        out: dict[str, int] = {}
+        missing = []
+        for k in keys:
+            kid = self._key_ids.get((run_id, k)) or new_keys.get((run_id, k))
+            if kid is None:
+                missing.append(k)
+            else:
+                out[k] = kid
+        if missing:
+            mk = S.metric_keys.c
+            self.db.dialect.insert_ignore(
+                conn,
+                S.metric_keys,
+                [{"run_id": run_id, "key": k} for k in missing],
+                ["run_id", "key"],
+            )
+            for i in range(0, len(missing), 500):
+                part = missing[i : i + 500]
+                for kid, k in conn.execute(
+                    select(mk.id, mk.key).where(mk.run_id == run_id, mk.key.in_(part))
+                ):
+                    out[k] = kid
+                    new_keys[(run_id, k)] = kid
+        return out
+
+    def _apply_history(
+        self, conn: Connection, run_id: str, rec: Prepared, new_keys: dict[tuple[str, str], int]
+    ) -> None:
+        cols = rec.points
+        dialect = self.db.dialect
+        if cols:
+            ids = self._key_id_map(conn, run_id, {c.key for c in cols}, new_keys)
+            fresh = dialect.write_points(conn, ids, cols)
+            if fresh and all(c.blocks is not None for c in cols):
+                dialect.merge_blocks(conn, ids, cols)
+            else:
+                update_blocks(conn, ids, cols)
+        if rec.extras:
+            dialect.upsert(
+                conn,
+                S.extras,
+                [{"run_id": run_id, "step": s, "time": t, "data": x} for s, t, x in rec.extras],
+                ["run_id", "step"],
+            )
+        if rec.media:
+            conn.execute(
+                S.media_items.insert(),
+                [
+                    {"run_id": run_id, "key": k, "step": s, "time": t, "type": ty, "data": data}
+                    for k, s, t, ty, data in rec.media
+                ],
+            )

@@ -1,0 +1,213 @@
+"""Test helpers: a real wisp server for your tests (and the project's own).
+
+:class:`Server` starts a real ``wisp server`` process (``python -m wisp.cli server``) on
+a free loopback port, with a SQLite database in a directory you give (or any
+database URL, e.g. one from :func:`temporary_postgres_database`), and creates an API
+key for it.  It is a context manager, can be stopped and started again on the same
+port and database, and has small JSON helpers for asserting on what the server holds::
+
+    from wisp.testing import Server
+
+    def test_upload(tmp_path):
+        with Server(tmp_path) as srv:
+            run = wisp.init(project="p", settings={"server_url": srv.url, "api_key": srv.key})
+            ...
+            assert srv.get(f"/runs/{run.id}")["state"] == "finished"
+
+For pytest, ``wisp_server = server_fixture()`` in a ``conftest.py`` gives each test a
+started server (``no_auth=True`` etc. pass through).
+
+Needs the server extra (``pip install 'wisp[server]'``).  ``import wisp`` never
+imports this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+__all__ = ["Server", "free_port", "server_fixture", "temporary_postgres_database"]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on ``host`` right now."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _clean_env(base: Path) -> dict[str, str]:
+    """The environment without the caller's wisp settings (the pool size aside)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("WISP_") or k == "WISP_SERVER_DB_POOL"
+    }
+    env["WISP_CONFIG"] = str(base / "wisp-config.json")
+    return env
+
+
+class Server:
+    """A real ``wisp server`` process on loopback (see the module docstring).
+
+    ``db``: a database URL (default ``sqlite:///<base_dir>/server.db``); ``key``: use this
+    API key instead of creating one of ``key_scope``; ``no_auth``: open reads without a key.
+    """
+
+    def __init__(
+        self,
+        base_dir: str | os.PathLike[str],
+        *,
+        db: str | None = None,
+        port: int | None = None,
+        no_auth: bool = False,
+        key: str | None = None,
+        key_scope: str = "write",
+    ) -> None:
+        self.base_dir = Path(base_dir)
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        self.db_url = db or f"sqlite:///{self.base_dir / 'server.db'}"
+        self.media_dir = str(self.base_dir / "server-media")
+        self.port = port or free_port()
+        self.no_auth = no_auth
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = self.base_dir / f"server-{self.port}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.key = key if key is not None else self.create_key(key_scope, "wisp.testing")
+
+    def create_key(self, scope: str = "write", name: str = "") -> str:
+        """A new API key of ``scope`` on this server's database (the secret)."""
+        from wisp.server import keys_create
+
+        return keys_create(scope, name, db=self.db_url)[1]
+
+    def command(self) -> list[str]:
+        cmd = [sys.executable, "-m", "wisp.cli", "server", "--host", "127.0.0.1"]
+        cmd += ["--port", str(self.port), "--db", self.db_url, "--media-dir", self.media_dir]
+        return [*cmd, "--no-auth"] if self.no_auth else cmd
+
+    def start(self, timeout: float = 30.0) -> Server:
+        """Start the process and wait until it answers (``RuntimeError`` if it does not)."""
+        if self.running:
+            return self
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                self.command(),
+                cwd=self.base_dir,
+                env=_clean_env(self.base_dir),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                code = self.proc.returncode
+                self.proc = None
+                raise RuntimeError(f"wisp server exited with {code}: {self._log_tail()}")
+            try:
+                urllib.request.urlopen(f"{self.url}/api/openapi.json", timeout=1).close()
+                return self
+            except urllib.error.HTTPError as e:  # it answers: up
+                e.close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"wisp server did not answer within {timeout}s: {self._log_tail()}")
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        """Terminate the process (kill it after 10 s); the database and media stay."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
+    def _log_tail(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- asserting on what the server holds -----------------------------------------------------
+
+    def get(self, path: str) -> Any:
+        """``GET /api/v1<path>`` with this server's key, parsed from JSON."""
+        req = urllib.request.Request(
+            f"{self.url}/api/v1{path}", headers={"Authorization": f"Bearer {self.key}"}
+        )
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return json.loads(resp.read())
+
+    def points(self, run_id: str, key: str) -> list[tuple[int, Any]]:
+        """Every (step, value) the server holds for ``key`` of ``run_id`` (raw series)."""
+        doc = self.get(f"/series?runs={run_id}&keys={key}&x=step&buckets=100000")
+        series = [s for s in doc["series"] if s["run"] == run_id and s["key"] == key]
+        if not series:
+            return []
+        (s,) = series
+        if not s["raw"]:
+            raise AssertionError(f"expected raw points for {run_id}/{key}, got buckets")
+        return list(zip(s["x"], s["y"], strict=True))
+
+
+@contextlib.contextmanager
+def temporary_postgres_database(
+    admin_url: str = "postgresql://postgres@127.0.0.1:5432",
+) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database on the server at ``admin_url``; dropped on exit.
+
+    Yields its URL.  ``psycopg.OperationalError`` when PostgreSQL cannot be reached.
+    """
+    import psycopg
+
+    name = f"wisp_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(f"{admin_url}/postgres", autocommit=True, connect_timeout=5) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{admin_url}/{name}"
+    finally:
+        with psycopg.connect(f"{admin_url}/postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def server_fixture(**options: Any) -> Callable[..., Any]:
+    """A pytest fixture giving each test a started :class:`Server` under its ``tmp_path``.
+
+    In a ``conftest.py``: ``wisp_server = server_fixture(no_auth=True)``.
+    """
+    import pytest
+
+    @pytest.fixture
+    def wisp_server(tmp_path: Path) -> Iterator[Server]:
+        with Server(tmp_path, **options) as srv:
+            yield srv
+
+    return wisp_server
