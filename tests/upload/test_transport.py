@@ -10,11 +10,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from _sync_helpers import ServerProcess
 
 from wisp._protocol import RecordType
 from wisp._upload._transport import ApiClient, Conflict, HttpTransport
 from wisp.errors import FatalApiError, RetryableApiError, UsageError
+from wisp.testing import Server
 
 
 class _Scripted(ThreadingHTTPServer):
@@ -148,7 +148,7 @@ def test_only_http_urls_are_accepted() -> None:
         HttpTransport("ftp://example.test")
 
 
-def test_endpoints_against_a_real_server(server: ServerProcess) -> None:
+def test_endpoints_against_a_real_server(server: Server) -> None:
     """put_run, post_records, writer_acked and media HEAD/PUT work against a real wisp server."""
     client = ApiClient(server.url, server.key)
     client.put_run("tr1", {"project": "p", "name": "n", "tags": [], "config": {}})
