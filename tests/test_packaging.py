@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import free_port
+from wisp.testing import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
