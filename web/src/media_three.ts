@@ -35,8 +35,10 @@ export function parsePoints(buf: ArrayBuffer): THREE.BufferGeometry {
   }
   if (flags & 1) {
     const rgb = new Uint8Array(buf, off, 3 * n);
+    // logged colours are sRGB; three.js works in linear light and converts back on output
+    const lut = new Float32Array(256).map((_, v) => (v / 255 < 0.04045 ? v / 255 / 12.92 : Math.pow((v / 255 + 0.055) / 1.055, 2.4)));
     colors = new Float32Array(3 * n);
-    for (let i = 0; i < 3 * n; i++) colors[i] = rgb[i] / 255;
+    for (let i = 0; i < 3 * n; i++) colors[i] = lut[rgb[i]];
   }
   if (colors) geo.setAttribute("color", new THREE.BufferAttribute(colors, 3));
   return geo;
