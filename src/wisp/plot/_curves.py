@@ -58,7 +58,7 @@ def thin(x: Any, y: Any, limit: int) -> Any:
 def curve_points(y_true: Any, scores: Any, positive: Any) -> tuple[Any, Any, Any, Any]:
     """(tps, fps, P, N) at each distinct threshold (scores sorted high to low)."""
     np = _np()
-    order = np.argsort(scores, kind="stable")[::-1]
+    order = np.argsort(-scores)  # ties: only the counts at the end of each run are used
     s = scores[order]
     hit = y_true[order] == positive
     tps = np.cumsum(hit, dtype=np.int64)
