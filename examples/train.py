@@ -63,9 +63,7 @@ def final_media(
     """One of each other media kind: audio, video, HTML, a point cloud and wisp.plot charts."""
     t = np.arange(8000) / 8000
     tone = 0.3 * np.sin(2 * np.pi * (220 + 440 * acc) * t) * np.exp(-3 * t)
-    points = np.column_stack(
-        [xv, pv - 0.5, 255 * pv, 64 + 128 * yv, 255 * (1 - pv)]
-    )
+    points = np.column_stack([xv, pv - 0.5, 255 * pv, 64 + 128 * yv, 255 * (1 - pv)])
     out: dict[str, Any] = {
         "media/tone": wisp.Audio(tone.astype(np.float32), sample_rate=8000, caption="val acc"),
         "media/report": wisp.Html(f"<h3>spiral MLP</h3><p>validation accuracy {acc:.3f}</p>"),

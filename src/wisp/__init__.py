@@ -19,11 +19,11 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from wisp import plot
     from wisp._doctor import doctor
     from wisp._reader import RunData, open_run
     from wisp._run import Config, Run, Summary
     from wisp._settings import Settings
-    from wisp import plot
     from wisp.media import Audio, Histogram, Html, Image, Object3D, Table, Video
 
 __version__ = "0.1.0"

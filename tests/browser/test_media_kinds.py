@@ -51,7 +51,9 @@ for name in ("kinds-a", "kinds-b"):
 
 
 @pytest.fixture(scope="module")
-def kinds_dash(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Dashboard, dict[str, str]]]:
+def kinds_dash(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Dashboard, dict[str, str]]]:
     if not STATIC.exists():
         _missing("the built dashboard (src/wisp/server/static)")
     work = tmp_path_factory.mktemp("kinds-work")
@@ -99,7 +101,9 @@ def test_video_plays(kinds_dash: Any, page: Any):
     _open(page, kinds_dash)
     duration, now = _played(page, '[data-media-key="rollout"] video')
     assert abs(duration - 2.0) < 0.1 and now > 0.2
-    size = page.locator('[data-media-key="rollout"] video').evaluate("v => [v.videoWidth, v.videoHeight]")
+    size = page.locator('[data-media-key="rollout"] video').evaluate(
+        "v => [v.videoWidth, v.videoHeight]"
+    )
     assert size == [64, 64]
 
 
@@ -167,9 +171,13 @@ def test_html_cannot_run_script_with_the_dashboards_origin(kinds_dash: Any, page
     the same holds when its URL is opened directly (the server's CSP sandbox)."""
     url = _open(page, kinds_dash)
     page.evaluate("() => localStorage.setItem('k', 'secret')")
-    page.evaluate("() => { window.__msgs = []; addEventListener('message', e => window.__msgs.push(e.data)); }")
+    page.evaluate(
+        "() => { window.__msgs = []; addEventListener('message', e => window.__msgs.push(e.data)); }"
+    )
     page.reload()
-    page.evaluate("() => { window.__msgs = []; addEventListener('message', e => window.__msgs.push(String(e.data))); }")
+    page.evaluate(
+        "() => { window.__msgs = []; addEventListener('message', e => window.__msgs.push(String(e.data))); }"
+    )
     sec = '[data-media-key="report"]'
     frame = page.locator(f"{sec} iframe")
     frame.scroll_into_view_if_needed()
@@ -184,7 +192,12 @@ def test_html_cannot_run_script_with_the_dashboards_origin(kinds_dash: Any, page
     direct = page.context.new_page()
     direct.goto(url + src if src.startswith("/") else src)
     assert direct.evaluate("() => window.origin") == "null"
-    assert direct.evaluate("() => { try { return localStorage.getItem('k'); } catch (e) { return e.name; } }") != "secret"
+    assert (
+        direct.evaluate(
+            "() => { try { return localStorage.getItem('k'); } catch (e) { return e.name; } }"
+        )
+        != "secret"
+    )
     direct.close()
 
 

@@ -41,7 +41,13 @@ def test_html_inject_goes_into_head(make_run: Any, tmp_path: Path):
     path = tmp_path / "r.html"
     path.write_text("<html><head><title>t</title></head><body>x</body></html>", "utf-8")
     r = make_run()
-    r.log({"a": wisp.Html(path), "b": wisp.Html(io.StringIO("<b>bold</b>")), "c": wisp.Html(str(path))})
+    r.log(
+        {
+            "a": wisp.Html(path),
+            "b": wisp.Html(io.StringIO("<b>bold</b>")),
+            "c": wisp.Html(str(path)),
+        }
+    )
     assert r.dir is not None
     r.finish()
     d = wisp.open_run(r.dir)
@@ -95,11 +101,15 @@ def test_pts_files_are_converted(make_run: Any, tmp_path: Path):
     (tmp_path / "a.pts").write_text("2\n1 2 3\n4 5 6\n")
     (tmp_path / "b.pts.json").write_text(json.dumps([[1, 2, 3, 10, 20, 30]]))
     r = make_run()
-    r.log({"a": wisp.Object3D(tmp_path / "a.pts"), "b": wisp.Object3D(str(tmp_path / "b.pts.json"))})
+    r.log(
+        {"a": wisp.Object3D(tmp_path / "a.pts"), "b": wisp.Object3D(str(tmp_path / "b.pts.json"))}
+    )
     assert r.dir is not None
     r.finish()
     d = wisp.open_run(r.dir)
-    np.testing.assert_array_equal(read_points(d.media_files("a")[1][0][0]).positions, [[1, 2, 3], [4, 5, 6]])
+    np.testing.assert_array_equal(
+        read_points(d.media_files("a")[1][0][0]).positions, [[1, 2, 3], [4, 5, 6]]
+    )
     assert d.scalars("a")[1][0]["points"] == 2
     np.testing.assert_array_equal(read_points(d.media_files("b")[1][0][0]).colors, [[10, 20, 30]])
 

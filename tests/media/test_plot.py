@@ -64,7 +64,10 @@ def test_line_series_rows(run: wisp.Run):
     )
     assert value["chart"] == "line_series" and value["strings"]["xname"] == "epoch"
     assert [(r["step"], r["lineKey"], r["lineVal"]) for r in rows] == [
-        (0, "a", 1), (1, "a", 2), (0, "b", 3), (1, "b", 4)
+        (0, "a", 1),
+        (1, "a", 2),
+        (0, "b", 3),
+        (1, "b", 4),
     ]
 
 
@@ -86,9 +89,16 @@ def test_confusion_matrix_counts(run: wisp.Run):
 
 def test_confusion_matrix_without_names_uses_sorted_labels(run: wisp.Run):
     """Without class_names the classes are the sorted distinct labels, named Class_1..."""
-    _, rows = _logged(run, wisp.plot.confusion_matrix(preds=["b", "b", "a"], y_true=["a", "b", "a"]))
+    _, rows = _logged(
+        run, wisp.plot.confusion_matrix(preds=["b", "b", "a"], y_true=["a", "b", "a"])
+    )
     got = {(r["Actual"], r["Predicted"]): r["nPredictions"] for r in rows}
-    assert got == {("Class_1", "Class_1"): 1, ("Class_1", "Class_2"): 1, ("Class_2", "Class_1"): 0, ("Class_2", "Class_2"): 1}
+    assert got == {
+        ("Class_1", "Class_1"): 1,
+        ("Class_1", "Class_2"): 1,
+        ("Class_2", "Class_1"): 0,
+        ("Class_2", "Class_2"): 1,
+    }
 
 
 def _auc(x: np.ndarray, y: np.ndarray) -> float:
@@ -99,7 +109,9 @@ def test_roc_auc_equals_the_rank_statistic(run: wisp.Run):
     """The recorded ROC curve's area equals the Mann-Whitney probability P(score+ > score-)."""
     y = RNG.integers(0, 2, 2000)
     s = np.round(RNG.random(2000) * 0.5 + y * 0.3, 2)  # ties included
-    value, rows = _logged(run, wisp.plot.roc_curve(y, np.stack([1 - s, s], 1), labels=["neg", "pos"]))
+    value, rows = _logged(
+        run, wisp.plot.roc_curve(y, np.stack([1 - s, s], 1), labels=["neg", "pos"])
+    )
     pos = [r for r in rows if r["class"] == "pos"]
     fpr = np.array([r["fpr"] for r in pos])
     tpr = np.array([r["tpr"] for r in pos])
@@ -156,7 +168,10 @@ def test_thin_keeps_first_last_and_extremes():
         (lambda: wisp.plot.scatter([[1, 2]], "a", "b"), "must be a wisp.Table"),
         (lambda: wisp.plot.roc_curve([0, 1], [[0.1, 0.9]]), r"shape \(1, 2\)"),
         (lambda: wisp.plot.pr_curve([0, 1, 2], [0.1, 0.2, 0.3]), "1-D but y_true has 3"),
-        (lambda: wisp.plot.confusion_matrix(preds=[0, 5], y_true=[0, 1], class_names=["a", "b"]), "0 to 1"),
+        (
+            lambda: wisp.plot.confusion_matrix(preds=[0, 5], y_true=[0, 1], class_names=["a", "b"]),
+            "0 to 1",
+        ),
         (lambda: wisp.plot.confusion_matrix(y_true=[0]), "exactly one of probs"),
         (lambda: wisp.plot.line_series([0, 1], [[1, 2]], keys=["a", "b"]), "2 keys for 1"),
     ],

@@ -56,7 +56,7 @@ def _stored(r: wisp.Run, video: wisp.Video) -> tuple[dict[str, Any], str]:
 
 @pytest.mark.parametrize("fmt", ["mp4", "webm"])
 def test_frames_round_trip_within_codec_tolerance(run: wisp.Run, fmt: str):
-    """T×C×H×W uint8 frames decode back to the same size, frame count and pixels (± codec)."""
+    """TxCxHxW uint8 frames decode back to the same size, frame count and pixels (± codec)."""
     frames = _smooth(8, 3, 32, 48)
     value, path = _stored(run, wisp.Video(frames, fps=10, format=fmt, caption="roll"))
     assert value["format"] == fmt and path.endswith("." + fmt)
@@ -86,7 +86,7 @@ def test_float_grey_torch_and_odd_sizes(run: wisp.Run):
 
 
 def test_batch_is_tiled_into_a_grid(run: wisp.Run):
-    """A B×T×C×H×W batch becomes one video: B clips tiled row by row (exact for GIF)."""
+    """A BxTxCxHxW batch becomes one video: B clips tiled row by row (exact for GIF)."""
     batch = np.stack([np.full((2, 3, 4, 5), 40 * (b + 1), dtype=np.uint8) for b in range(3)])
     batch[:, 1] += 10  # frames differ (GIF merges identical consecutive frames)
     value, path = _stored(run, wisp.Video(batch, format="gif"))

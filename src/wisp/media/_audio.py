@@ -41,7 +41,9 @@ VERSION = 1
 MAX_CHANNELS = 32
 MAX_SAMPLE_RATE = 768_000
 FILE_SUFFIXES = (".wav", ".mp3", ".ogg", ".oga", ".opus", ".flac", ".m4a")
-_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64", "int16", "int32", "uint8", "int8"})
+_DTYPES = frozenset(
+    {"float16", "bfloat16", "float32", "float64", "int16", "int32", "uint8", "int8"}
+)
 _WHAT = "wisp.Audio"
 
 

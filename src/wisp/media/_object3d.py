@@ -48,7 +48,14 @@ from wisp.media._common import (
 if TYPE_CHECKING:
     from wisp._values import ResolveContext
 
-__all__ = ["FILE_SUFFIXES", "MAX_POINTS", "Object3D", "PointCloud", "decode_points", "encode_points"]
+__all__ = [
+    "FILE_SUFFIXES",
+    "MAX_POINTS",
+    "Object3D",
+    "PointCloud",
+    "decode_points",
+    "encode_points",
+]
 
 VERSION = 1
 MAGIC = b"WPTS"
@@ -57,8 +64,19 @@ MAX_POINTS = 20_000_000
 FILE_SUFFIXES = (".obj", ".glb", ".gltf", ".stl", ".pts.json", ".pts")
 _WHAT = "wisp.Object3D"
 _NUMERIC = frozenset(
-    {"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
-     "uint16", "uint32"}
+    {
+        "float16",
+        "bfloat16",
+        "float32",
+        "float64",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+    }
 )
 
 

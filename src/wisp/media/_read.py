@@ -106,7 +106,7 @@ def read_wav(path: str) -> tuple[Any, int]:
     with wave.open(path, "rb") as w:
         width, channels, rate = w.getsampwidth(), w.getnchannels(), w.getframerate()
         raw = w.readframes(w.getnframes())
-    dtype = {1: np.uint8, 2: "<i2", 4: "<i4"}.get(width)
+    dtype: Any = {1: np.uint8, 2: "<i2", 4: "<i4"}.get(width)
     if dtype is None:
         raise RunFileError(f"{path}: {8 * width}-bit WAV is not supported")
     return np.frombuffer(raw, dtype).reshape(-1, channels), rate

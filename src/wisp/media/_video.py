@@ -68,8 +68,7 @@ def default_format() -> str:
     if have_module("PIL"):
         return "gif"
     raise ImportError(
-        f"{_WHAT} of frames needs an encoder: {_INSTALL}, or Pillow for GIF "
-        "(`pip install Pillow`)"
+        f"{_WHAT} of frames needs an encoder: {_INSTALL}, or Pillow for GIF (`pip install Pillow`)"
     )
 
 
@@ -237,7 +236,7 @@ def _encode_av(frames: Any, fps: float, fmt: str) -> bytes:
         import av
     except ImportError as exc:
         raise ImportError(f"{_WHAT}(format={fmt!r}) needs PyAV: {_INSTALL}") from exc
-    t, h, w, _ = frames.shape
+    _, h, w, _ = frames.shape
     if h % 2 or w % 2:  # yuv420p needs even sizes
         frames = np.pad(frames, ((0, 0), (0, h % 2), (0, w % 2), (0, 0)))
     buf = io.BytesIO()
@@ -264,7 +263,7 @@ def _encode_gif(frames: Any, fps: float) -> bytes:
     images = []
     for frame in frames:
         img = PILImage.fromarray(frame, "RGB")
-        colours = img.getcolors(256)
+        colours: Any = img.getcolors(256)
         if colours is not None:  # up to 256 colours: an exact palette
             pal = PILImage.new("P", (1, 1))
             flat = [v for _, rgb in colours for v in rgb]

@@ -23,6 +23,7 @@ curve          x, y, class (PR and ROC curves); strings: x-axis-title, y-axis-ti
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from wisp._values import Deferred
@@ -44,13 +45,13 @@ class CustomChart(Deferred):
     __slots__ = ("_table", "chart", "fields", "strings")
 
     def __init__(
-        self, table: Table, chart: str, fields: dict[str, str | None], strings: dict[str, str]
+        self, table: Table, chart: str, fields: Mapping[str, str | None], strings: dict[str, str]
     ) -> None:
         if chart not in CHARTS:
             raise UsageError(f"wisp.plot chart must be one of {CHARTS}, got {chart!r}")
         self._table = table.at_log("")  # later add_data() calls do not change the chart
         self.chart = chart
-        self.fields = fields
+        self.fields = dict(fields)
         self.strings = strings
 
     def estimate_bytes(self) -> int:
@@ -75,7 +76,9 @@ class CustomChart(Deferred):
 def check_table(fn: str, table: Any, **columns: str | None) -> Table:
     """``table`` if it is a wisp.Table holding every named column, else UsageError."""
     if not isinstance(table, Table):
-        raise UsageError(f"wisp.plot.{fn}(table=...) must be a wisp.Table, got {type(table).__name__}")
+        raise UsageError(
+            f"wisp.plot.{fn}(table=...) must be a wisp.Table, got {type(table).__name__}"
+        )
     have = table.columns
     for role, name in columns.items():
         if name is not None and name not in have:
@@ -99,7 +102,9 @@ def line(
     return CustomChart(table, "line", {"x": x, "y": y, "stroke": stroke}, {"title": title})
 
 
-def scatter(table: Table, x: str, y: str, title: str = "", split_table: bool = False) -> CustomChart:
+def scatter(
+    table: Table, x: str, y: str, title: str = "", split_table: bool = False
+) -> CustomChart:
     """A scatter plot of columns ``x`` and ``y``."""
     check_table("scatter", table, x=x, y=y)
     return CustomChart(table, "scatter", {"x": x, "y": y}, {"title": title})
@@ -151,7 +156,11 @@ def line_series(
     names = [f"line_{i}" for i in range(len(ys_l))] if keys is None else [str(k) for k in keys]
     if len(names) != len(ys_l):
         raise UsageError(f"wisp.plot.line_series: {len(names)} keys for {len(ys_l)} y-series")
-    data = [[x, names[i], y] for i, (xx, yy) in enumerate(zip(xs_l, ys_l)) for x, y in zip(xx, yy)]
+    data = [
+        [x, names[i], y]
+        for i, (xx, yy) in enumerate(zip(xs_l, ys_l, strict=True))
+        for x, y in zip(xx, yy, strict=False)  # wandb: a longer series is cut to the shorter
+    ]
     table = Table(columns=["step", "lineKey", "lineVal"], data=data)
     return CustomChart(
         table,

@@ -15,7 +15,15 @@ from wisp.errors import UsageError
 from wisp.media._table import Table
 from wisp.plot._chart import CustomChart
 
-__all__ = ["MAX_CLASSES", "MAX_ROWS", "confusion_matrix", "curve_points", "pr_curve", "roc_curve", "thin"]
+__all__ = [
+    "MAX_CLASSES",
+    "MAX_ROWS",
+    "confusion_matrix",
+    "curve_points",
+    "pr_curve",
+    "roc_curve",
+    "thin",
+]
 
 MAX_ROWS = 4000
 MAX_CLASSES = 300
@@ -137,7 +145,9 @@ def _curve(
     return names, np.concatenate(xs), np.concatenate(ys)
 
 
-def _curve_chart(names: list[str], x: Any, y: Any, cols: tuple[str, str], strings: dict[str, str]) -> CustomChart:
+def _curve_chart(
+    names: list[str], x: Any, y: Any, cols: tuple[str, str], strings: dict[str, str]
+) -> CustomChart:
     table = Table(columns=["class", cols[0], cols[1]])
     for row in zip(names, x.tolist(), y.tolist(), strict=True):
         table.add_data(*row)
