@@ -41,7 +41,36 @@ export function parsePoints(buf: ArrayBuffer): THREE.BufferGeometry {
     for (let i = 0; i < 3 * n; i++) colors[i] = lut[rgb[i]];
   }
   if (colors) geo.setAttribute("color", new THREE.BufferAttribute(colors, 3));
+  if (n > LOD) shuffle(geo, n);
   return geo;
+}
+
+/** Points drawn while the camera moves: a random subset (the first LOD points after a
+ * shuffle), so big clouds stay interactive; the whole cloud is drawn when it stops. */
+const LOD = 120_000;
+
+function shuffle(geo: THREE.BufferGeometry, n: number): void {
+  const pos = geo.getAttribute("position").array as Float32Array;
+  const col = geo.getAttribute("color")?.array as Float32Array | undefined;
+  const p = new Float32Array(pos);
+  const c = col ? new Float32Array(col) : null;
+  let seed = 0x9e3779b9;
+  for (let i = n - 1; i > 0; i--) {
+    seed = (Math.imul(seed ^ (seed >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0;
+    const j = seed % (i + 1);
+    for (let k = 0; k < 3; k++) {
+      const a = p[3 * i + k];
+      p[3 * i + k] = p[3 * j + k];
+      p[3 * j + k] = a;
+      if (c) {
+        const b = c[3 * i + k];
+        c[3 * i + k] = c[3 * j + k];
+        c[3 * j + k] = b;
+      }
+    }
+  }
+  geo.setAttribute("position", new THREE.BufferAttribute(p, 3));
+  if (c) geo.setAttribute("color", new THREE.BufferAttribute(c, 3));
 }
 
 function meshOf(format: string, buf: ArrayBuffer): Promise<THREE.Object3D> {
@@ -95,6 +124,13 @@ export function render(box: HTMLElement, format: string, buf: ArrayBuffer): void
     // one draw call for the whole cloud keeps 1M points interactive
     const mat = new THREE.PointsMaterial({ size: (r / Math.sqrt(Math.max(1, n))) * 4, vertexColors: !!geo.getAttribute("color"), color: geo.getAttribute("color") ? 0xffffff : 0x7fb3ff, sizeAttenuation: true });
     box.dataset.points = String(n);
+    if (n > LOD) {
+      controls.addEventListener("start", () => geo.setDrawRange(0, LOD));
+      controls.addEventListener("end", () => {
+        geo.setDrawRange(0, Infinity);
+        draw();
+      });
+    }
     frame(new THREE.Points(geo, mat));
     return;
   }
