@@ -104,6 +104,7 @@ def test_file_is_kept_as_given(run: wisp.Run, tmp_path: Path):
     path.write_bytes(content)
     value, stored = _stored(run, wisp.Video(str(path)))
     assert value["format"] == "webm" and Path(stored).read_bytes() == content
+    assert value["fps"] is None and value["frames"] is None
 
 
 def test_encoding_happens_on_the_writer_thread(run: wisp.Run):

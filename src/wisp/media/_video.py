@@ -18,7 +18,7 @@ happens on the writer thread:
   default when PyAV is missing.
 
 Files (``.mp4 .webm .gif .ogv .mov .m4v``) are stored byte for byte, with
-null ``width``/``height``/``frames``.
+null ``width``/``height``/``frames`` (and ``fps`` unless given).
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class Video(Deferred):
             or math.isnan(fps)
         ):
             raise UsageError(f"{_WHAT}(fps=...) must be a number above 0 and at most {MAX_FPS}")
-        self.fps = float(fps) if fps is not None else 4.0
+        self.fps: float | None = float(fps) if fps is not None else 4.0
         data = data_or_path
         if isinstance(data, str) or hasattr(data, "__fspath__"):
             import os
@@ -117,6 +117,7 @@ class Video(Deferred):
             self._nbytes = size
             self.format = suffix[1:]
             self.width = self.height = self.frames = 0
+            self.fps = float(fps) if fps is not None else None  # the file's own rate
             return
         if isinstance(data, Video):
             raise UsageError(f"{_WHAT}(data) is already a wisp.Video")
@@ -151,7 +152,9 @@ class Video(Deferred):
         rows, cols = grid(b)
         self.frames = shape[-4]
         self.height, self.width = shape[-2] * rows, shape[-1] * cols
-        self._nbytes = self.frames * self.height * self.width * 3
+        # the encoded size, roughly: GIF about one byte per pixel, H.264/VP9 far less
+        raw = self.frames * self.height * self.width
+        self._nbytes = raw if format == "gif" else raw * 3 // 10
         self._data = snapshot(data, f"{_WHAT}(data)")
 
     def estimate_bytes(self) -> int:
@@ -166,7 +169,7 @@ class Video(Deferred):
                 value: dict[str, Any] = {"width": None, "height": None, "frames": None}
             else:
                 frames = to_uint8(tile(self._data.array()))
-                content = encode_frames(frames, self.fps, self.format)
+                content = encode_frames(frames, self.fps or 4.0, self.format)
                 value = {"width": self.width, "height": self.height, "frames": self.frames}
             self._data = None
             self._resolved = {
