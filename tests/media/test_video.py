@@ -85,6 +85,15 @@ def test_float_grey_torch_and_odd_sizes(run: wisp.Run):
     assert abs(float(got[:, :15, :17].mean()) - 128) < 4
 
 
+def test_float_frames_in_0_255_are_read_as_wandb_does(run: wisp.Run):
+    """Float frames above 1.5 are taken as 0-255 (wandb's convention), not clipped to white."""
+    frames = np.full((2, 3, 4, 4), 60.0)
+    frames[1] = 200.0
+    _, path = _stored(run, wisp.Video(frames, format="gif"))
+    got = _gif(path)
+    assert got[0, 0, 0, 0] == 60 and got[1, 0, 0, 0] == 200
+
+
 def test_batch_is_tiled_into_a_grid(run: wisp.Run):
     """A BxTxCxHxW batch becomes one video: B clips tiled row by row (exact for GIF)."""
     batch = np.stack([np.full((2, 3, 4, 5), 40 * (b + 1), dtype=np.uint8) for b in range(3)])

@@ -39,11 +39,20 @@ _HTML = re.compile(r"<html(\s[^>]*)?>", re.IGNORECASE)
 
 
 class Html(Deferred):
-    """HTML given as a string, an open text file, or the path of an ``.html`` file."""
+    """HTML given as a string, an open text file, or the path of an ``.html`` file.
+
+    A string ending in ``.html``/``.htm`` without ``<`` is read as a path, unless
+    ``data_is_not_path=True`` (wandb's argument)."""
 
     __slots__ = ("_path", "_resolved", "_text", "caption", "inject")
 
-    def __init__(self, data: Any, inject: bool = True, caption: str | None = None) -> None:
+    def __init__(
+        self,
+        data: Any,
+        inject: bool = True,
+        data_is_not_path: bool = False,
+        caption: str | None = None,
+    ) -> None:
         self.caption = check_caption(_WHAT, caption)
         if not isinstance(inject, bool):
             raise UsageError(f"{_WHAT}(inject=...) must be True or False, got {inject!r}")
@@ -52,7 +61,10 @@ class Html(Deferred):
         self._path: str | None = None
         self._text: str | None = None
         if hasattr(data, "__fspath__") or (
-            isinstance(data, str) and data.lower().endswith((".html", ".htm")) and "<" not in data
+            isinstance(data, str)
+            and not data_is_not_path
+            and data.lower().endswith((".html", ".htm"))
+            and "<" not in data
         ):
             self._path = check_file(_WHAT, os.fspath(data), (".html", ".htm"))[0]
         elif isinstance(data, str):

@@ -7,7 +7,8 @@ Stored value (docs/run-file.md, "Typed values", ``video`` version 1)::
 
 Arrays are (T, C, H, W) or (B, T, C, H, W) (wandb's layout; a batch is tiled
 into a grid, row by row) with C = 1, 3 or 4 (alpha is dropped), uint8 or
-float in [0, 1].  The frames are copied when the Video is made; encoding
+float in [0, 1] (float frames whose largest value is above 1.5 are read as 0-255,
+as wandb does).  The frames are copied when the Video is made; encoding
 happens on the writer thread:
 
 - ``mp4``: H.264 (yuv420p, CRF 18) through PyAV (``pip install 'wisp[video]'``),
@@ -211,8 +212,9 @@ def to_uint8(a: Any) -> Any:
     import numpy as np
 
     if a.dtype.kind == "f":
-        a = np.nan_to_num(a, nan=0.0, posinf=1.0, neginf=0.0)
-        a = (np.clip(a, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+        a = np.nan_to_num(a, nan=0.0, posinf=255.0, neginf=0.0)
+        scale = 1.0 if a.size and float(a.max()) > 1.5 else 255.0  # wandb's 0-255 floats
+        a = (np.clip(a * scale, 0.0, 255.0) + 0.5).astype(np.uint8)
     elif a.dtype != np.uint8:
         raise UsageError(f"{_WHAT}(data) has dtype {a.dtype}; expected uint8 or float")
     c = a.shape[3]
