@@ -58,16 +58,16 @@ def test_html_inject_goes_into_head(make_run: Any, tmp_path: Path):
     assert d.media_files("c")[1][0][0] == d.media_files("a")[1][0][0]  # same content, one file
 
 
-@pytest.mark.parametrize(
-    ("args", "match"),
-    [((b"<p>",), "has type bytes"), (("x.html",), "no such file"), (("<p>", "yes"), "inject")],
-)
 def test_html_data_is_not_path(run: wisp.Run):
     """data_is_not_path=True stores a path-like string as the document itself."""
     run.log({"page": wisp.Html("report.html", inject=False, data_is_not_path=True)})
     assert Path(_file(run, logged(run, "page"))).read_text("utf-8") == "report.html"
 
 
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [((b"<p>",), "has type bytes"), (("x.html",), "no such file"), (("<p>", "yes"), "inject")],
+)
 def test_html_bad_input(args: tuple[Any, ...], match: str):
     """Bytes, missing files and a non-bool inject are refused with UsageError."""
     with pytest.raises(UsageError, match=match):
