@@ -43,6 +43,7 @@ for name in ("kinds-a", "kinds-b"):
                                    labels=["neg", "pos"]),
     }}, step=0)
     if name == "kinds-a":
+        wisp.log({{"rollout": wisp.Video(frames[::-1].copy(), fps=8)}}, step=1)
         for i in range({VIDEOS}):  # many videos: only those on screen may be downloaded
             f = np.full((2, 3, 16, 16), i * 6, dtype=np.uint8)
             wisp.log({{f"many/v{{i:02d}}": wisp.Video(f, fps=2)}}, step=1)
@@ -105,6 +106,22 @@ def test_video_plays(kinds_dash: Any, page: Any):
         "v => [v.videoWidth, v.videoHeight]"
     )
     assert size == [64, 64]
+
+
+def test_video_step_slider_picks_the_step(kinds_dash: Any, page: Any):
+    """A video logged at two steps shows the last; the step slider switches to the first."""
+    _open(page, kinds_dash)
+    sec = '[data-media-key="rollout"]'
+    page.locator(sec).scroll_into_view_if_needed()
+    page.wait_for_function(f"() => document.querySelector('{sec} video').src !== ''")
+    assert page.locator(f"{sec} figure").get_attribute("data-step") == "1"
+    last = page.locator(f"{sec} video").get_attribute("src")
+    page.locator(f"{sec} .step-slider").fill("0")
+    page.wait_for_selector(f'{sec} figure[data-step="0"]')
+    page.wait_for_function(f"() => document.querySelector('{sec} video').src !== ''")
+    first = page.locator(f"{sec} video").get_attribute("src")
+    assert first and first != last
+    assert page.locator(f"{sec} .step-label").inner_text() == "step 0 (1/2)"
 
 
 def test_only_videos_on_screen_are_downloaded(kinds_dash: Any, page: Any):

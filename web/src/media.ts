@@ -91,7 +91,7 @@ function imageView(all: MediaItem[]): HTMLElement {
     return h(
       "figure",
       { "data-step": it.step },
-      h("img", { src: mediaSrc(it) ?? "", alt: String(it.caption ?? `${it.key} step ${it.step}`), width: w * scale || null, height: hh * scale || null, class: "media-img" }),
+      h("img", { loading: "lazy", src: mediaSrc(it) ?? "", alt: String(it.caption ?? `${it.key} step ${it.step}`), width: w * scale || null, height: hh * scale || null, class: "media-img" }),
       h("figcaption", { class: "small muted" }, `${it.caption ? `${String(it.caption)} · ` : ""}step ${it.step}`),
     );
   };
@@ -227,7 +227,7 @@ function pagedTable(columns: string[], data: Cell[][]): HTMLElement {
     if (v && typeof v === "object" && "_type" in (v as object)) {
       const o = v as MediaItem;
       const url = o._type === "image" ? mediaSrc(o) : null;
-      if (url) return h("img", { src: url, class: "thumb", alt: String(o.caption ?? "image") });
+      if (url) return h("img", { loading: "lazy", src: url, class: "thumb", alt: String(o.caption ?? "image") });
     }
     return document.createTextNode(fmtNum(v));
   };

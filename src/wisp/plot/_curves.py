@@ -131,7 +131,9 @@ def _curve(
     names: list[str] = []
     xs, ys = [], []
     for c, name, scores in per_class:
-        tps, fps, p, n = curve_points(yt, scores.astype(np.float64, copy=False), c)
+        if scores.dtype.kind != "f":  # negating unsigned integers would wrap
+            scores = scores.astype(np.float64)
+        tps, fps, p, n = curve_points(yt, scores, c)
         if roc:
             x = np.r_[0.0, fps / max(n, 1)]
             y = np.r_[0.0, tps / max(p, 1)]
