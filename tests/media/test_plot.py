@@ -180,3 +180,28 @@ def test_bad_input_is_refused_clearly(call: Any, match: str):
     """Wrong tables, columns, shapes and labels raise UsageError naming what was expected."""
     with pytest.raises(UsageError, match=match):
         call()
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "line",
+        "scatter",
+        "bar",
+        "histogram",
+        "line_series",
+        "confusion_matrix",
+        "pr_curve",
+        "roc_curve",
+    ],
+)
+def test_signatures_match_wandb(name: str):
+    """Each wisp.plot function takes wandb.plot's parameters, in order, with its defaults."""
+    import inspect
+
+    wandb_plot = pytest.importorskip("wandb.plot")
+
+    def params(fn: Any) -> list[tuple[str, Any]]:
+        return [(p.name, p.default) for p in inspect.signature(fn).parameters.values()]
+
+    assert params(getattr(wisp.plot, name)) == params(getattr(wandb_plot, name))

@@ -146,3 +146,20 @@ def test_bad_input_is_refused_clearly(args: tuple[Any, ...], kwargs: dict[str, A
     """Wrong shapes, dtypes, rates and formats raise UsageError saying what was expected."""
     with pytest.raises(UsageError, match=match):
         wisp.Video(*args, **kwargs)
+
+
+def test_gif_fallback_and_install_hint(run: wisp.Run, monkeypatch: pytest.MonkeyPatch):
+    """Without PyAV the default format is GIF (Pillow); without either, or asking for mp4
+    without PyAV, the error says what to install."""
+    from wisp.media import _video
+
+    have = {"av": False, "PIL": True}
+    monkeypatch.setattr(_video, "have_module", lambda name: have[name])
+    frames = np.zeros((2, 3, 4, 4), dtype=np.uint8)
+    frames[1] = 255
+    assert wisp.Video(frames).format == "gif"
+    with pytest.raises(ImportError, match=r"pip install 'wisp\[video\]'"):
+        wisp.Video(frames, format="mp4")
+    have["PIL"] = False
+    with pytest.raises(ImportError, match="needs an encoder.*wisp\\[video\\].*Pillow"):
+        wisp.Video(frames)

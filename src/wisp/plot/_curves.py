@@ -174,7 +174,7 @@ def pr_curve(
 
 
 def roc_curve(
-    y_true: Any = None,
+    y_true: Any,
     y_probas: Any = None,
     labels: list[str] | None = None,
     classes_to_plot: list[Any] | None = None,
