@@ -161,5 +161,5 @@ def test_gif_fallback_and_install_hint(run: wisp.Run, monkeypatch: pytest.Monkey
     with pytest.raises(ImportError, match=r"pip install 'wisp\[video\]'"):
         wisp.Video(frames, format="mp4")
     have["PIL"] = False
-    with pytest.raises(ImportError, match="needs an encoder.*wisp\\[video\\].*Pillow"):
+    with pytest.raises(ImportError, match=r"needs an encoder.*wisp\[video\].*Pillow"):
         wisp.Video(frames)
