@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -44,6 +45,18 @@ for name in ("kinds-a", "kinds-b"):
     }}, step=0)
     if name == "kinds-a":
         wisp.log({{"rollout": wisp.Video(frames[::-1].copy(), fps=8)}}, step=1)
+        tri = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1)]
+        faces = [(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 3)]
+        lines = ["solid t"]
+        for f in faces:
+            lines += ["facet normal 0 0 0", "outer loop"]
+            lines += ["vertex %g %g %g" % tri[k] for k in f] + ["endloop", "endfacet"]
+        open("tetra.stl", "w").write(chr(10).join(lines + ["endsolid t", ""]))
+        lines = ["v %g %g %g" % v for v in tri] + ["f %d %d %d" % (a + 1, b + 1, c + 1)
+                                                   for a, b, c in faces]
+        open("tetra.obj", "w").write(chr(10).join(lines + [""]))
+        wisp.log({{"mesh/stl": wisp.Object3D("tetra.stl"), "mesh/obj": wisp.Object3D("tetra.obj")}},
+                 step=1)
         for i in range({VIDEOS}):  # many videos: only those on screen may be downloaded
             f = np.full((2, 3, 16, 16), i * 6, dtype=np.uint8)
             wisp.log({{f"many/v{{i:02d}}": wisp.Video(f, fps=2)}}, step=1)
@@ -63,6 +76,14 @@ def kinds_dash(
     d = start_dashboard(work, tmp_path_factory.mktemp("kinds-data"))
     with urllib.request.urlopen(f"{d.url}/api/v1/projects/kinds/runs", timeout=10) as r:
         ids = {run["name"]: run["id"] for run in json.load(r)["runs"]}
+    want = {"kinds-a": 6 + 1 + 2 + VIDEOS, "kinds-b": 6}
+    deadline = time.monotonic() + 60
+    for name, n in want.items():  # wait until wisp ui has imported every media value
+        while True:
+            with urllib.request.urlopen(f"{d.url}/api/v1/runs/{ids[name]}/media") as r:
+                if len(json.load(r)["media"]) >= n or time.monotonic() > deadline:
+                    break
+            time.sleep(0.2)
     yield d, ids
     d.stop.set()
     d.thread.join(30)
@@ -155,6 +176,23 @@ def test_point_cloud_canvas_is_not_blank(kinds_dash: Any, page: Any):
           return n; }"""
     )
     assert lit > 500, lit  # orange (255, 120, 30) pixels on the dark background
+
+
+@pytest.mark.parametrize("fmt", ["stl", "obj"])
+def test_mesh_files_are_drawn(kinds_dash: Any, page: Any, fmt: str):
+    """An .stl or .obj file logged as it is is parsed by three.js and drawn (canvas not blank)."""
+    _open(page, kinds_dash)
+    sec = f'[data-media-key="mesh/{fmt}"]'
+    page.locator(sec).scroll_into_view_if_needed()
+    page.wait_for_selector(f'{sec} .scene3d[data-format="{fmt}"][data-drawn="1"]')
+    lit = page.locator(f"{sec} canvas").evaluate(
+        """c => { const t = document.createElement('canvas'); t.width = c.width; t.height = c.height;
+          const g = t.getContext('2d'); g.drawImage(c, 0, 0);
+          const d = g.getImageData(0, 0, t.width, t.height).data; let n = 0;
+          for (let i = 0; i < d.length; i += 4) if (d[i] + d[i + 1] + d[i + 2] > 150) n++;
+          return n; }"""
+    )
+    assert lit > 1000, lit  # the lit grey mesh on the dark background
 
 
 def test_confusion_matrix_cells_carry_counts(kinds_dash: Any, page: Any):
