@@ -140,8 +140,7 @@ function draw(box: HTMLElement, spec: Spec, columns: string[], rows: Row[]): voi
     ],
     cursor: { drag: { x: true, y: true, uni: 20 } },
   };
-  const u = new uPlot(opts, [xs, ...ys] as unknown as uPlot.AlignedData, plot);
-  u.over.addEventListener("dblclick", () => u.setData(u.data, true));
+  new uPlot(opts, [xs, ...ys] as unknown as uPlot.AlignedData, plot); // double-click resets zoom
   box.dataset.series = String(names.length);
   box.dataset.points = String(xs.length);
   box.dataset.drawn = "1";

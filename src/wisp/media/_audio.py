@@ -17,6 +17,7 @@ headers and are null for the other encodings.
 from __future__ import annotations
 
 import io
+import os
 import struct
 from typing import TYPE_CHECKING, Any
 
@@ -91,8 +92,6 @@ class Audio(Deferred):
         self._resolved: dict[str, Any] | None = None
         data = data_or_path
         if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
-            import os
-
             path, size, suffix = check_file(_WHAT, os.fsdecode(os.fspath(data)), FILE_SUFFIXES)
             if sample_rate is not None:
                 _check_rate(sample_rate)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import io
 import math
+import os
 from typing import TYPE_CHECKING, Any
 
 from wisp._tensors import snapshot
@@ -111,8 +112,6 @@ class Video(Deferred):
         self.fps: float | None = float(fps) if fps is not None else 4.0
         data = data_or_path
         if isinstance(data, str) or hasattr(data, "__fspath__"):
-            import os
-
             path, size, suffix = check_file(_WHAT, os.fspath(data), FILE_SUFFIXES)
             self._data: Any = path
             self._nbytes = size
