@@ -211,7 +211,8 @@ def test_confusion_matrix_cells_carry_counts(kinds_dash: Any, page: Any):
 
 
 def test_roc_curve_is_a_chart_with_a_legend(kinds_dash: Any, page: Any):
-    """The ROC curve is drawn by uPlot with one series per class, named in the legend."""
+    """The ROC curve is drawn by uPlot with one series per class named in the legend; hover
+    fills the legend, a drag zooms in and a double-click zooms out."""
     _open(page, kinds_dash)
     sec = '[data-media-key="roc"]'
     page.locator(sec).scroll_into_view_if_needed()
@@ -219,6 +220,26 @@ def test_roc_curve_is_a_chart_with_a_legend(kinds_dash: Any, page: Any):
     assert page.locator(f"{sec} .custom-chart").get_attribute("data-series") == "2"
     legend = page.locator(f"{sec} .u-legend").inner_text()
     assert "neg" in legend and "pos" in legend
+    chart = page.locator(f"{sec} .custom-chart")
+    span = float(chart.get_attribute("data-xmax")) - float(chart.get_attribute("data-xmin"))
+    over = page.locator(f"{sec} .u-over")
+    box = over.bounding_box()
+    assert box is not None
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.3, y)  # hover: the legend shows values
+    assert page.locator(f"{sec} .u-legend .u-value").nth(1).inner_text() != ""
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.6, y + 2, steps=5)
+    page.mouse.up()  # a drag zooms in on x
+    page.wait_for_function(
+        "([s, w]) => { const c = document.querySelector(s); return +c.dataset.xmax - +c.dataset.xmin < w * 0.5; }",
+        arg=[f"{sec} .custom-chart", span],
+    )
+    page.locator(f"{sec} .u-over").dblclick()  # double-click: back to the whole curve
+    page.wait_for_function(
+        "([s, w]) => { const c = document.querySelector(s); return +c.dataset.xmax - +c.dataset.xmin >= w * 0.99; }",
+        arg=[f"{sec} .custom-chart", span],
+    )
 
 
 def test_html_cannot_run_script_with_the_dashboards_origin(kinds_dash: Any, page: Any):

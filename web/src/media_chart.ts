@@ -139,6 +139,16 @@ function draw(box: HTMLElement, spec: Spec, columns: string[], rows: Row[]): voi
       { ...axis, label: yLabel, size: 56, values: (_u: uPlot, vals: number[]) => vals.map((v) => fmtNum(v)) },
     ],
     cursor: { drag: { x: true, y: true, uni: 20 } },
+    hooks: {
+      // the visible x range, for tests and screen readers
+      setScale: [
+        (u, key) => {
+          if (key !== "x") return;
+          box.dataset.xmin = String(u.scales.x.min);
+          box.dataset.xmax = String(u.scales.x.max);
+        },
+      ],
+    },
   };
   new uPlot(opts, [xs, ...ys] as unknown as uPlot.AlignedData, plot); // double-click resets zoom
   box.dataset.series = String(names.length);
