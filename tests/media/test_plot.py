@@ -112,16 +112,27 @@ def test_roc_auc_equals_the_rank_statistic(run: wisp.Run):
     value, rows = _logged(
         run, wisp.plot.roc_curve(y, np.stack([1 - s, s], 1), labels=["neg", "pos"])
     )
-    pos = [r for r in rows if r["class"] == "pos"]
-    fpr = np.array([r["fpr"] for r in pos])
-    tpr = np.array([r["tpr"] for r in pos])
-    sp, sn = s[y == 1], s[y == 0]
-    want = ((sp[:, None] > sn[None, :]).sum() + 0.5 * (sp[:, None] == sn[None, :]).sum()) / (
-        len(sp) * len(sn)
-    )
-    assert abs(_auc(fpr, tpr) - want) < 1e-9
+    for label, sp, sn in [("pos", s[y == 1], s[y == 0]), ("neg", 1 - s[y == 0], 1 - s[y == 1])]:
+        pts = [r for r in rows if r["class"] == label]  # "neg" reuses the sort of "pos"
+        fpr = np.array([r["fpr"] for r in pts])
+        tpr = np.array([r["tpr"] for r in pts])
+        want = (sp[:, None] > sn[None, :]).mean() + 0.5 * (sp[:, None] == sn[None, :]).mean()
+        assert abs(_auc(fpr, tpr) - want) < 1e-9
     assert (fpr[0], tpr[0], fpr[-1], tpr[-1]) == (0, 0, 1, 1)
     assert value["strings"]["x-axis-title"] == "False positive rate"
+
+
+def test_multiclass_roc_auc_per_class(run: wisp.Run):
+    """With three unrelated score columns each class's ROC area is its own rank statistic."""
+    y = RNG.integers(0, 3, 900)
+    probas = RNG.random((900, 3)) + np.eye(3)[y] * 0.3
+    _, rows = _logged(run, wisp.plot.roc_curve(y, probas))
+    for k in range(3):
+        pts = [(r["fpr"], r["tpr"]) for r in rows if r["class"] == str(k)]
+        fpr, tpr = np.array(pts).T
+        sp, sn = probas[y == k, k], probas[y != k, k]
+        want = (sp[:, None] > sn[None, :]).mean() + 0.5 * (sp[:, None] == sn[None, :]).mean()
+        assert abs(_auc(fpr, tpr) - want) < 1e-9
 
 
 def test_pr_curve_points_match_a_direct_count(run: wisp.Run):

@@ -1,6 +1,7 @@
 """Evaluation charts computed with numpy alone: confusion matrix, PR and ROC curves.
 
-Each class's scores are sorted once (``argsort``); true/false positive counts
+Each class's scores are sorted once (``argsort``; a class whose scores fall as the
+previous class's rise, as in binary ``[1 - p, p]``, reuses that order); true/false positive counts
 at every distinct threshold come from cumulative sums, so 1M predictions take
 a fraction of a second.  Curves are thinned to at most :data:`MAX_ROWS` table
 rows in all, by even steps along the curve's length, always keeping its first
@@ -63,16 +64,20 @@ def thin(x: Any, y: Any, limit: int) -> Any:
     return np.unique(np.concatenate(keep))
 
 
-def curve_points(y_true: Any, scores: Any, positive: Any) -> tuple[Any, Any, Any, Any]:
-    """(tps, fps, P, N) at each distinct threshold (scores sorted high to low)."""
+def curve_points(
+    y_true: Any, scores: Any, positive: Any, order: Any = None
+) -> tuple[Any, Any, int, int, Any]:
+    """(tps, fps, P, N, order) at each distinct threshold; ``order`` sorts the scores high to
+    low (computed when not given)."""
     np = _np()
-    order = np.argsort(-scores)  # ties: only the counts at the end of each run are used
+    if order is None:
+        order = np.argsort(scores)[::-1]  # ties: only the counts at each run's end are used
     s = scores[order]
-    hit = y_true[order] == positive
+    hit = (y_true == positive)[order]  # compare first: gathering bools moves 8x less memory
     tps = np.cumsum(hit, dtype=np.int64)
     fps = np.arange(1, len(s) + 1, dtype=np.int64) - tps
     last = np.r_[np.flatnonzero(s[1:] != s[:-1]), len(s) - 1]  # the end of each threshold run
-    return tps[last], fps[last], int(tps[-1]), int(fps[-1])
+    return tps[last], fps[last], int(tps[-1]), int(fps[-1]), order
 
 
 def _classes(
@@ -90,7 +95,10 @@ def _classes(
         )
     if len(yt) == 0:
         raise UsageError(f"wisp.plot.{fn}: y_true is empty")
-    classes = np.unique(yt)
+    if yt.dtype.kind in "iu" and yt.min() >= 0 and yt.max() < 1 << 16:
+        classes = np.flatnonzero(np.bincount(yt)).astype(yt.dtype)  # no sort needed
+    else:
+        classes = np.unique(yt)
     if yp.ndim == 1:  # binary: the score of the last (positive) class
         yp = np.stack([1.0 - yp, yp], axis=1) if len(classes) <= 2 else None
         if yp is None:
@@ -130,10 +138,14 @@ def _curve(
     limit = max(50, MAX_ROWS // max(1, len(per_class)))
     names: list[str] = []
     xs, ys = [], []
+    prev = None  # the last class's order, high to low
     for c, name, scores in per_class:
-        if scores.dtype.kind != "f":  # negating unsigned integers would wrap
-            scores = scores.astype(np.float64)
-        tps, fps, p, n = curve_points(yt, scores, c)
+        order = None
+        if prev is not None:
+            along = scores[prev]
+            if (along[1:] >= along[:-1]).all():  # e.g. binary [1 - p, p]: one sort serves both
+                order = prev[::-1]
+        tps, fps, p, n, prev = curve_points(yt, scores, c, order)
         if roc:
             x = np.r_[0.0, fps / max(n, 1)]
             y = np.r_[0.0, tps / max(p, 1)]
