@@ -12,19 +12,36 @@ export function audioView(list: MediaItem[]): HTMLElement {
     const info = [it.sample_rate ? `${fmtNum(it.sample_rate)} Hz` : "", it.channels ? `${String(it.channels)} ch` : "", typeof it.duration === "number" ? `${it.duration.toFixed(2)} s` : ""].filter(Boolean).join(" · ");
     const fig = h("figure", { "data-step": it.step, class: "media-av" }, wave, audio, caption(it), h("div", { class: "small muted" }, info));
     whenVisible(fig, () => {
-      if (!src) return;
-      audio.src = src;
-      audio.preload = "metadata";
-      void drawWave(src, wave);
+      if (src) void load(src, audio, wave);
     });
     return fig;
   });
 }
 
-async function drawWave(src: string, canvas: HTMLCanvasElement): Promise<void> {
+/** One download per clip: the bytes feed both the player (a blob URL) and the waveform. */
+async function load(src: string, audio: HTMLAudioElement, wave: HTMLCanvasElement): Promise<void> {
+  let buf: ArrayBuffer;
   try {
     const res = await fetch(src, { headers: apiKey() ? { Authorization: `Bearer ${apiKey()}` } : {} });
-    const buf = await res.arrayBuffer();
+    if (!res.ok) throw new Error(`${res.status} ${res.statusText}`);
+    buf = await res.arrayBuffer();
+  } catch (e) {
+    wave.dataset.error = (e as Error).message;
+    audio.src = src; // let the player try on its own
+    return;
+  }
+  audio.src = URL.createObjectURL(new Blob([buf], { type: mimeOf(src) }));
+  audio.preload = "metadata";
+  await drawWave(buf.slice(0), wave); // decodeAudioData detaches the buffer it is given
+}
+
+function mimeOf(src: string): string {
+  const ext = /\.([a-z0-9]+)$/i.exec(src)?.[1]?.toLowerCase() ?? "";
+  return { wav: "audio/wav", mp3: "audio/mpeg", ogg: "audio/ogg", oga: "audio/ogg", opus: "audio/ogg", flac: "audio/flac", m4a: "audio/mp4" }[ext] ?? "";
+}
+
+async function drawWave(buf: ArrayBuffer, canvas: HTMLCanvasElement): Promise<void> {
+  try {
     const ctx = new OfflineAudioContext(1, 1, 44100);
     const audio = await ctx.decodeAudioData(buf);
     const data = audio.getChannelData(0);
