@@ -9,6 +9,13 @@ Prints, for a CPU tensor, a 1M-element Histogram source and a 512x512 Image:
 - the writer-thread cost of resolving it (binning, PNG encoding, file write);
 then the writer throughput when logging one new 256x256 image per step.
 Targets (issue 4): log() <= 20 us p50 each; >= 200 image steps/s.
+
+Then (issue 19; ``--kinds`` runs only this part) for a pre-built Video
+16x3x128x128, Audio of 1 s at 16 kHz and Object3D of 100k points: log() p50/p99
+and the cost of building each (the private copy) next to numpy.copy; the writer
+throughput for one new 16-frame 128x128 video per step (H.264 through PyAV);
+and wisp.plot.pr_curve / roc_curve on 1M predictions.
+Targets: log() <= 20 us p50 beyond the copy; >= 20 video steps/s; curves <= 0.5 s.
 """
 
 from __future__ import annotations
@@ -169,12 +176,83 @@ def throughput(steps: int, root: str, kind: str) -> None:
     )
 
 
+def kinds_calling_thread(n: int, root: str) -> None:
+    print("calling thread: log() of pre-built Video / Audio / Object3D (target <= 20 us p50)")
+    run = wisp.init(project="bench-media", dir=root, settings={"git": False})
+    rng = np.random.default_rng(2)
+    frames = rng.integers(0, 256, (16, 3, 128, 128), dtype=np.uint8)
+    samples = rng.uniform(-1, 1, 16_000).astype(np.float32)
+    points = rng.normal(size=(100_000, 3)).astype(np.float32)
+    built = {
+        "Video 16x3x128x128 uint8": (lambda: wisp.Video(frames, fps=8), frames),
+        "Audio 1 s @ 16 kHz float32": (lambda: wisp.Audio(samples, sample_rate=16_000), samples),
+        "Object3D 100k x 3 float32": (lambda: wisp.Object3D(points), points),
+    }
+    for name, (make, _) in built.items():
+        value = make()
+        _row(f"log() {name}", _log_cost(run, "m", lambda value=value: value, n))  # type: ignore[misc]
+    for name, (make, src) in built.items():
+        m = max(30, n // 10)
+        copy = _time(lambda src=src: src.copy(), m)  # type: ignore[misc]
+        made = _time(make, m)
+        _row(f"build {name}", made, f"  (numpy.copy p50 {_pct(copy, 0.5):.1f} us)")
+    run.finish()
+
+
+def video_throughput(steps: int, root: str) -> None:
+    print("writer throughput: one new 16-frame 128x128 video per step (target >= 20 steps/s)")
+    rng = np.random.default_rng(3)
+    y, x = np.mgrid[0:128, 0:128]
+    frames = np.stack(
+        [np.stack([(x * 2 + i * 8) % 256, y * 2, np.full_like(x, 90)]) for i in range(16)]
+    ).astype(np.uint8)
+    frames += rng.integers(0, 8, frames.shape, dtype=np.uint8)  # some sensor noise
+    run = wisp.init(project="bench-media", dir=root, settings={"git": False})
+    calls = []
+    clock = time.perf_counter_ns
+    t0 = time.perf_counter()
+    for step in range(steps):
+        frames[0, 0, 0, 0] = step & 255  # a new video each step
+        c0 = clock()
+        run.log({"video": wisp.Video(frames, fps=8), "loss": 1.0 / (step + 1)})
+        calls.append(clock() - c0)
+    run._writer.barrier()  # type: ignore[union-attr]
+    elapsed = time.perf_counter() - t0
+    run.finish()
+    print(
+        f"  {steps} steps in {elapsed:6.2f} s = {steps / elapsed:6.1f} steps/s; "
+        f"log(Video(frames)) incl. the copy: p50 {_pct(calls, 0.5):.1f} us"
+    )
+
+
+def curves(n: int) -> None:
+    print(f"wisp.plot curves on {n:,} predictions (target <= 0.5 s)")
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 2, n)
+    s = rng.random(n) * 0.7 + y * 0.3
+    probas = np.stack([1 - s, s], axis=1)
+    for name, fn in [("pr_curve", wisp.plot.pr_curve), ("roc_curve", wisp.plot.roc_curve)]:
+        times = _time(lambda fn=fn: fn(y, probas), 5)  # type: ignore[misc]
+        chart = fn(y, probas)
+        rows = chart.estimate_bytes()
+        print(
+            f"  {name:<10} p50 {_pct(times, 0.5) / 1e3:7.1f} ms  max "
+            f"{max(times) / 1e6:7.1f} ms  (table about {rows // 1024} KiB)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer iterations")
+    parser.add_argument("--kinds", action="store_true", help="only video/audio/3-D/plot")
     args = parser.parse_args()
     n = 400 if args.quick else 2000
     with tempfile.TemporaryDirectory() as root:
+        kinds_calling_thread(n, root)
+        video_throughput(60 if args.quick else 200, root)
+        curves(1_000_000)
+        if args.kinds:
+            return
         calling_thread(n, root)
         print("writer throughput: one new 256x256x3 image per step, until finish() returns")
         for kind in ("photo-like", "noise"):

@@ -30,13 +30,17 @@ def spiral(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     return x.astype(np.float64), y.astype(np.float64)
 
 
+def surface_rgb(grid_pred: np.ndarray) -> np.ndarray:
+    """The decision surface as an RGB image (blue = class 0, red = class 1)."""
+    pixels = (np.clip(grid_pred, 0, 1) * 255).astype(np.uint8)
+    return np.stack([pixels, 64 + pixels // 2, 255 - pixels], -1)
+
+
 def media_values(
     w1: np.ndarray, grid_pred: np.ndarray, xs: np.ndarray, ys: np.ndarray, probs: np.ndarray
 ) -> dict[str, Any]:
     """A weight histogram, images of the predictions and a table of predictions."""
-    # the decision surface as an RGB image (blue = class 0, red = class 1)
-    pixels = (np.clip(grid_pred, 0, 1) * 255).astype(np.uint8)
-    surface = np.stack([pixels, 64 + pixels // 2, 255 - pixels], -1)
+    surface = surface_rgb(grid_pred)
     # one small patch of that surface around each of a few validation points
     cells = np.clip(((xs[:12] + 1) / 2 * 31).round().astype(int), 0, 31)
     padded = np.pad(surface, ((4, 4), (4, 4), (0, 0)), mode="edge")
@@ -51,6 +55,31 @@ def media_values(
         "predictions/patches": [wisp.Image(pt) for pt in patches[:4]],
         "predictions/table": table,
     }
+
+
+def final_media(
+    surfaces: list[np.ndarray], xv: np.ndarray, yv: np.ndarray, pv: np.ndarray, acc: float
+) -> dict[str, Any]:
+    """One of each other media kind: audio, video, HTML, a point cloud and wisp.plot charts."""
+    t = np.arange(8000) / 8000
+    tone = 0.3 * np.sin(2 * np.pi * (220 + 440 * acc) * t) * np.exp(-3 * t)
+    points = np.column_stack([xv, pv - 0.5, 255 * pv, 64 + 128 * yv, 255 * (1 - pv)])
+    out: dict[str, Any] = {
+        "media/tone": wisp.Audio(tone.astype(np.float32), sample_rate=8000, caption="val acc"),
+        "media/report": wisp.Html(f"<h3>spiral MLP</h3><p>validation accuracy {acc:.3f}</p>"),
+        "media/val_points": wisp.Object3D(points, caption="x0, x1, p - 0.5"),
+        "plots/confusion": wisp.plot.confusion_matrix(
+            preds=(pv > 0.5).astype(int), y_true=yv.astype(int), class_names=["inner", "outer"]
+        ),
+        "plots/roc": wisp.plot.roc_curve(yv.astype(int), pv, labels=["inner", "outer"]),
+        "plots/pr": wisp.plot.pr_curve(yv.astype(int), pv, labels=["inner", "outer"]),
+    }
+    try:  # H.264 with PyAV (pip install 'wisp[video]'), else a GIF with Pillow
+        frames = np.stack(surfaces).transpose(0, 3, 1, 2)  # (T, C, H, W)
+        out["media/surface_video"] = wisp.Video(frames, fps=4, caption="decision surface")
+    except ImportError as exc:
+        print(f"skipping the video: {exc}")
+    return out
 
 
 def train(lr: float, hidden: int, steps: int, seed: int, sleep: float, project: str) -> None:
@@ -72,6 +101,7 @@ def train(lr: float, hidden: int, steps: int, seed: int, sleep: float, project: 
     grid = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
     wisp.define_metric("val/*", step_metric="epoch")
     batch = 128
+    surfaces: list[np.ndarray] = []
     for step in range(steps):
         idx = rng.integers(0, len(x), batch)
         xb, yb = x[idx], y[idx, None]
@@ -102,6 +132,9 @@ def train(lr: float, hidden: int, steps: int, seed: int, sleep: float, project: 
             row["epoch"] = step // 100
             gp = 1 / (1 + np.exp(-(np.tanh(grid @ w1 + b1) @ w2 + b2)))[:, 0].reshape(32, 32)
             row.update(media_values(w1, gp, xv, yv, pv))
+            surfaces.append(surface_rgb(gp))
+            if step == steps - 1:
+                row.update(final_media(surfaces, xv, yv, pv, row["val/acc"]))
             if step % 500 == 499:
                 print(f"{run.name} step {step + 1}: val/acc {row['val/acc']:.3f}", flush=True)
         wisp.log(row, step=step)

@@ -19,19 +19,23 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from wisp import plot
     from wisp._doctor import doctor
     from wisp._reader import RunData, open_run
     from wisp._run import Config, Run, Summary
     from wisp._settings import Settings
-    from wisp.media import Histogram, Image, Table
+    from wisp.media import Audio, Histogram, Html, Image, Object3D, Table, Video
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AlertLevel",
+    "Audio",
     "Config",
     "Histogram",
+    "Html",
     "Image",
+    "Object3D",
     "Run",
     "RunData",
     "RunStateError",
@@ -39,6 +43,7 @@ __all__ = [
     "Summary",
     "Table",
     "UsageError",
+    "Video",
     "WispError",
     "alert",
     "config",
@@ -49,6 +54,7 @@ __all__ = [
     "log",
     "login",
     "open_run",
+    "plot",
     "run",
     "save",
     "summary",
@@ -73,6 +79,11 @@ _LAZY = {
     "Histogram": ("wisp.media", "Histogram"),
     "Image": ("wisp.media", "Image"),
     "Table": ("wisp.media", "Table"),
+    "Audio": ("wisp.media", "Audio"),
+    "Video": ("wisp.media", "Video"),
+    "Html": ("wisp.media", "Html"),
+    "Object3D": ("wisp.media", "Object3D"),
+    "plot": ("wisp.plot", None),
     # wandb-shaped helpers (src/wisp/integrations)
     "watch": ("wisp.integrations._watch", "watch"),
     "unwatch": ("wisp.integrations._watch", "unwatch"),

@@ -172,8 +172,17 @@ class RunData:
         steps, values = self.scalars(key)
         return steps, [image_paths(self.dir, key, v) for v in values]
 
+    def media_files(self, key: str) -> tuple[list[int], list[list[str]]]:
+        """(steps, [absolute file paths]) of any media stored as files (audio, video, html,
+        object3d, images, tables, charts): one path per value, several for a gallery."""
+        from wisp.media._read import media_files
+
+        steps, values = self.scalars(key)
+        return steps, [media_files(self.dir, key, v) for v in values]
+
     def table(self, key: str, step: int | None = None) -> list[dict[str, Any]]:
-        """The rows of the table logged at ``step`` (default: the last), image cells as paths."""
+        """The rows of the table (or wisp.plot chart) logged at ``step`` (default: the last),
+        image cells as paths."""
         from wisp.media._read import read_table
 
         columns, rows = read_table(self.dir, key, self._value_at(key, step))

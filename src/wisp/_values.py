@@ -120,7 +120,8 @@ def convert_value(key: str, value: Any) -> Any:
         return list(value)
     raise UsageError(
         f"log() value for {key!r} has type {_type_name(value)}, expected a number, bool, str, "
-        "None, a numpy/torch scalar, or a wisp media type (Histogram, Image, Table)"
+        "None, a numpy/torch scalar, or a wisp media type (Audio, Histogram, Html, Image, "
+        "Object3D, Table, Video, wisp.plot chart)"
     )
 
 

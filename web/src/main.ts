@@ -1,6 +1,7 @@
 // Entry: routes hash URLs to pages; asks for an API key when the server wants one.
 import "uplot/dist/uPlot.min.css";
 import "./style.css";
+import "./media_kinds";
 import { setApiKey } from "./api";
 import { comparePage, projectsPage, runPage, type Dispose } from "./pages";
 import { current, href } from "./router";

@@ -6,13 +6,28 @@ import { cssVar, fmtNum, h } from "./util";
 /** The server URL of a media file: by its sha256 (added on upload), else by the sha256 that
  * names the file in the run directory (`media/<sha256>.png`, as table cells refer to images). */
 export function mediaSrc(item: { sha256?: unknown; path?: unknown }): string | null {
-  if (typeof item.sha256 === "string") return api.mediaUrl(item.sha256);
+  // the file's last suffix goes on the URL: the server answers with its content type
+  const ext = typeof item.path === "string" ? (/(\.[A-Za-z0-9]{1,10})$/.exec(item.path)?.[1] ?? "") : "";
+  if (typeof item.sha256 === "string") return api.mediaUrl(item.sha256 + ext);
   if (typeof item.path === "string") {
     const m = /([0-9a-f]{64})(\.[A-Za-z0-9.]+)?$/.exec(item.path);
-    if (m) return api.mediaUrl(m[1]);
+    if (m) return api.mediaUrl(m[1] + ext);
   }
   return null;
 }
+
+/** The view of one media key's items (sorted by step), or null for types shown elsewhere. */
+export function mediaView(type: string, list: MediaItem[]): HTMLElement {
+  if (type === "image" || type === "images") return imageView(list);
+  if (type === "histogram") return histogramView(list);
+  if (type === "table") return tableView(list);
+  const extra = extraViews[type];
+  if (extra) return extra(list);
+  return h("pre", { class: "small" }, JSON.stringify(list.slice(-3), null, 1));
+}
+
+/** Views of the other media kinds (audio, video, html, object3d, chart): see main.ts. */
+export const extraViews: Record<string, (list: MediaItem[]) => HTMLElement> = {};
 
 /** One `image` per entry: an `images` value (a list of images) is spread into its items. */
 function flattenImages(list: MediaItem[]): MediaItem[] {
@@ -53,11 +68,7 @@ export function mediaPanel(runId: string): { el: HTMLElement; refresh: () => Pro
     for (const [key, list] of [...byKey.entries()].sort((a, b) => a[0].localeCompare(b[0]))) {
       list.sort((a, b) => a.step - b.step);
       const type = list[0].type;
-      let view: HTMLElement;
-      if (type === "image" || type === "images") view = imageView(list);
-      else if (type === "histogram") view = histogramView(list);
-      else if (type === "table") view = tableView(list);
-      else view = h("pre", { class: "small" }, JSON.stringify(list.slice(-3), null, 1));
+      const view = mediaView(type, list);
       parts.push(h("section", { class: "media-item", "data-media-key": key, "data-media-type": type }, h("h3", {}, key, h("span", { class: "muted small" }, ` ${type} · ${list.length} step${list.length === 1 ? "" : "s"}`)), view));
     }
     el.replaceChildren(...parts);
@@ -80,7 +91,7 @@ function imageView(all: MediaItem[]): HTMLElement {
     return h(
       "figure",
       { "data-step": it.step },
-      h("img", { src: mediaSrc(it) ?? "", alt: String(it.caption ?? `${it.key} step ${it.step}`), width: w * scale || null, height: hh * scale || null, class: "media-img" }),
+      h("img", { loading: "lazy", src: mediaSrc(it) ?? "", alt: String(it.caption ?? `${it.key} step ${it.step}`), width: w * scale || null, height: hh * scale || null, class: "media-img" }),
       h("figcaption", { class: "small muted" }, `${it.caption ? `${String(it.caption)} · ` : ""}step ${it.step}`),
     );
   };
@@ -192,7 +203,7 @@ function tableView(list: MediaItem[]): HTMLElement {
 }
 
 /** A `wisp.table` file; its numbers may be the NaN / Infinity tokens Python's json writes. */
-async function fetchTable(url: string): Promise<{ columns: string[]; data?: Cell[][] }> {
+export async function fetchTable(url: string): Promise<{ columns: string[]; data?: Cell[][] }> {
   const res = await fetch(url, { headers: apiKey() ? { Authorization: `Bearer ${apiKey()}` } : {} });
   if (!res.ok) throw new Error(`${res.status} ${res.statusText}`);
   const text = await res.text();
@@ -216,7 +227,7 @@ function pagedTable(columns: string[], data: Cell[][]): HTMLElement {
     if (v && typeof v === "object" && "_type" in (v as object)) {
       const o = v as MediaItem;
       const url = o._type === "image" ? mediaSrc(o) : null;
-      if (url) return h("img", { src: url, class: "thumb", alt: String(o.caption ?? "image") });
+      if (url) return h("img", { loading: "lazy", src: url, class: "thumb", alt: String(o.caption ?? "image") });
     }
     return document.createTextNode(fmtNum(v));
   };

@@ -3,6 +3,7 @@ import { api, type RunDetail } from "./api";
 import type { ViewOpts } from "./chart";
 import { ChartGrid, stepMetricLookup, viewToolbar } from "./grid";
 import { consolePanel, mediaPanel } from "./media";
+import { mediaCompare } from "./media_compare";
 import { href, patchParams, type Route } from "./router";
 import { fmtDuration, fmtNum, fmtTime, flatten, h, runColors } from "./util";
 
@@ -235,7 +236,7 @@ export function comparePage(app: HTMLElement, route: Route, project: string): Di
           ),
         ),
       );
-      app.replaceChildren(h("section", { class: "compare-page" }, h("h1", {}, `Compare ${runs.length} runs`), legend, h("div", { class: "toolbar" }, search, tools), grid.el));
+      app.replaceChildren(h("section", { class: "compare-page" }, h("h1", {}, `Compare ${runs.length} runs`), legend, h("div", { class: "toolbar" }, search, tools), grid.el, mediaCompare(chartRuns)));
       grid.start();
       const tick = async () => {
         if (disposed || !grid) return;

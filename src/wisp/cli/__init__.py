@@ -110,6 +110,12 @@ def _parser() -> argparse.ArgumentParser:
         help="file to write ('-' for stdout; default: <run name>.<format>)",
     )
     sp.add_argument("--keys", default=None, help="only these metrics, comma-separated")
+    sp.add_argument(
+        "--media",
+        default=None,
+        metavar="DIR",
+        help="write the run's media files (audio, video, images, ...) into DIR instead",
+    )
     dir_opt(sp)
 
     sp = add("gc", "delete local run directories that are fully synced")

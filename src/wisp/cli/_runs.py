@@ -277,6 +277,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     data = _open(d)
     fmt = args.format
     keys = [k for k in (args.keys or "").split(",") if k] or None
+    if getattr(args, "media", None):
+        from wisp.cli._media_export import export_media
+
+        n = export_media(data, args.media, keys)
+        print(f"wrote {n} media files to {args.media}", file=sys.stderr)
+        return EXIT["ok"]
     out_path = args.output or f"{data.name or data.id}.{fmt}"
     if fmt == "parquet" and out_path == "-":
         raise CliError("parquet cannot be written to stdout", "give a file with -o")

@@ -2,6 +2,8 @@
 
 Histograms come back as numpy arrays, images as absolute file paths, and
 tables as lists of row dicts (image cells as paths) or pandas DataFrames.
+Audio, video, HTML and 3-D values come back as file paths; :func:`read_wav`
+and :func:`read_points` decode the encodings wisp writes.
 """
 
 from __future__ import annotations
@@ -13,7 +15,19 @@ from typing import Any, NamedTuple
 
 from wisp.errors import RunFileError, UsageError
 
-__all__ = ["HistogramData", "histogram_data", "image_paths", "read_table"]
+__all__ = [
+    "FILE_TYPES",
+    "HistogramData",
+    "histogram_data",
+    "image_paths",
+    "media_files",
+    "read_points",
+    "read_table",
+    "read_wav",
+]
+
+#: Typed values stored as one file under ``path``.
+FILE_TYPES = ("image", "audio", "video", "html", "object3d", "table", "chart")
 
 
 class HistogramData(NamedTuple):
@@ -54,7 +68,7 @@ def image_paths(run_dir: str, key: str, value: Any) -> list[str]:
 
 def read_table(run_dir: str, key: str, value: Any) -> tuple[list[str], list[list[Any]]]:
     """(columns, rows) of a table value; image cells become absolute paths."""
-    v = _typed(key, value, "table")
+    v = _typed(key, value, "table", "chart")
     path = os.path.join(run_dir, v["path"])
     try:
         with open(path, "rb") as f:
@@ -73,3 +87,34 @@ def read_table(run_dir: str, key: str, value: Any) -> tuple[list[str], list[list
         for row in doc["data"]
     ]
     return list(doc["columns"]), rows
+
+
+def media_files(run_dir: str, key: str, value: Any) -> list[str]:
+    """Absolute paths of the files a media value stores (a gallery's images: several)."""
+    v = _typed(key, value, "images", *FILE_TYPES)
+    items: Iterable[dict[str, Any]] = v["items"] if v["_type"] == "images" else (v,)
+    return [os.path.join(run_dir, item["path"]) for item in items]
+
+
+def read_wav(path: str) -> tuple[Any, int]:
+    """(samples, sample rate) of a PCM WAV file: samples are (N, channels) numpy integers
+    (uint8, int16 or int32, as stored)."""
+    import wave
+
+    import numpy as np
+
+    with wave.open(path, "rb") as w:
+        width, channels, rate = w.getsampwidth(), w.getnchannels(), w.getframerate()
+        raw = w.readframes(w.getnframes())
+    dtype: Any = {1: np.uint8, 2: "<i2", 4: "<i4"}.get(width)
+    if dtype is None:
+        raise RunFileError(f"{path}: {8 * width}-bit WAV is not supported")
+    return np.frombuffer(raw, dtype).reshape(-1, channels), rate
+
+
+def read_points(path: str) -> Any:
+    """A :class:`~wisp.media._object3d.PointCloud` of a ``wisp.points`` file."""
+    from wisp.media._object3d import decode_points
+
+    with open(path, "rb") as f:
+        return decode_points(f.read())

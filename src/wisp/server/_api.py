@@ -30,6 +30,12 @@ from wisp.server._store import Store
 __all__ = ["Api"]
 
 _LEVEL = {"read": 1, "write": 2, "admin": 3}
+#: Sent with every media file: ``sandbox`` (without allow-same-origin) gives logged HTML an
+#: opaque origin; its scripts may run but reach nothing outside the document itself.
+MEDIA_CSP = (
+    "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline'; "
+    "style-src 'unsafe-inline'; img-src data: blob:; media-src data: blob:; font-src data:"
+)
 _SHA = re.compile(r"([0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?")
 _RUN_BODY = {"project", "name", "tags", "notes", "group", "job_type", "config", "metadata"}
 _RUN_BODY |= {"state", "created_at"}
@@ -179,10 +185,13 @@ class Api:
             raise Problem(404, "media_not_found", f"no media {sha}", "sha256")
         ctype = mimetypes.guess_type("x" + (known["suffix"] or suffix))[0]
         ctype = ctype or head.content_type or "application/octet-stream"
+        # Logged HTML (and any file a URL suffix makes a browser render) runs sandboxed: an
+        # opaque origin that cannot read the dashboard's storage or call its API.
+        headers = {"content-security-policy": MEDIA_CSP, "x-content-type-options": "nosniff"}
         path = await run_in_threadpool(self.blobs.local_path, sha)
         if path is not None:
-            return FileResponse(path, media_type=ctype)
-        headers = {"content-length": str(head.size)}
+            return FileResponse(path, media_type=ctype, headers=headers)
+        headers["content-length"] = str(head.size)
         return StreamingResponse(self.blobs.iter_bytes(sha), media_type=ctype, headers=headers)
 
     # -- queries ------------------------------------------------------------------------------
