@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from wisp._run import Config, Run, Summary
     from wisp._settings import Settings
     from wisp.media import Histogram, Image, Table
+    from wisp.sweeps import agent, sweep
 
 __version__ = "0.1.0"
 
@@ -40,6 +41,7 @@ __all__ = [
     "Table",
     "UsageError",
     "WispError",
+    "agent",
     "alert",
     "config",
     "define_metric",
@@ -52,6 +54,7 @@ __all__ = [
     "run",
     "save",
     "summary",
+    "sweep",
     "sync",
     "unwatch",
     "watch",
@@ -80,6 +83,9 @@ _LAZY = {
     "alert": ("wisp.integrations._alert", "alert"),
     "AlertLevel": ("wisp.integrations._alert", "AlertLevel"),
     "login": ("wisp.integrations._alert", "login"),
+    # sweeps (src/wisp/sweeps)
+    "sweep": ("wisp.sweeps", "sweep"),
+    "agent": ("wisp.sweeps", "agent"),
 }
 
 
