@@ -242,7 +242,8 @@ class Controller:
             if self.done_reason(trials) is not None:
                 return None
             number = max((t["number"] for t in trials), default=-1) + 1
-            st = self.study(trials, number)
+            # random sampling needs no history: keep claiming O(1) in the number of trials
+            st = self.study([] if self.config.method == "random" else trials, number)
             if self.config.dimensions:
                 ot = st.ask(fixed_distributions=self._dists)
                 internal = dict(ot.params)
