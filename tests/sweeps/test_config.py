@@ -42,7 +42,7 @@ def test_bad_values_are_named() -> None:
     """Bad method, goal, distribution and bounds each give an error naming the field."""
     with pytest.raises(UsageError, match="method"):
         parse_config({**BASE, "method": "hill"})
-    with pytest.raises(UsageError, match="metric.goal"):
+    with pytest.raises(UsageError, match=r"metric\.goal"):
         parse_config({**BASE, "metric": {"name": "l", "goal": "up"}})
     with pytest.raises(UsageError, match=r"parameters\.lr\.distribution 'beta'"):
         parse_config({**BASE, "parameters": {"lr": {"distribution": "beta", "min": 0, "max": 1}}})
