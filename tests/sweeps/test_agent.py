@@ -142,3 +142,34 @@ def test_stop_pause_resume_cancel(tmp_path: Path) -> None:
     assert [t["state"] for t in trials(tmp_path, sweep_id)] == ["finished", "stopped"]
     bad = run_cli("sweep", "--stop", "nosuchsweep", base=tmp_path)
     assert bad.returncode == 2 and "no sweep 'nosuchsweep'" in bad.stderr
+
+
+def test_early_termination_stops_worse_trials_through_the_agent(tmp_path: Path) -> None:
+    """Hyperband stops trials whose metric trails earlier ones: state stopped, never failed."""
+    sweep_id = create_sweep(
+        tmp_path,
+        {
+            "method": "grid",
+            "metric": {"name": "loss", "goal": "minimize"},
+            "parameters": {
+                "x": {"values": [1.0, 3.0, 5.0, 7.0]},
+                "steps": {"value": 40},
+                "sleep": {"value": 0.1},
+            },
+            "early_terminate": {"type": "hyperband", "min_iter": 2, "eta": 2},
+        },
+    )
+    res = run_cli("agent", sweep_id, base=tmp_path, timeout=200)
+    assert res.returncode == 0, res.stderr
+    got = trials(tmp_path, sweep_id)
+    assert len(got) == 4 and "failed" not in {t["state"] for t in got}
+    stopped = [t for t in got if t["state"] == "stopped"]
+    assert stopped, [(t["params"]["x"], t["state"]) for t in got]
+    best = min(got, key=lambda t: t["params"]["x"])
+    assert best["state"] == "finished"  # the best trial is never the one stopped
+    for t in stopped:
+        assert len(t["intermediate"]) < 40  # it did not run to the end
+        worse_before = [
+            u for u in got if u["number"] < t["number"] and u["params"]["x"] < t["params"]["x"]
+        ]
+        assert worse_before, "only a trial trailing an earlier one is stopped"

@@ -220,6 +220,7 @@ def _run_subprocess(
         ctl.finish(trial, "stopped", reader.final())
         raise
     value = reader.final()
+    ctl.report(trial, reader.values())  # the last values, and the rungs it reached
     state = "stopped" if stopped else ("finished" if rc == 0 else "failed")
     if not stopped and rc == 0 and value is None and ctl.config.metric:
         _say(f"trial {trial['number']} logged no {ctl.config.metric['name']!r}")
@@ -290,7 +291,9 @@ def run_in_process(
             reader = MetricReader(base_dir, trial["run_id"], (ctl.config.metric or {}).get("name"))
             if run_dir is not None:
                 reader.run_dir = run_dir
-            ctl.finish(trial, state, reader.final())
+            value = reader.final()
+            ctl.report(trial, reader.values())
+            ctl.finish(trial, state, value)
         done += 1
     return done
 

@@ -286,7 +286,13 @@ class Controller:
         me = dict(trial, state="running")
         st = self.study([*trials, me], me["number"])
         frozen = st.get_trials(deepcopy=False)[-1]
-        return bool(st.pruner.prune(st, frozen))
+        prune = bool(st.pruner.prune(st, frozen))
+        # successive halving remembers each rung's value in system attrs: keep them
+        attrs = _jsonable_attrs(dict(st._storage.get_trial_system_attrs(frozen._trial_id)))
+        if attrs != (trial.get("system_attrs") or {}):
+            trial["system_attrs"] = attrs
+            self.store.update_trial(self.sweep_id, trial["number"], {"system_attrs": attrs})
+        return prune
 
     def finish(self, trial: dict[str, Any], state: str, value: float | None) -> None:
         if value is not None and not math.isfinite(value):
