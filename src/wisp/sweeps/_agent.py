@@ -193,13 +193,13 @@ def _run_subprocess(
         return "failed", None
     stopped = False
     next_report = time.monotonic() + interval
+    waiter = _Waiter(proc)
     try:
         while True:
-            try:
-                rc = proc.wait(timeout=max(0.0, next_report - time.monotonic()))
+            got = waiter.wait(max(0.0, next_report - time.monotonic()))
+            if got is not None:
+                rc = got
                 break
-            except subprocess.TimeoutExpired:
-                pass
             next_report = time.monotonic() + interval
             prune = ctl.report(trial, reader.values())
             if not stopped and (prune or _sweep_state(ctl) == "cancelled"):
@@ -209,6 +209,7 @@ def _run_subprocess(
                 proc.terminate()
                 threading.Timer(STOP_GRACE, _kill_if_alive, (proc,)).start()
     except KeyboardInterrupt:
+        waiter.close()
         _say("interrupted: stopping the trial")
         if proc.poll() is None:
             proc.send_signal(signal.SIGINT)
@@ -219,6 +220,7 @@ def _run_subprocess(
             proc.wait()
         ctl.finish(trial, "stopped", reader.final())
         raise
+    waiter.close()
     value = reader.final()
     ctl.report(trial, reader.values())  # the last values, and the rungs it reached
     state = "stopped" if stopped else ("finished" if rc == 0 else "failed")
@@ -226,6 +228,39 @@ def _run_subprocess(
         _say(f"trial {trial['number']} logged no {ctl.config.metric['name']!r}")
     ctl.finish(trial, state, value)
     return state, value
+
+
+class _Waiter:
+    """Waits for a child with a pidfd where Linux has one (wakes at its exit, no polling)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.fd: int | None = None
+        pidfd_open = getattr(os, "pidfd_open", None)
+        if pidfd_open is not None:
+            try:
+                self.fd = pidfd_open(proc.pid)
+            except OSError:
+                self.fd = None
+
+    def wait(self, timeout: float) -> int | None:
+        """The exit code, or None if the child still runs after ``timeout`` seconds."""
+        if self.fd is None:
+            try:
+                return self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                return None
+        import select
+
+        ready, _w, _x = select.select([self.fd], [], [], timeout)
+        if ready:
+            return self.proc.wait()
+        return self.proc.poll()
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def _kill_if_alive(proc: subprocess.Popen[bytes]) -> None:
