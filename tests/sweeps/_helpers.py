@@ -70,8 +70,12 @@ def write_sweep(base: Path, config: dict[str, Any]) -> Path:
     return path
 
 
-def create_sweep(base: Path, config: dict[str, Any], project: str = "sweeps") -> str:
-    res = run_cli("sweep", str(write_sweep(base, config)), "--project", project, base=base)
+def create_sweep(
+    base: Path, config: dict[str, Any], project: str = "sweeps", env: dict[str, str] | None = None
+) -> str:
+    res = run_cli(
+        "sweep", str(write_sweep(base, config)), "--project", project, base=base, env=env
+    )
     assert res.returncode == 0, res.stderr
     return res.stdout.strip()
 
@@ -84,3 +88,78 @@ def trials(base: Path, sweep_id: str) -> list[dict[str, Any]]:
         return store.list_trials(sweep_id)
     finally:
         store.close()
+
+
+class Server:
+    """A real wisp server process on loopback (reads need no key; writes need ``key``)."""
+
+    def __init__(self, tmp_path: Path, db_url: str | None = None) -> None:
+        import socket
+
+        from wisp.server import keys_create
+
+        self.db_url = db_url or f"sqlite:///{tmp_path / 'server.db'}"
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = int(s.getsockname()[1])
+        self.key = keys_create("write", "sweep tests", db=self.db_url)[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = tmp_path / "server.log"
+        code = (
+            "import sys; from wisp.server import serve; serve(db=sys.argv[1], "
+            "media_dir=sys.argv[2], host='127.0.0.1', port=int(sys.argv[3]), no_auth=True, "
+            "log_level='warning')"
+        )
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", code, self.db_url, str(tmp_path / "media"), str(self.port)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        import time
+        import urllib.request
+
+        deadline = time.monotonic() + 30
+        while True:
+            assert self.proc.poll() is None, self.log.read_text()
+            try:
+                urllib.request.urlopen(f"{self.url}/api/v1/projects", timeout=1).read()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, self.log.read_text()
+                time.sleep(0.05)
+
+    def env(self) -> dict[str, str]:
+        return {"WISP_SERVER_URL": self.url, "WISP_API_KEY": self.key}
+
+    def get(self, path: str) -> Any:
+        import json
+        import urllib.request
+
+        with urllib.request.urlopen(f"{self.url}/api/v1{path}", timeout=30) as resp:
+            return json.loads(resp.read())
+
+    def send(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        import json
+        import urllib.error
+        import urllib.request
+
+        req = urllib.request.Request(
+            f"{self.url}/api/v1{path}",
+            data=json.dumps(body).encode(),
+            method=method,
+            headers={"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)

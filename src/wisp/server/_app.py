@@ -15,6 +15,7 @@ from wisp.server._http import json_response
 from wisp.server._openapi import openapi_document
 from wisp.server._settings import ServerSettings
 from wisp.server._store import Store, open_store
+from wisp.server._sweeps import sweep_routes
 
 __all__ = ["create_app"]
 
@@ -56,6 +57,7 @@ def create_app(settings: ServerSettings | None = None, *, store: Store | None = 
         Route(f"{v1}/projects", ep("read", api.projects), methods=["GET"]),
         Route(f"{v1}/projects/{{project}}/runs", ep("read", api.project_runs), methods=["GET"]),
         Route(f"{v1}/series", ep("read", api.series), methods=["GET"]),
+        *sweep_routes(api, store, settings.max_body_bytes),
         Route("/api/{rest:path}", _api_not_found),
         Route("/{path:path}", _static_handler(Path(settings.static_dir)), methods=["GET", "HEAD"]),
     ]
