@@ -74,6 +74,9 @@ def test_online_sweep_lives_in_the_server_and_agents_share_it(
         assert r["config"] == r["trial"]["params"]
     listed = server.get("/sweeps?project=online")["sweeps"]
     assert [(s["id"], s["trial_count"]) for s in listed] == [(sweep_id, 6)]
+    imp = server.get(f"/sweeps/{sweep_id}/importance")
+    assert set(imp["importance"]) == {"x", "y"} and imp["trials"] == 6
+    assert sum(imp["importance"].values()) == pytest.approx(1.0)
 
 
 def test_offline_sweep_then_sync_shows_it_on_the_server(tmp_path: Path, server: Server) -> None:

@@ -339,4 +339,7 @@ def _sweep_paths(v1: str) -> dict[str, Any]:
             )
         },
         f"{one}/runs": {"get": _op("Runs whose metadata names the sweep", [sid], {"200": _ok()})},
+        f"{one}/importance": {
+            "get": _op("Parameter importance (Optuna fANOVA)", [sid], {"200": _ok(_OBJ)})
+        },
     }

@@ -279,6 +279,46 @@ class SweepTables:
         return out
 
 
+class _Snapshot:
+    """A read-only sweep store over rows already read (for the controller's study)."""
+
+    def __init__(self, sweep: dict[str, Any], trials: list[dict[str, Any]]) -> None:
+        self.sweep = sweep
+        self.trials = trials
+
+    def get_sweep(self, sweep_id: str) -> dict[str, Any]:
+        return self.sweep
+
+    def list_trials(self, sweep_id: str) -> list[dict[str, Any]]:
+        return self.trials
+
+
+def importance(sweep: dict[str, Any], trials: list[dict[str, Any]]) -> dict[str, Any]:
+    """Parameter importance by Optuna (its default evaluator, fANOVA) over finished trials."""
+    from wisp.errors import UsageError
+    from wisp.sweeps._controller import Controller
+
+    done = [t for t in trials if t["state"] == "finished" and t["value"] is not None]
+    if len(done) < 2:
+        return {"importance": None, "reason": "needs at least 2 finished trials with a value"}
+    try:
+        ctl = Controller(_Snapshot(sweep, trials), sweep["id"])  # type: ignore[arg-type]
+    except UsageError as exc:
+        return {"importance": None, "reason": f"{exc} (on the server)"}
+    import optuna
+
+    study = ctl.study(done)
+    try:
+        scores = optuna.importance.get_param_importances(study)
+    except (ValueError, RuntimeError) as exc:
+        return {"importance": None, "reason": str(exc)}
+    return {
+        "importance": {k.replace("\x1f", "."): float(v) for k, v in scores.items()},
+        "reason": None,
+        "trials": len(done),
+    }
+
+
 # -- endpoints --------------------------------------------------------------------------------
 
 
@@ -288,6 +328,7 @@ class SweepApi:
     def __init__(self, store: Store, max_body: int) -> None:
         self.tables = SweepTables(store)
         self.max_body = max_body
+        self._importance: dict[tuple[str, int], dict[str, Any]] = {}
 
     def _id(self, request: Request) -> str:
         return check_id(request.path_params["sweep_id"], "sweep_id")
@@ -353,6 +394,19 @@ class SweepApi:
             )
         return json_response({"updated": updated})
 
+    async def importance(self, request: Request) -> Response:
+        sweep_id = self._id(request)
+        sweep = await self._need(sweep_id)
+        trials = await run_in_threadpool(self.tables.trials, sweep_id)
+        key = (sweep_id, sum(t["state"] == "finished" for t in trials))
+        out = self._importance.get(key)
+        if out is None:
+            out = await run_in_threadpool(importance, sweep, trials)
+            if len(self._importance) > 256:
+                self._importance.clear()
+            self._importance[key] = out
+        return json_response(out)
+
     async def runs(self, request: Request) -> Response:
         sweep_id = self._id(request)
         return json_response({"runs": await run_in_threadpool(self.tables.runs, sweep_id)})
@@ -373,4 +427,5 @@ def sweep_routes(api: Any, store: Store, max_body: int) -> list[Route]:
         Route(one + "/trials", ep("write", s.add_trial), methods=["POST"]),
         Route(one + "/trials/{number}", ep("write", s.update_trial), methods=["PATCH"]),
         Route(one + "/runs", ep("read", s.runs), methods=["GET"]),
+        Route(one + "/importance", ep("read", s.importance), methods=["GET"]),
     ]
