@@ -73,9 +73,7 @@ def write_sweep(base: Path, config: dict[str, Any]) -> Path:
 def create_sweep(
     base: Path, config: dict[str, Any], project: str = "sweeps", env: dict[str, str] | None = None
 ) -> str:
-    res = run_cli(
-        "sweep", str(write_sweep(base, config)), "--project", project, base=base, env=env
-    )
+    res = run_cli("sweep", str(write_sweep(base, config)), "--project", project, base=base, env=env)
     assert res.returncode == 0, res.stderr
     return res.stdout.strip()
 

@@ -245,9 +245,8 @@ class Controller:
             # random sampling needs no history: keep claiming O(1) in the number of trials
             st = self.study([] if self.config.method == "random" else trials, number)
             if self.config.dimensions:
-                ot = st.ask(fixed_distributions=self._dists)
-                internal = dict(ot.params)
-                attrs = dict(st._storage.get_trial_system_attrs(ot._trial_id))
+                internal = dict(st.ask(fixed_distributions=self._dists).params)
+                attrs = dict(st.get_trials(deepcopy=False)[-1].system_attrs)  # grid_id, ...
             else:
                 internal, attrs = {}, {}
             now = self._time()
@@ -285,10 +284,9 @@ class Controller:
         ]
         me = dict(trial, state="running")
         st = self.study([*trials, me], me["number"])
-        frozen = st.get_trials(deepcopy=False)[-1]
-        prune = bool(st.pruner.prune(st, frozen))
+        prune = bool(st.pruner.prune(st, st.get_trials(deepcopy=False)[-1]))
         # successive halving remembers each rung's value in system attrs: keep them
-        attrs = _jsonable_attrs(dict(st._storage.get_trial_system_attrs(frozen._trial_id)))
+        attrs = _jsonable_attrs(dict(st.get_trials(deepcopy=False)[-1].system_attrs))
         if attrs != (trial.get("system_attrs") or {}):
             trial["system_attrs"] = attrs
             self.store.update_trial(self.sweep_id, trial["number"], {"system_attrs": attrs})
