@@ -173,3 +173,16 @@ def test_early_termination_stops_worse_trials_through_the_agent(tmp_path: Path) 
             u for u in got if u["number"] < t["number"] and u["params"]["x"] < t["params"]["x"]
         ]
         assert worse_before, "only a trial trailing an earlier one is stopped"
+
+
+def test_cli_refuses_unknown_field_naming_it(tmp_path: Path) -> None:
+    """`wisp sweep` on a file with an unknown field exits 2 and names the field; no sweep made."""
+    (tmp_path / "s.yaml").write_text(
+        "method: random\nparameters:\n  lr:\n    min: 0.1\n    max: 1.0\n    distrib: uniform\n"
+    )
+    res = run_cli("sweep", "s.yaml", base=tmp_path)
+    assert res.returncode == 2
+    assert "unknown field parameters.lr.'distrib'" in res.stderr
+    assert not (tmp_path / "wisp" / "sweeps").exists()
+    res = run_cli("agent", "nosuch", base=tmp_path)
+    assert res.returncode == 2 and "no sweep 'nosuch'" in res.stderr

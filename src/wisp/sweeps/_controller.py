@@ -134,7 +134,11 @@ class Controller:
         seed = (self.seed * 100_003 + number) % (2**31)
         if method == "random":
             return s.RandomSampler(seed=seed)
-        return s.TPESampler(seed=seed, multivariate=True, constant_liar=True)
+        import warnings
+
+        with warnings.catch_warnings():  # both options are "experimental" in Optuna 4
+            warnings.simplefilter("ignore", self._optuna.exceptions.ExperimentalWarning)
+            return s.TPESampler(seed=seed, multivariate=True, constant_liar=True)
 
     def _pruner(self) -> Any:
         et = self.config.early_terminate
