@@ -75,3 +75,29 @@ def test_agent_arguments_are_checked(tmp_path: Path) -> None:
         wisp.agent(sweep_id, function=lambda: None, count=0)
     with pytest.raises(wisp.UsageError, match="function"):
         wisp.agent(sweep_id, function=42)  # type: ignore[arg-type]
+
+
+def test_nested_parameters_reach_config_as_nested_dicts(tmp_path: Path) -> None:
+    """Nested parameter groups become nested config dicts, from a YAML file given by path."""
+    import wisp
+
+    (tmp_path / "s.yaml").write_text(
+        "method: grid\n"
+        "parameters:\n"
+        "  optimizer:\n"
+        "    parameters:\n"
+        "      name: {values: [sgd, adam]}\n"
+        "      momentum: {value: 0.9}\n"
+        "  layers: {values: [1, 2]}\n"
+    )
+    seen = []
+
+    def train() -> None:
+        run = wisp.init()
+        seen.append((run.config["optimizer"], run.config["layers"]))
+
+    sweep_id = wisp.sweep(str(tmp_path / "s.yaml"))
+    assert wisp.agent(sweep_id, function=train) == 4  # a grid ends by itself
+    assert sorted(seen, key=repr) == sorted(
+        [({"name": n, "momentum": 0.9}, k) for n in ("sgd", "adam") for k in (1, 2)], key=repr
+    )

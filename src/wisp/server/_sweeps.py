@@ -46,11 +46,10 @@ from wisp.server import _schema as S
 from wisp.server._http import json_response, q_str, read_json
 from wisp.server._problem import Problem, check_id, clean_json, clean_str, invalid
 from wisp.server._store import Store
+from wisp.sweeps._controller import SWEEP_STATES, TRIAL_STATES
 
 __all__ = ["sweep_routes", "sweep_trials", "sweeps"]
 
-SWEEP_STATES = ("running", "paused", "finished", "stopped", "cancelled")
-TRIAL_STATES = ("running", "finished", "failed", "stopped", "crashed")
 
 sweeps = Table(
     "sweeps",
