@@ -70,3 +70,48 @@ def test_sweep_page_shows_best_run_chart_parallel_coordinates_and_importance(
     link.click()  # the best run's own page opens
     page.wait_for_selector("#key-search")
     assert best["run_id"] in page.url
+
+
+def test_sweep_page_is_live_while_the_sweep_runs(tmp_path: Path, page: Any) -> None:
+    """Trials appear on an open sweep page as the agent runs them, with no reload."""
+    import subprocess
+
+    from tests.sweeps._helpers import env_for, wisp_cmd
+
+    if not STATIC.exists():
+        _missing("the built dashboard (src/wisp/server/static)")
+    srv = Server(tmp_path)
+    agent = None
+    try:
+        sweep_id = create_sweep(
+            tmp_path,
+            {
+                "method": "random",
+                "metric": {"name": "loss"},
+                "parameters": {
+                    "x": {"min": 0.0, "max": 2.0},
+                    "steps": {"value": 6},
+                    "sleep": {"value": 0.3},
+                },
+                "run_cap": 3,
+            },
+            project="live",
+            env=srv.env(),
+        )
+        page.goto(f"{srv.url}/#/sweeps/{sweep_id}")
+        page.wait_for_selector("#sweep-runs")
+        assert page.locator("#sweep-runs tbody tr").count() == 0
+        agent = subprocess.Popen(
+            wisp_cmd("agent", sweep_id), cwd=tmp_path, env=env_for(tmp_path, srv.env())
+        )
+        page.wait_for_function(
+            "document.querySelectorAll('#sweep-runs tbody tr').length === 3"
+            " && document.getElementById('sweep-facts').textContent.includes('finished')",
+            timeout=90_000,
+        )
+        assert agent.wait(60) == 0
+        assert page.locator("#live").text_content() == ""  # no more polling once finished
+    finally:
+        if agent is not None and agent.poll() is None:
+            agent.kill()
+        srv.stop()
