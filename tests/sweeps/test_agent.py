@@ -186,3 +186,24 @@ def test_cli_refuses_unknown_field_naming_it(tmp_path: Path) -> None:
     assert not (tmp_path / "wisp" / "sweeps").exists()
     res = run_cli("agent", "nosuch", base=tmp_path)
     assert res.returncode == 2 and "no sweep 'nosuch'" in res.stderr
+
+
+def test_paused_sweep_makes_agents_wait_until_resumed(tmp_path: Path) -> None:
+    """An agent of a paused sweep starts no trial; after --resume it runs one."""
+    sweep_id = create_sweep(
+        tmp_path, {"method": "random", "parameters": {"x": {"min": 0.0, "max": 2.0}}}
+    )
+    run_cli("sweep", "--pause", sweep_id, base=tmp_path)
+    agent = subprocess.Popen(
+        wisp_cmd("agent", sweep_id, "--count", "1"),
+        cwd=tmp_path,
+        env=env_for(tmp_path),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3.0)
+    assert agent.poll() is None and trials(tmp_path, sweep_id) == []
+    run_cli("sweep", "--resume", sweep_id, base=tmp_path)
+    _out, err = agent.communicate(timeout=60)
+    assert agent.returncode == 0 and "paused; waiting" in err
+    assert [t["state"] for t in trials(tmp_path, sweep_id)] == ["finished"]

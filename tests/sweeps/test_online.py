@@ -133,3 +133,42 @@ def test_bad_requests_are_answered_4xx(tmp_path: Path, server: Server) -> None:
         "PATCH", "/sweeps/sw1/trials/0?only_running=true", {"state": "crashed"}
     )
     assert status == 200 and doc == {"updated": False}  # no longer running
+
+
+def test_wisp_ui_shows_an_offline_sweep_live(tmp_path: Path) -> None:
+    """`wisp ui` pushes the offline sweeps under its directory, and again as they change."""
+    import json
+    import time
+    import urllib.request
+
+    from tests.browser.conftest import start_dashboard
+
+    sweep_id = create_sweep(tmp_path, {**GRID, "run_cap": 2}, project="ui")
+    assert run_cli("agent", sweep_id, "--count", "1", base=tmp_path).returncode == 0
+    dash = start_dashboard(tmp_path, tmp_path / "ui-data")
+    try:
+
+        def get(path: str) -> dict:
+            with urllib.request.urlopen(f"{dash.url}/api/v1{path}", timeout=30) as resp:
+                return json.loads(resp.read())
+
+        def wait_for(pred) -> None:
+            deadline = time.monotonic() + 30
+            while not pred():
+                assert time.monotonic() < deadline, "timed out"
+                time.sleep(0.2)
+
+        wait_for(lambda: len(get("/sweeps")["sweeps"]) == 1)
+        wait_for(lambda: len(get(f"/sweeps/{sweep_id}/runs")["runs"]) == 1)
+        assert run_cli("agent", sweep_id, base=tmp_path).returncode == 0  # the second trial
+        wait_for(
+            lambda: (
+                [t["state"] for t in get(f"/sweeps/{sweep_id}/trials")["trials"]]
+                == ["finished", "finished"]
+            )
+        )
+        wait_for(lambda: len(get(f"/sweeps/{sweep_id}/runs")["runs"]) == 2)
+        assert get(f"/sweeps/{sweep_id}")["state"] == "finished"
+    finally:
+        dash.stop.set()
+        dash.thread.join(30)
