@@ -145,6 +145,7 @@ def test_wisp_ui_shows_an_offline_sweep_live(tmp_path: Path) -> None:
 
     sweep_id = create_sweep(tmp_path, {**GRID, "run_cap": 2}, project="ui")
     assert run_cli("agent", sweep_id, "--count", "1", base=tmp_path).returncode == 0
+    assert trials(tmp_path, sweep_id)[0]["state"] == "finished"
     dash = start_dashboard(tmp_path, tmp_path / "ui-data")
     try:
 
@@ -160,7 +161,8 @@ def test_wisp_ui_shows_an_offline_sweep_live(tmp_path: Path) -> None:
 
         wait_for(lambda: len(get("/sweeps")["sweeps"]) == 1)
         wait_for(lambda: len(get(f"/sweeps/{sweep_id}/runs")["runs"]) == 1)
-        assert run_cli("agent", sweep_id, base=tmp_path).returncode == 0  # the second trial
+        # the second and last trial: an agent that stops at --count still finishes the sweep
+        assert run_cli("agent", sweep_id, "--count", "1", base=tmp_path).returncode == 0
         wait_for(
             lambda: (
                 [t["state"] for t in get(f"/sweeps/{sweep_id}/trials")["trials"]]

@@ -120,10 +120,7 @@ def _claim(ctl: Controller, agent: dict[str, Any]) -> dict[str, Any] | None:
     ctl.reap()
     trial = ctl.next_trial(new_run_id(), agent)
     if trial is None:
-        trials = ctl.store.list_trials(ctl.sweep_id)
-        reason = ctl.done_reason(trials)
-        if reason is not None and not any(t["state"] == "running" for t in trials):
-            ctl.store.set_sweep_state(ctl.sweep_id, "finished")
+        reason = ctl.finish_sweep_if_done()
         _say(f"sweep {ctl.sweep_id} has no more trials ({reason})")
     return trial
 

@@ -304,6 +304,19 @@ class Controller:
             trial["number"],
             {"state": state, "value": value, "finished_at": self._time()},
         )
+        self.finish_sweep_if_done()
+
+    def finish_sweep_if_done(self) -> str | None:
+        """Mark a running sweep ``finished`` once it is done and no trial runs; the reason."""
+        trials = self.store.list_trials(self.sweep_id)
+        reason = self.done_reason(trials)
+        if (
+            reason is not None
+            and not any(t["state"] == "running" for t in trials)
+            and self.store.get_sweep(self.sweep_id)["state"] == "running"
+        ):
+            self.store.set_sweep_state(self.sweep_id, "finished")
+        return reason
 
 
 def _jsonable_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
