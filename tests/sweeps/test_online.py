@@ -122,6 +122,8 @@ def test_bad_requests_are_answered_4xx(tmp_path: Path, server: Server) -> None:
     assert server.send("POST", "/sweeps/sw1/trials", trial)[0] == 201
     assert server.send("POST", "/sweeps/sw1/trials", trial)[0] == 409
     assert server.send("POST", "/sweeps/sw1/trials", {**trial, "number": -1})[0] == 422
+    assert server.send("POST", "/sweeps/sw1/trials", {**trial, "number": 2**40})[0] == 422
+    assert server.send("POST", "/sweeps/sw1/trials", {**trial, "agent_pid": 2**70})[0] == 422
     assert server.send("POST", "/sweeps/sw1/trials", {**trial, "number": 1, "value": "x"})[0] == 422
     assert server.send("PATCH", "/sweeps/sw1/trials/0", {"state": "bogus"})[0] == 422
     assert server.send("PATCH", "/sweeps/sw1/trials/abc", {"state": "stopped"})[0] == 422

@@ -94,14 +94,20 @@ _UPDATABLE = frozenset(_TRIAL_COLS) - {"number"}
 # -- validation -------------------------------------------------------------------------------
 
 
+_INT_MAX = {"number": 2**31 - 1, "agent_pid": 2**62, "seed": 2**62}
+
+
 def _num(body: dict[str, Any], key: str, *, integer: bool = False) -> Any:
     v = body.get(key)
     if v is None:
         return None
-    ok = type(v) is int if integer else type(v) in (int, float) and math.isfinite(v)
-    if not ok:
-        raise invalid(key, "expected an integer" if integer else "expected a finite number")
-    return v
+    if integer:
+        if type(v) is not int or not 0 <= v <= _INT_MAX[key]:
+            raise invalid(key, f"expected an integer from 0 to {_INT_MAX[key]}")
+        return v
+    if type(v) not in (int, float) or not math.isfinite(v) or abs(v) > 1e300:
+        raise invalid(key, "expected a finite number")
+    return float(v)
 
 
 def _check_fields(
@@ -138,8 +144,6 @@ def _check_trial(body: dict[str, Any], *, partial: bool) -> dict[str, Any]:
         for need in ("number", "run_id", "internal", "params", "state", "created_at"):
             if out.get(need) is None:
                 raise invalid(need, "required")
-        if out["number"] < 0:
-            raise invalid("number", "expected an integer >= 0")
         out.setdefault("system_attrs", {})
         out.setdefault("intermediate", {})
     return out

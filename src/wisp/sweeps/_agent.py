@@ -189,6 +189,7 @@ def _run_subprocess(
         ctl.finish(trial, "failed", None)
         return "failed", None
     stopped = False
+    killer: threading.Timer | None = None
     next_report = time.monotonic() + interval
     waiter = _Waiter(proc)
     try:
@@ -204,7 +205,9 @@ def _run_subprocess(
                 _say(f"stopping trial {trial['number']} ({why})")
                 stopped = True
                 proc.terminate()
-                threading.Timer(STOP_GRACE, _kill_if_alive, (proc,)).start()
+                killer = threading.Timer(STOP_GRACE, _kill_if_alive, (proc,))
+                killer.daemon = True
+                killer.start()
     except KeyboardInterrupt:
         waiter.close()
         _say("interrupted: stopping the trial")
@@ -218,6 +221,8 @@ def _run_subprocess(
         ctl.finish(trial, "stopped", reader.final())
         raise
     waiter.close()
+    if killer is not None:
+        killer.cancel()
     value = reader.final()
     ctl.report(trial, reader.values())  # the last values, and the rungs it reached
     state = "stopped" if stopped else ("finished" if rc == 0 else "failed")

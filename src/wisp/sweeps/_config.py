@@ -25,7 +25,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["FORMAT_VERSION", "Dimension", "SweepConfig", "load_sweep_file", "parse_config"]
+__all__ = [
+    "FORMAT_VERSION",
+    "Dimension",
+    "SweepConfig",
+    "build_command",
+    "format_arg",
+    "load_sweep_file",
+    "parse_config",
+]
 
 FORMAT_VERSION = 1
 

@@ -22,7 +22,7 @@ import os
 import time
 from collections.abc import Callable
 
-from wisp.errors import UsageError
+from wisp.errors import UsageError, WispError
 from wisp.sweeps._config import SweepConfig, parse_config
 
 TYPE_CHECKING = False
@@ -270,7 +270,7 @@ class Controller:
             }
             if self.store.add_trial(self.sweep_id, trial):
                 return trial
-        raise RuntimeError("sweep: could not claim a trial after 1000 attempts")
+        raise WispError(f"sweep {self.sweep_id}: could not claim a trial in 1000 attempts")
 
     def report(self, trial: dict[str, Any], values: list[float]) -> bool:
         """Record the metric's values so far (``values[i]`` at iteration i+1) and beat.
