@@ -101,10 +101,20 @@ def agent(
         raise UsageError(f"agent() count must be a positive integer, got {count!r}")
     if function is not None and not callable(function):
         raise UsageError(f"agent() function must be callable, got {function!r}")
+    sweep_id = _bare_id(sweep_id)
     store, factory, base = open_store(_settings(dir))
     if function is None:
         return run_agent(store, sweep_id, base, count=count)
     return run_in_process(store, factory, sweep_id, base, function, count=count)
+
+
+def _bare_id(sweep_id: str) -> str:
+    """``entity/project/id`` (wandb's long form) -> ``id``."""
+    from wisp.errors import UsageError
+
+    if not isinstance(sweep_id, str) or not sweep_id.strip("/"):
+        raise UsageError(f"a sweep id must be a non-empty string, got {sweep_id!r}")
+    return sweep_id.strip("/").rsplit("/", 1)[-1]
 
 
 def set_state(sweep_id: str, action: str, *, dir: str | None = None) -> str:  # noqa: A002
@@ -114,6 +124,7 @@ def set_state(sweep_id: str, action: str, *, dir: str | None = None) -> str:  # 
     state = _CONTROLS.get(action)
     if state is None:
         raise UsageError(f"sweep action must be one of {', '.join(_CONTROLS)}, got {action!r}")
+    sweep_id = _bare_id(sweep_id)
     store, _f, _b = open_store(_settings(dir))
     store.get_sweep(sweep_id)  # raises for an unknown sweep
     store.set_sweep_state(sweep_id, state)
@@ -122,6 +133,7 @@ def set_state(sweep_id: str, action: str, *, dir: str | None = None) -> str:  # 
 
 def sweep_status(sweep_id: str, *, dir: str | None = None) -> dict[str, Any]:  # noqa: A002
     """The sweep and its trials, as stored."""
+    sweep_id = _bare_id(sweep_id)
     store, _f, _b = open_store(_settings(dir))
     out = dict(store.get_sweep(sweep_id))
     out["trials"] = store.list_trials(sweep_id)
