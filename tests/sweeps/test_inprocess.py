@@ -29,7 +29,7 @@ def test_import_wisp_as_wandb_sweep_and_agent(tmp_path: Path) -> None:
         },
         project="inproc",
     )
-    assert wandb.agent(sweep_id, function=train, count=3) == 3
+    assert wandb.agent(f"me/inproc/{sweep_id}", function=train, count=3) == 3  # wandb's form
     trials = LocalStore(str(tmp_path)).list_trials(sweep_id)
     assert [t["state"] for t in trials] == ["finished"] * 3
     assert [t["params"] for t in trials] == seen
