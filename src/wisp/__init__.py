@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from wisp._run import Config, Run, Summary
     from wisp._settings import Settings
     from wisp.media import Audio, Histogram, Html, Image, Object3D, Table, Video
+    from wisp.sweeps import agent, sweep
 
 __version__ = "0.1.0"
 
@@ -45,6 +46,7 @@ __all__ = [
     "UsageError",
     "Video",
     "WispError",
+    "agent",
     "alert",
     "config",
     "define_metric",
@@ -58,6 +60,7 @@ __all__ = [
     "run",
     "save",
     "summary",
+    "sweep",
     "sync",
     "unwatch",
     "watch",
@@ -91,6 +94,9 @@ _LAZY = {
     "alert": ("wisp.integrations._alert", "alert"),
     "AlertLevel": ("wisp.integrations._alert", "AlertLevel"),
     "login": ("wisp.integrations._alert", "login"),
+    # sweeps (src/wisp/sweeps)
+    "sweep": ("wisp.sweeps", "sweep"),
+    "agent": ("wisp.sweeps", "agent"),
 }
 
 

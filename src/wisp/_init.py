@@ -202,6 +202,10 @@ def start_run(
 
         check_settings(s)
 
+    if os.environ.get("WISP_SWEEP_ID"):  # a sweep trial: the agent's parameters (wisp.sweeps)
+        from wisp.sweeps._hook import sweep_args
+
+        id, config, project = sweep_args(id, config, project)  # noqa: A001
     project = _check_str("project", project) or os.environ.get("WISP_PROJECT") or "uncategorized"
     name = _check_str("name", name)
     notes = _check_str("notes", notes)

@@ -150,6 +150,7 @@ class Run:
         self._origin = None if origin is None else dict(origin)
         self._exit_deadline: float | None = None  # set by the exit hook: bounds finish()
         self.created_at = get_time()
+        self.sweep_id = os.environ.get("WISP_SWEEP_ID") or None  # set by a sweep agent
         if config:
             self.config.update(config)
         object.__setattr__(self.config, "_run", self)
@@ -206,6 +207,8 @@ class Run:
         }
         if self.rank is not None:
             fields["rank"] = self.rank
+        if self.sweep_id:
+            fields["sweep_id"] = self.sweep_id
         return fields
 
     def _run_record(self) -> dict[str, Any]:

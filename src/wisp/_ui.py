@@ -158,9 +158,13 @@ def ui(
     if env_dir and env_dir not in roots:
         roots.append(env_dir)
     importer = LocalImporter(roots, lambda: ApiClient(url, server.write_key))
+    from wisp.sweeps._sync import SweepPusher  # offline sweeps under the roots (docs/sweeps.md)
+
+    sweeps = SweepPusher(roots, url, server.write_key)
     stop = stop or threading.Event()
     try:
         importer.poll()
+        sweeps.poll()
         if ready is not None:
             ready(url)
         if open_browser:
@@ -169,6 +173,7 @@ def ui(
             webbrowser.open(url)
         while not stop.wait(poll_interval):
             importer.poll()
+            sweeps.poll()
     except KeyboardInterrupt:
         pass
     finally:

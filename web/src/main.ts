@@ -6,6 +6,7 @@ import { setApiKey } from "./api";
 import { comparePage, projectsPage, runPage, type Dispose } from "./pages";
 import { current, href } from "./router";
 import { runsPage } from "./runs/page";
+import { sweepPage, sweepsPage } from "./sweep";
 import { h } from "./util";
 
 const app = document.getElementById("app")!;
@@ -35,8 +36,14 @@ function render(): void {
     if (b === "r" && id) parts.push(" / ", h("span", {}, id));
     if (b === "compare") parts.push(" / compare");
   }
+  if (a === "sweeps") {
+    parts.push(" / ", h("a", { href: href(["sweeps"]) }, "sweeps"));
+    if (project) parts.push(" / ", h("span", {}, project));
+  }
   crumbs.replaceChildren(...parts);
-  if (a === "p" && project && b === "r" && id) dispose = runPage(app, r, id);
+  if (a === "sweeps" && project) dispose = sweepPage(app, project);
+  else if (a === "sweeps") dispose = sweepsPage(app);
+  else if (a === "p" && project && b === "r" && id) dispose = runPage(app, r, id);
   else if (a === "p" && project && b === "compare") dispose = comparePage(app, r, project);
   else if (a === "p" && project) dispose = runsPage(app, r, project);
   else dispose = projectsPage(app);

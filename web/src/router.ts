@@ -3,6 +3,7 @@
 //   #/p/<project>?filter=&sort=&order=&cols=&group=&sel=
 //   #/p/<project>/r/<run>?q=&x=&smooth=&log=&tab=
 //   #/p/<project>/compare?runs=a,b&q=&x=&smooth=&log=&xmin=&xmax=
+//   #/sweeps                         sweeps;  #/sweeps/<sweep>  one sweep (sweep.ts)
 export interface Route {
   path: string[];
   params: URLSearchParams;

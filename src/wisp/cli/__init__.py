@@ -131,6 +131,19 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--project", default=None, help="project of the imported runs (TensorBoard)")
     dir_opt(sp)
 
+    sp = add("sweep", "create a sweep from a sweep file (prints its id), or control one")
+    sp.add_argument("config", nargs="?", metavar="SWEEP_FILE", help="YAML or JSON sweep file")
+    sp.add_argument("--project", default=None, help="project of the sweep's runs")
+    for action in ("stop", "cancel", "pause", "resume", "status"):
+        sp.add_argument(f"--{action}", metavar="SWEEP_ID", default=None)
+    sp.add_argument("--json", action="store_true", help="machine-readable --status")
+    dir_opt(sp)
+
+    sp = add("agent", "run trials of a sweep, one process each")
+    sp.add_argument("sweep_id", metavar="SWEEP_ID")
+    sp.add_argument("--count", type=int, default=None, help="run at most N trials")
+    dir_opt(sp)
+
     sp = add("doctor", "check this environment for common tracking problems")
     dir_opt(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output")
@@ -148,6 +161,8 @@ _COMMANDS = {
     "gc": ("wisp.cli._runs", "cmd_gc"),
     "import": ("wisp.cli._import_cmd", "cmd_import"),
     "doctor": ("wisp.cli._doctor_cmd", "cmd_doctor"),
+    "sweep": ("wisp.cli._sweep_cmd", "cmd_sweep"),
+    "agent": ("wisp.cli._sweep_cmd", "cmd_agent"),
 }
 
 

@@ -229,4 +229,9 @@ def cmd_sync(args: argparse.Namespace) -> int:
         f"synced {uploaded} run(s), {skipped} already up to date, "
         f"in {time.monotonic() - started:.1f}s"
     )
+    if args.all:  # offline sweeps under --dir go along with their runs (docs/sweeps.md)
+        from wisp.sweeps._sync import push_local_sweeps
+
+        if swept := push_local_sweeps(args.dir, args.server, args.key):
+            print(f"synced {swept} sweep(s)")
     return EXIT["ok"]

@@ -18,12 +18,12 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from wisp._values import Deferred
+from wisp._deferred import Deferred
 from wisp.errors import UsageError
 from wisp.media._common import check_caption, check_file
 
 if TYPE_CHECKING:
-    from wisp._values import ResolveContext
+    from wisp._deferred import ResolveContext
 
 __all__ = ["INJECT", "Html"]
 

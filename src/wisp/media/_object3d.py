@@ -33,8 +33,8 @@ import os
 import struct
 from typing import TYPE_CHECKING, Any
 
+from wisp._deferred import Deferred
 from wisp._tensors import snapshot
-from wisp._values import Deferred
 from wisp.errors import UsageError
 from wisp.media._common import (
     ARRAY_ROOTS,
@@ -46,7 +46,7 @@ from wisp.media._common import (
 )
 
 if TYPE_CHECKING:
-    from wisp._values import ResolveContext
+    from wisp._deferred import ResolveContext
 
 __all__ = [
     "FILE_SUFFIXES",

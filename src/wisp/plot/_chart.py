@@ -26,12 +26,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from wisp._values import Deferred
+from wisp._deferred import Deferred
 from wisp.errors import UsageError
 from wisp.media._table import Table
 
 if TYPE_CHECKING:
-    from wisp._values import ResolveContext
+    from wisp._deferred import ResolveContext
 
 __all__ = ["CHARTS", "CustomChart", "bar", "histogram", "line", "line_series", "scatter"]
 

@@ -16,6 +16,7 @@ from wisp.server._http import json_response
 from wisp.server._openapi import openapi_document
 from wisp.server._settings import ServerSettings
 from wisp.server._store import Store, open_store
+from wisp.server._sweeps import sweep_routes
 
 __all__ = ["create_app"]
 
@@ -66,6 +67,7 @@ def create_app(
         Route(f"{v1}/projects/{{project}}/runs", ep("read", api.project_runs), methods=["GET"]),
         Route(f"{v1}/series", ep("read", api.series), methods=["GET"]),
         Route(f"{v1}/filter/parse", ep("read", api.filter_parse), methods=["GET"]),
+        *sweep_routes(api, store, settings.max_body_bytes),
         Route("/api/{rest:path}", _api_not_found),
         Route("/{path:path}", _static_handler(Path(settings.static_dir)), methods=["GET", "HEAD"]),
     ]

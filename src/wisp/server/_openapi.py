@@ -244,6 +244,7 @@ def openapi_document() -> dict[str, Any]:
             )
         },
     }
+    paths.update(_sweep_paths(v1))
     return {
         "openapi": "3.0.3",
         "info": {
@@ -276,5 +277,87 @@ def openapi_document() -> dict[str, Any]:
                     },
                 }
             },
+        },
+    }
+
+
+_OBJ = {"type": "object"}
+_SWEEP_BODY = {
+    "type": "object",
+    "required": ["id", "config", "created_at"],
+    "properties": {
+        "id": _ID,
+        "project": {"type": "string"},
+        "name": {"type": "string"},
+        "config": _OBJ,
+        "state": {"type": "string"},
+        "seed": {"type": "integer"},
+        "created_at": {"type": "number"},
+    },
+}
+_TRIAL_BODY = {
+    "type": "object",
+    "properties": {
+        "number": {"type": "integer"},
+        "run_id": _ID,
+        "internal": _OBJ,
+        "system_attrs": _OBJ,
+        "params": _OBJ,
+        "intermediate": _OBJ,
+        "state": {"type": "string"},
+        "value": {"type": "number"},
+        "agent_id": {"type": "string"},
+        "agent_pid": {"type": "integer"},
+        "host": {"type": "string"},
+        "created_at": {"type": "number"},
+        "heartbeat_at": {"type": "number"},
+        "finished_at": {"type": "number"},
+    },
+}
+
+
+def _sweep_paths(v1: str) -> dict[str, Any]:
+    """Sweeps (``wisp.server._sweeps``; docs/http-api.md, "Sweeps")."""
+    sid = _p("sweep_id", _ID, "path")
+    body = {"application/json": {"schema": _SWEEP_BODY}}
+    trial = {"application/json": {"schema": _TRIAL_BODY}}
+    one = f"{v1}/sweeps/{{sweep_id}}"
+    return {
+        f"{v1}/sweeps": {
+            "post": _op("Create a sweep", [], {"201": _ok(_OBJ), "409": _ok(_OBJ)}, body, "write"),
+            "get": _op("Sweeps, newest first", [_p("project", {"type": "string"})], {"200": _ok()}),
+        },
+        one: {
+            "get": _op("One sweep", [sid], {"200": _ok(_OBJ)}),
+            "patch": _op(
+                "Change a sweep's state",
+                [sid],
+                {"200": _ok(_OBJ)},
+                {"application/json": {"schema": {"type": "object", "properties": {"state": {}}}}},
+                "write",
+            ),
+        },
+        f"{one}/trials": {
+            "get": _op("A sweep's trials by number", [sid], {"200": _ok(_OBJ)}),
+            "post": _op(
+                "Claim a trial number (409 if taken)",
+                [sid],
+                {"201": _ok(_OBJ), "409": _ok(_OBJ)},
+                trial,
+                "write",
+            ),
+        },
+        f"{one}/trials/{{number}}": {
+            "patch": _op(
+                "Update a trial",
+                [sid, _p("number", {"type": "integer"}, "path"), _p("only_running", {})],
+                {"200": _ok(_OBJ)},
+                trial,
+                "write",
+            )
+        },
+        f"{one}/runs": {"get": _op("Runs whose metadata names the sweep", [sid], {"200": _ok()})},
+        f"{one}/importance": {
+            "get": _op("Parameter importance (Optuna fANOVA)", [sid], {"200": _ok(_OBJ)})
         },
     }

@@ -1,0 +1,434 @@
+"""Sweeps on the server: two tables and the ``/api/v1/sweeps`` endpoints (docs/http-api.md).
+
+Tables (Alembic revision ``0002``):
+
+- ``sweeps``        one row per sweep: id, project, name, config (the sweep file as JSON),
+                    state, seed, created_at.
+- ``sweep_trials``  one row per (sweep_id, number): run_id, internal, system_attrs, params,
+                    intermediate (JSON), state, value, agent_id, agent_pid, host, created_at,
+                    heartbeat_at, finished_at.
+
+The server only keeps the state; agents sample (``wisp.sweeps._controller``).  The trial
+number is the primary key, so a second agent claiming the same number gets 409 and samples
+again.  Sweep files are checked by ``wisp.sweeps._config`` (the SDK's rules, one definition).
+A sweep's runs are the runs whose metadata carries its ``sweep_id``, uploaded or synced.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    Index,
+    Integer,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    func,
+    select,
+    update,
+)
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from wisp.server import _schema as S
+from wisp.server._http import json_response, q_str, read_json
+from wisp.server._problem import Problem, check_id, clean_json, clean_str, invalid
+from wisp.server._store import Store
+from wisp.sweeps._controller import SWEEP_STATES, TRIAL_STATES
+
+__all__ = ["sweep_routes", "sweep_trials", "sweeps"]
+
+
+sweeps = Table(
+    "sweeps",
+    S.metadata,
+    Column("id", String(64), primary_key=True),
+    Column("project", String(128), nullable=True),
+    Column("name", Text, nullable=True),
+    Column("config", S.JSONT, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("seed", BigInteger, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_sweeps_project_created", "project", "created_at"),
+)
+
+sweep_trials = Table(
+    "sweep_trials",
+    S.metadata,
+    Column("sweep_id", String(64), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("run_id", String(64), nullable=False),
+    Column("internal", S.JSONT, nullable=False),
+    Column("system_attrs", S.JSONT, nullable=False),
+    Column("params", S.JSONT, nullable=False),
+    Column("intermediate", S.JSONT, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("value", Float, nullable=True),
+    Column("agent_id", String(64), nullable=True),
+    Column("agent_pid", BigInteger, nullable=True),
+    Column("host", Text, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("heartbeat_at", Float, nullable=True),
+    Column("finished_at", Float, nullable=True),
+    PrimaryKeyConstraint("sweep_id", "number"),
+)
+
+_SWEEP_COLS = ("id", "project", "name", "config", "state", "seed", "created_at")
+_JSON_COLS = ("internal", "system_attrs", "params", "intermediate")
+_TRIAL_COLS = tuple(c.name for c in sweep_trials.columns if c.name != "sweep_id")
+_UPDATABLE = frozenset(_TRIAL_COLS) - {"number"}
+
+
+# -- validation -------------------------------------------------------------------------------
+
+
+_INT_MAX = {"number": 2**31 - 1, "agent_pid": 2**62, "seed": 2**62}
+
+
+def _num(body: dict[str, Any], key: str, *, integer: bool = False) -> Any:
+    v = body.get(key)
+    if v is None:
+        return None
+    if integer:
+        if type(v) is not int or not 0 <= v <= _INT_MAX[key]:
+            raise invalid(key, f"expected an integer from 0 to {_INT_MAX[key]}")
+        return v
+    if type(v) not in (int, float) or not math.isfinite(v) or abs(v) > 1e300:
+        raise invalid(key, "expected a finite number")
+    return float(v)
+
+
+def _check_fields(
+    body: Any, allowed: frozenset[str] | tuple[str, ...], what: str
+) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise invalid("body", f"expected a JSON object ({what})")
+    for k in body:
+        if k not in allowed:
+            raise invalid(str(k)[:100], f"unknown field: expected {', '.join(sorted(allowed))}")
+    return body
+
+
+def _check_trial(body: dict[str, Any], *, partial: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in body.items():
+        if k in _JSON_COLS:
+            if not isinstance(v, dict):
+                raise invalid(k, "expected an object")
+            out[k] = clean_json(v, k)
+        elif k == "state":
+            if v not in TRIAL_STATES:
+                raise invalid(k, f"expected one of {', '.join(TRIAL_STATES)}")
+            out[k] = v
+        elif k == "run_id":
+            out[k] = check_id(v, k)
+        elif k in ("agent_id", "host"):
+            out[k] = None if v is None else clean_str(v, k, 256)
+        elif k in ("number", "agent_pid"):
+            out[k] = _num(body, k, integer=True)
+        else:
+            out[k] = _num(body, k)
+    if not partial:
+        for need in ("number", "run_id", "internal", "params", "state", "created_at"):
+            if out.get(need) is None:
+                raise invalid(need, "required")
+        out.setdefault("system_attrs", {})
+        out.setdefault("intermediate", {})
+    return out
+
+
+def _check_sweep(body: dict[str, Any]) -> dict[str, Any]:
+    from wisp.errors import UsageError
+    from wisp.sweeps._config import parse_config
+
+    try:
+        parse_config(body.get("config"))
+    except UsageError as exc:
+        raise invalid("config", str(exc)) from None
+    out = {
+        "id": check_id(body.get("id"), "id"),
+        "project": None
+        if body.get("project") is None
+        else clean_str(body["project"], "project", 128),
+        "name": None if body.get("name") is None else clean_str(body["name"], "name", 1024),
+        "config": clean_json(body["config"], "config"),
+        "state": body.get("state", "running"),
+        "seed": _num(body, "seed", integer=True) or 0,
+        "created_at": _num(body, "created_at"),
+    }
+    if out["state"] not in SWEEP_STATES:
+        raise invalid("state", f"expected one of {', '.join(SWEEP_STATES)}")
+    if out["created_at"] is None:
+        raise invalid("created_at", "required")
+    return out
+
+
+# -- storage ----------------------------------------------------------------------------------
+
+
+class SweepTables:
+    """Sweep rows in the server's database (the run store's engine)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.engine = store.engine
+
+    @contextmanager
+    def _tx(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn:
+            conn.execution_options(wisp_write=True)
+            with conn.begin():
+                yield conn
+
+    def create(self, row: dict[str, Any]) -> bool:
+        try:
+            with self._tx() as conn:
+                conn.execute(sweeps.insert(), [row])
+        except IntegrityError:
+            return False
+        return True
+
+    def get(self, sweep_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(sweeps).where(sweeps.c.id == sweep_id)).first()
+        return None if row is None else dict(row._mapping)
+
+    def list_sweeps(self, project: str | None) -> list[dict[str, Any]]:
+        t = sweep_trials.c
+        counts = (
+            select(t.sweep_id, func.count().label("n"), func.max(t.heartbeat_at).label("seen"))
+            .group_by(t.sweep_id)
+            .subquery()
+        )
+        q = select(sweeps, counts.c.n, counts.c.seen).outerjoin(
+            counts, counts.c.sweep_id == sweeps.c.id
+        )
+        if project is not None:
+            q = q.where(sweeps.c.project == project)
+        q = q.order_by(sweeps.c.created_at.desc()).limit(1000)
+        with self.engine.connect() as conn:
+            out = []
+            for row in conn.execute(q):
+                m = dict(row._mapping)
+                m["trial_count"] = m.pop("n") or 0
+                m["last_activity"] = m.pop("seen")
+                out.append(m)
+        return out
+
+    def set_state(self, sweep_id: str, state: str) -> bool:
+        with self._tx() as conn:
+            res = conn.execute(update(sweeps).where(sweeps.c.id == sweep_id).values(state=state))
+        return bool(res.rowcount)
+
+    def trials(self, sweep_id: str) -> list[dict[str, Any]]:
+        q = (
+            select(*[sweep_trials.c[c] for c in _TRIAL_COLS])
+            .where(sweep_trials.c.sweep_id == sweep_id)
+            .order_by(sweep_trials.c.number)
+        )
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(q)]
+
+    def add_trial(self, sweep_id: str, trial: dict[str, Any]) -> bool:
+        try:
+            with self._tx() as conn:
+                conn.execute(sweep_trials.insert(), [{**trial, "sweep_id": sweep_id}])
+        except IntegrityError:
+            return False
+        return True
+
+    def update_trial(
+        self, sweep_id: str, number: int, fields: dict[str, Any], only_running: bool
+    ) -> bool:
+        c = sweep_trials.c
+        cond = (c.sweep_id == sweep_id) & (c.number == number)
+        if only_running:
+            cond = cond & (c.state == "running")
+        with self._tx() as conn:
+            res = conn.execute(update(sweep_trials).where(cond).values(**fields))
+        return bool(res.rowcount)
+
+    def runs(self, sweep_id: str) -> list[dict[str, Any]]:
+        """The runs whose metadata names this sweep, with their trial's number/state/value."""
+        r = S.runs
+        q = (
+            select(r)
+            .where(r.c.meta["sweep_id"].as_string() == sweep_id)
+            .order_by(r.c.created_at)
+            .limit(10_000)
+        )
+        by_run = {t["run_id"]: t for t in self.trials(sweep_id)}
+        out = []
+        with self.engine.connect() as conn:
+            for row in conn.execute(q):
+                run = self.store.run_dict(row)
+                t = by_run.get(run["id"])
+                run["trial"] = (
+                    None if t is None else {k: t[k] for k in ("number", "state", "value", "params")}
+                )
+                out.append(run)
+        return out
+
+
+class _Snapshot:
+    """A read-only sweep store over rows already read (for the controller's study)."""
+
+    def __init__(self, sweep: dict[str, Any], trials: list[dict[str, Any]]) -> None:
+        self.sweep = sweep
+        self.trials = trials
+
+    def get_sweep(self, sweep_id: str) -> dict[str, Any]:
+        return self.sweep
+
+    def list_trials(self, sweep_id: str) -> list[dict[str, Any]]:
+        return self.trials
+
+
+def importance(sweep: dict[str, Any], trials: list[dict[str, Any]]) -> dict[str, Any]:
+    """Parameter importance by Optuna (its default evaluator, fANOVA) over finished trials."""
+    from wisp.errors import UsageError
+    from wisp.sweeps._controller import Controller
+
+    done = [t for t in trials if t["state"] == "finished" and t["value"] is not None]
+    if len(done) < 2:
+        return {"importance": None, "reason": "needs at least 2 finished trials with a value"}
+    try:
+        ctl = Controller(_Snapshot(sweep, trials), sweep["id"])  # type: ignore[arg-type]
+    except UsageError as exc:
+        return {"importance": None, "reason": f"{exc} (on the server)"}
+    import optuna
+
+    study = ctl.study(done)
+    try:
+        scores = optuna.importance.get_param_importances(study)
+    except (ValueError, RuntimeError) as exc:
+        return {"importance": None, "reason": str(exc)}
+    return {
+        "importance": {k.replace("\x1f", "."): float(v) for k, v in scores.items()},
+        "reason": None,
+        "trials": len(done),
+    }
+
+
+# -- endpoints --------------------------------------------------------------------------------
+
+
+class SweepApi:
+    """The ``/api/v1/sweeps`` handlers."""
+
+    def __init__(self, store: Store, max_body: int) -> None:
+        self.tables = SweepTables(store)
+        self.max_body = max_body
+        self._importance: dict[tuple[str, int], dict[str, Any]] = {}
+
+    def _id(self, request: Request) -> str:
+        return check_id(request.path_params["sweep_id"], "sweep_id")
+
+    async def _need(self, sweep_id: str) -> dict[str, Any]:
+        sweep = await run_in_threadpool(self.tables.get, sweep_id)
+        if sweep is None:
+            raise Problem(404, "sweep_not_found", f"no sweep {sweep_id!r}", "sweep_id")
+        return sweep
+
+    async def create(self, request: Request) -> Response:
+        body = _check_fields(await read_json(request, self.max_body), _SWEEP_COLS, "a sweep")
+        row = _check_sweep(body)
+        if not await run_in_threadpool(self.tables.create, row):
+            raise Problem(409, "sweep_exists", f"sweep {row['id']!r} exists", "id")
+        return json_response({"sweep": row}, 201)
+
+    async def list_sweeps(self, request: Request) -> Response:
+        project = q_str(request, "project", None, 128)
+        return json_response({"sweeps": await run_in_threadpool(self.tables.list_sweeps, project)})
+
+    async def get(self, request: Request) -> Response:
+        return json_response(await self._need(self._id(request)))
+
+    async def patch(self, request: Request) -> Response:
+        sweep_id = self._id(request)
+        body = _check_fields(await read_json(request, self.max_body), ("state",), "{state}")
+        if body.get("state") not in SWEEP_STATES:
+            raise invalid("state", f"expected one of {', '.join(SWEEP_STATES)}")
+        if not await run_in_threadpool(self.tables.set_state, sweep_id, body["state"]):
+            raise Problem(404, "sweep_not_found", f"no sweep {sweep_id!r}", "sweep_id")
+        return json_response(await self._need(sweep_id))
+
+    async def trials(self, request: Request) -> Response:
+        sweep_id = self._id(request)
+        await self._need(sweep_id)
+        return json_response({"trials": await run_in_threadpool(self.tables.trials, sweep_id)})
+
+    async def add_trial(self, request: Request) -> Response:
+        sweep_id = self._id(request)
+        body = _check_fields(await read_json(request, self.max_body), _TRIAL_COLS, "a trial")
+        trial = _check_trial(body, partial=False)
+        await self._need(sweep_id)
+        if not await run_in_threadpool(self.tables.add_trial, sweep_id, trial):
+            raise Problem(
+                409, "trial_exists", f"trial {trial['number']} of sweep {sweep_id} exists", "number"
+            )
+        return json_response({"trial": trial}, 201)
+
+    async def update_trial(self, request: Request) -> Response:
+        sweep_id = self._id(request)
+        raw = request.path_params["number"]
+        if not raw.isdigit() or len(raw) > 9:
+            raise invalid("number", "expected a trial number")
+        body = _check_fields(await read_json(request, self.max_body), _UPDATABLE, "trial fields")
+        fields = _check_trial(body, partial=True)
+        only = q_str(request, "only_running", "false") == "true"
+        await self._need(sweep_id)
+        updated = False
+        if fields:
+            updated = await run_in_threadpool(
+                self.tables.update_trial, sweep_id, int(raw), fields, only
+            )
+        return json_response({"updated": updated})
+
+    async def importance(self, request: Request) -> Response:
+        sweep_id = self._id(request)
+        sweep = await self._need(sweep_id)
+        trials = await run_in_threadpool(self.tables.trials, sweep_id)
+        key = (sweep_id, sum(t["state"] == "finished" for t in trials))
+        out = self._importance.get(key)
+        if out is None:
+            out = await run_in_threadpool(importance, sweep, trials)
+            if len(self._importance) > 256:
+                self._importance.clear()
+            self._importance[key] = out
+        return json_response(out)
+
+    async def runs(self, request: Request) -> Response:
+        sweep_id = self._id(request)
+        return json_response({"runs": await run_in_threadpool(self.tables.runs, sweep_id)})
+
+
+def sweep_routes(api: Any, store: Store, max_body: int) -> list[Route]:
+    """The sweep routes, wrapped by ``api.endpoint`` (auth and problem answers)."""
+    s = SweepApi(store, max_body)
+    ep = api.endpoint
+    base = "/api/v1/sweeps"
+    one = base + "/{sweep_id}"
+    return [
+        Route(base, ep("write", s.create), methods=["POST"]),
+        Route(base, ep("read", s.list_sweeps), methods=["GET"]),
+        Route(one, ep("read", s.get), methods=["GET"]),
+        Route(one, ep("write", s.patch), methods=["PATCH"]),
+        Route(one + "/trials", ep("read", s.trials), methods=["GET"]),
+        Route(one + "/trials", ep("write", s.add_trial), methods=["POST"]),
+        Route(one + "/trials/{number}", ep("write", s.update_trial), methods=["PATCH"]),
+        Route(one + "/runs", ep("read", s.runs), methods=["GET"]),
+        Route(one + "/importance", ep("read", s.importance), methods=["GET"]),
+    ]
