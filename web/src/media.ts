@@ -5,7 +5,7 @@ import { cssVar, fmtNum, h } from "./util";
 
 /** The server URL of a media file: by its sha256 (added on upload), else by the sha256 that
  * names the file in the run directory (`media/<sha256>.png`, as table cells refer to images). */
-export function mediaSrc(item: { sha256?: unknown; path?: unknown }): string | null {
+export function mediaSrc(item: { [field: string]: unknown }): string | null {
   if (typeof item.sha256 === "string") return api.mediaUrl(item.sha256);
   if (typeof item.path === "string") {
     const m = /([0-9a-f]{64})(\.[A-Za-z0-9.]+)?$/.exec(item.path);

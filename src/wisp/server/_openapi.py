@@ -74,6 +74,25 @@ def _types(eps: list[Endpoint]) -> list[type]:
     return list(dict.fromkeys(out))
 
 
+def _structs(base: type = msgspec.Struct) -> dict[str, type]:
+    out: dict[str, type] = {}
+    for sub in base.__subclasses__():
+        out[sub.__name__] = sub
+        out.update(_structs(sub))
+    return out
+
+
+def _open_objects(node: Any) -> Any:
+    """Say what ``{"type": "object"}`` means (any members) so TypeScript gets an index type."""
+    if isinstance(node, dict):
+        if node == {"type": "object"}:
+            return {"type": "object", "additionalProperties": True}
+        return {k: _open_objects(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_open_objects(v) for v in node]
+    return node
+
+
 def openapi_document() -> dict[str, Any]:
     """The document, built from the endpoint declarations and their types."""
     eps = all_endpoints()
@@ -110,26 +129,32 @@ def openapi_document() -> dict[str, Any]:
             op["security"] = [{"bearer": []}]
         op["x-wisp-scope"] = e.scope
         paths.setdefault(e.full_path, {})[e.method.lower()] = op
-    return {
-        "openapi": "3.1.0",
-        "info": {
-            "title": "wisp tracking server",
-            "version": "1",
-            "description": "Generated from the server's declared types; docs/http-api.md "
-            "explains the protocol. Errors: {error: {code, message, field}}.",
-        },
-        "paths": paths,
-        "components": {
-            "schemas": kept,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "responses": {
-                "Error": {
-                    "description": "client error",
-                    "content": {"application/json": {"schema": refs[ErrorBody]}},
-                }
+    classes = _structs()
+    for name, comp in kept.items():
+        if getattr(classes.get(name), "open_members", False):  # more members than declared
+            comp["additionalProperties"] = True
+    return _open_objects(
+        {
+            "openapi": "3.1.0",
+            "info": {
+                "title": "wisp tracking server",
+                "version": "1",
+                "description": "Generated from the server's declared types; docs/http-api.md "
+                "explains the protocol. Errors: {error: {code, message, field}}.",
             },
-        },
-    }
+            "paths": paths,
+            "components": {
+                "schemas": kept,
+                "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+                "responses": {
+                    "Error": {
+                        "description": "client error",
+                        "content": {"application/json": {"schema": refs[ErrorBody]}},
+                    }
+                },
+            },
+        }
+    )
 
 
 def dumps(doc: dict[str, Any]) -> str:

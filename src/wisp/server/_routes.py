@@ -24,7 +24,7 @@ from starlette.responses import Response
 from wisp.server._http import json_response, read_json
 from wisp.server._problem import Problem, invalid
 
-__all__ = ["Endpoint", "In", "endpoint", "endpoints"]
+__all__ = ["Endpoint", "In", "bind", "convert", "endpoint", "endpoints"]
 
 RAW = "raw"  # ``body=RAW``: the handler reads the request stream itself
 Responses = dict[int, Any]  # status -> Struct type | None (no body) | {content type: schema}
@@ -139,6 +139,7 @@ def field_of(err: msgspec.ValidationError, where: str) -> tuple[str, str]:
 
 
 def convert(obj: Any, typ: type, where: str, strict: bool = True) -> Any:
+    """``obj`` converted to ``typ``; a mismatch is a 422 naming the field under ``where``."""
     try:
         return msgspec.convert(obj, typ, strict=strict)
     except msgspec.ValidationError as e:

@@ -12,7 +12,7 @@ The request bodies the SDK sends are also declared, standard library only, in
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 from msgspec import Meta
@@ -44,6 +44,7 @@ __all__ = [
     "MediaListQuery",
     "MediaPath",
     "MediaStored",
+    "MetricSpec",
     "Ok",
     "Project",
     "ProjectList",
@@ -207,10 +208,20 @@ class RunRow(msgspec.Struct):
     summary: Json
 
 
+class MetricSpec(msgspec.Struct):
+    """``wisp.define_metric()``: the payload of a METRIC record, checked at ingestion."""
+
+    open_members: ClassVar[bool] = True
+    name: Key
+    step_metric: Key | None = None
+    summary: Annotated[str, Meta(max_length=MAX_NAME_LENGTH)] | None = None
+    hidden: bool | None = None
+
+
 class RunDetail(RunRow):
     metadata: Json
     metric_keys: list[str]
-    metrics: list[Json]
+    metrics: list[MetricSpec]
 
 
 class RunPut(msgspec.Struct):
@@ -272,6 +283,7 @@ class SeriesList(msgspec.Struct):
 class MediaItem(msgspec.Struct):
     """A typed value; more fields depend on ``type`` (image: ``sha256``, ``path``, ...)."""
 
+    open_members: ClassVar[bool] = True  # documented with additionalProperties
     key: str
     step: int
     type: str
