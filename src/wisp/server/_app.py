@@ -43,12 +43,14 @@ def create_app(
             heartbeat_timeout=settings.heartbeat_timeout,
             run_migrations=settings.migrate,
         )
-    api = Api(store, settings, blobs if blobs is not None else open_blob_store(settings.media_dir))
-    routes = [
-        Route(e.full_path, bind(e, api, api.auth), methods=[e.method])
-        for cls in api_classes()
-        for e in endpoints(cls)
-    ]
+    blobs = blobs if blobs is not None else open_blob_store(settings.media_dir)
+    api = Api(store, settings, blobs)
+    routes = []
+    for cls in api_classes():  # every handler class takes (store, settings, blobs)
+        obj = api if cls is Api else cls(store, settings, blobs)
+        routes += [
+            Route(e.full_path, bind(e, obj, api.auth), methods=[e.method]) for e in endpoints(cls)
+        ]
     routes += [
         Route("/api/{rest:path}", _api_not_found),
         Route("/{path:path}", _static_handler(Path(settings.static_dir)), methods=["GET", "HEAD"]),

@@ -76,6 +76,7 @@ def _types(eps: list[Endpoint]) -> list[type]:
 
 def _structs(base: type = msgspec.Struct) -> dict[str, type]:
     out: dict[str, type] = {}
+    sub: type
     for sub in base.__subclasses__():
         out[sub.__name__] = sub
         out.update(_structs(sub))
@@ -133,7 +134,7 @@ def openapi_document() -> dict[str, Any]:
     for name, comp in kept.items():
         if getattr(classes.get(name), "open_members", False):  # more members than declared
             comp["additionalProperties"] = True
-    return _open_objects(
+    doc: dict[str, Any] = _open_objects(
         {
             "openapi": "3.1.0",
             "info": {
@@ -155,6 +156,7 @@ def openapi_document() -> dict[str, Any]:
             },
         }
     )
+    return doc
 
 
 def dumps(doc: dict[str, Any]) -> str:
