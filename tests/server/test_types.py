@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import types
 import typing
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ def _base(tp: Any) -> Any:
         return _base(args[0])
     if origin is typing.Literal:
         return type(args[0])
-    if origin in (typing.Union, __import__("types").UnionType):
+    if origin in (typing.Union, types.UnionType):
         return _base(args[0]) if len(args) == 1 else tuple(_base(a) for a in args)
     return origin or tp
 
