@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint typecheck bench install clean web chromium
+.PHONY: demo test lint typecheck bench install clean web chromium api-types
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -17,12 +17,20 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 # The dashboard: built by Vite into the package (src/wisp/server/static, not committed).
 WEB_OUT := src/wisp/server/static/index.html
-WEB_SRC := web/package.json web/package-lock.json web/index.html web/vite.config.ts $(wildcard web/src/*) $(wildcard web/src/*/*)
+WEB_SRC := web/package.json web/package-lock.json web/index.html web/vite.config.ts web/openapi.json $(wildcard web/src/*) $(wildcard web/src/*/*)
 
 $(WEB_OUT): $(WEB_SRC)
 	cd web && npm ci --no-audit --no-fund && npm run build
 
 web: $(WEB_OUT)
+
+# The HTTP API's shapes, regenerated from the server's declarations (src/wisp/server/_types.py
+# and the @endpoint routes): web/openapi.json, then web/src/api.gen.ts from it. Both are
+# committed; the Vite build (npm prebuild) regenerates api.gen.ts from web/openapi.json, and
+# tests/server/test_types.py fails when either is stale.
+api-types: $(STAMP)
+	$(BIN)/python -m wisp.server._openapi > web/openapi.json
+	cd web && npm ci --no-audit --no-fund && npm run gen:api
 
 # Browser tests drive Debian's Chromium (never a downloaded browser).
 chromium:

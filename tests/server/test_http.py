@@ -1,4 +1,4 @@
-"""HTTP plumbing of the server (src/wisp/server/_http.py): body limits, gzip, JSON, query params."""
+"""HTTP plumbing of the server (src/wisp/server/_http.py): body limits, gzip, JSON."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from wisp.server._http import json_response, loads, q_float, q_int, q_str, read_body, read_json
+from wisp.server._http import json_response, loads, read_body, read_json
 from wisp.server._problem import Problem
 
 LIMIT = 1000
@@ -39,23 +39,12 @@ async def _json(request: Request) -> Response:
     return json_response({"doc": await read_json(request, 100 * LIMIT)})
 
 
-async def _query(request: Request) -> Response:
-    return json_response(
-        {
-            "s": q_str(request, "s", "dflt", 10),
-            "i": q_int(request, "i", 7, 0, 100),
-            "f": q_float(request, "f"),
-        }
-    )
-
-
 @pytest.fixture
 def client() -> Iterator[TestClient]:
     app = Starlette(
         routes=[
             Route("/body", _guarded(_body), methods=["POST"]),
             Route("/json", _guarded(_json), methods=["POST"]),
-            Route("/query", _guarded(_query), methods=["GET"]),
         ]
     )
     with TestClient(app) as c:
@@ -123,22 +112,3 @@ def test_non_finite_floats_are_sent_as_null(client: TestClient) -> None:
     r = json_response({"a": math.nan, "b": [math.inf, 1.5], "c": {"d": -math.inf}})
     assert json.loads(bytes(r.body)) == {"a": None, "b": [None, 1.5], "c": {"d": None}}
     assert r.media_type == "application/json"
-
-
-def test_query_parameters_are_checked_with_the_field_named(client: TestClient) -> None:
-    """Defaults apply when absent; bad integers, floats and strings answer 422 naming the field."""
-    assert client.get("/query").json() == {"s": "dflt", "i": 7, "f": None}
-    assert client.get("/query?s=abc&i=5&f=2.5").json() == {"s": "abc", "i": 5, "f": 2.5}
-    for qs, field in [
-        ("i=x", "i"),
-        ("i=101", "i"),
-        ("i=-1", "i"),
-        ("f=abc", "f"),
-        ("f=inf", "f"),
-        ("f=nan", "f"),
-        ("s=" + "a" * 11, "s"),
-        ("s=a%00b", "s"),
-    ]:
-        r = client.get(f"/query?{qs}")
-        assert r.status_code == 422, qs
-        assert r.json()["error"]["field"] == field, qs

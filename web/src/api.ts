@@ -1,69 +1,23 @@
 // Typed client for the wisp HTTP API v1 (see docs/http-api.md).
 import type { Tree } from "./filter";
-export interface Project {
-  name: string;
-  run_count: number;
-  last_activity: number | null;
+import type { components, operations } from "./api.gen";
+// Shapes are generated from the server's OpenAPI document (web/openapi.json, made by
+// `python -m wisp.server._openapi`) into api.gen.ts by `npm run gen:api` (run before every build).
+type Schemas = components["schemas"];
+export type Project = Schemas["Project"];
+export type RunRow = Schemas["RunRow"];
+export type MetricSpec = Schemas["MetricSpec"];
+export type RunDetail = Schemas["RunDetail"];
+export type Series = Schemas["Series"];
+export type MediaItem = Schemas["MediaItem"];
+export type ConsoleLine = Schemas["ConsoleLine"];
+type Query<Op extends keyof operations> = NonNullable<operations[Op]["parameters"]["query"]>;
+/** The JSON body of an operation's 200 answer. */
+type Ok<Op extends keyof operations> = operations[Op]["responses"] extends {
+  200: { content: { "application/json": infer B } };
 }
-
-export interface RunRow {
-  id: string;
-  project: string;
-  name: string | null;
-  state: string;
-  tags: string[];
-  group: string | null;
-  job_type: string | null;
-  notes: string | null;
-  created_at: number | null;
-  finished_at: number | null;
-  duration: number | null;
-  config: Record<string, unknown>;
-  summary: Record<string, unknown>;
-}
-
-export interface MetricSpec {
-  name: string;
-  step_metric: string | null;
-  summary?: string;
-  hidden?: boolean;
-}
-
-export interface RunDetail extends RunRow {
-  metadata: Record<string, unknown>;
-  metric_keys: string[];
-  metrics: MetricSpec[];
-}
-
-export interface Series {
-  run: string;
-  key: string;
-  x: number[];
-  y: (number | null)[];
-  min: (number | null)[];
-  max: (number | null)[];
-  first?: (number | null)[];
-  last?: (number | null)[];
-  raw: boolean;
-  count: number;
-  nonfinite?: number;
-}
-
-export interface MediaItem {
-  key: string;
-  step: number;
-  type: string;
-  sha256?: string;
-  path?: string;
-  [field: string]: unknown;
-}
-
-export interface ConsoleLine {
-  id: number;
-  ts: number;
-  stream: string;
-  text: string;
-}
+  ? B
+  : never;
 
 export class ApiError extends Error {
   constructor(
@@ -143,21 +97,20 @@ export function qs(params: Record<string, string | number | undefined | null>): 
 const enc = encodeURIComponent;
 
 export const api = {
-  projects: () => getJSON<{ projects: Project[] }>("/api/v1/projects"),
-  runs: (
-    project: string,
-    p: { filter?: string; sort?: string; order?: string; limit?: number; offset?: number },
-    signal?: AbortSignal,
-  ) =>
-    getJSON<{ runs: RunRow[]; total: number }>(`/api/v1/projects/${enc(project)}/runs${qs(p)}`, signal),
+  projects: () => getJSON<Ok<"projects">>("/api/v1/projects"),
+  runs: (project: string, p: Query<"project_runs">, signal?: AbortSignal) =>
+    getJSON<Ok<"project_runs">>(`/api/v1/projects/${enc(project)}/runs${qs(p)}`, signal),
   filterParse: (filter: string, signal?: AbortSignal) =>
-    getJSON<{ filter: string; version: number; tree: Tree | null }>(`/api/v1/filter/parse${qs({ filter })}`, signal),
-  run: (id: string) => getJSON<RunDetail>(`/api/v1/runs/${enc(id)}`),
+    getJSON<Omit<Ok<"filter_parse">, "tree"> & { tree: Tree | null }>(
+      `/api/v1/filter/parse${qs({ filter })}`,
+      signal,
+    ),
+  run: (id: string) => getJSON<Ok<"get_run">>(`/api/v1/runs/${enc(id)}`),
   series: (
-    p: { runs: string[]; keys: string[]; x: string; min?: number; max?: number; buckets: number; after?: number },
+    p: { runs: string[]; keys: string[] } & Omit<Query<"series">, "runs" | "keys">,
     signal?: AbortSignal,
   ) =>
-    getJSON<{ series: Series[] }>(
+    getJSON<Ok<"series">>(
       `/api/v1/series${qs({
         runs: p.runs.join(","),
         keys: p.keys.join(","),
@@ -169,9 +122,8 @@ export const api = {
       })}`,
       signal,
     ),
-  media: (id: string, key?: string) =>
-    getJSON<{ media: MediaItem[] }>(`/api/v1/runs/${enc(id)}/media${qs({ key })}`),
+  media: (id: string, key?: string) => getJSON<Ok<"media_list">>(`/api/v1/runs/${enc(id)}/media${qs({ key })}`),
   console: (id: string, after?: number) =>
-    getJSON<{ lines: ConsoleLine[] }>(`/api/v1/runs/${enc(id)}/console${qs({ after })}`),
+    getJSON<Ok<"console">>(`/api/v1/runs/${enc(id)}/console${qs({ after })}`),
   mediaUrl: (sha: string) => `/api/v1/media/${enc(sha)}`,
 };

@@ -230,7 +230,7 @@ export function viewToolbar(
 }
 
 /** Match a key against define_metric specs (globs with "*"); returns the step metric. */
-export function stepMetricLookup(specs: { name: string; step_metric: string | null }[]): (key: string) => string | null {
+export function stepMetricLookup(specs: { name: string; step_metric?: string | null }[]): (key: string) => string | null {
   const rules = specs
     .filter((s) => s.step_metric)
     .map((s) => ({ re: new RegExp(`^${s.name.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*")}$`), sm: s.step_metric! }));

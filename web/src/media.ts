@@ -5,7 +5,7 @@ import { cssVar, fmtNum, h } from "./util";
 
 /** The server URL of a media file: by its sha256 (added on upload), else by the sha256 that
  * names the file in the run directory (`media/<sha256>.png`, as table cells refer to images). */
-export function mediaSrc(item: { sha256?: unknown; path?: unknown }): string | null {
+export function mediaSrc(item: { [field: string]: unknown }): string | null {
   // the file's last suffix goes on the URL: the server answers with its content type
   const ext = typeof item.path === "string" ? (/(\.[A-Za-z0-9]{1,10})$/.exec(item.path)?.[1] ?? "") : "";
   if (typeof item.sha256 === "string") return api.mediaUrl(item.sha256 + ext);

@@ -20,6 +20,7 @@ import json
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import quote, urlsplit
 
+from wisp._wire import RunBody
 from wisp.errors import FatalApiError, RetryableApiError, UsageError
 
 __all__ = ["API_PREFIX", "ApiClient", "HttpTransport", "Response", "Transport"]
@@ -214,7 +215,8 @@ class ApiClient:
 
     # -- endpoints ---------------------------------------------------------------------------
 
-    def put_run(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    def put_run(self, run_id: str, body: RunBody) -> dict[str, Any]:
+        """Create or update a run (the body's shape: :class:`wisp._wire.RunBody`)."""
         data = json.dumps(body, allow_nan=True).encode()
         return self._json(self.call("PUT", f"/runs/{quote(run_id, safe='')}", data))
 

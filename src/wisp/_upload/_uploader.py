@@ -38,7 +38,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from wisp._rundir import (
     CURSOR_FILE,
@@ -56,6 +56,7 @@ from wisp._runfile import (
     history_json,
 )
 from wisp._upload._transport import ApiClient, Conflict
+from wisp._wire import RUN_RECORD_FIELDS, RunBody
 from wisp.errors import FatalApiError, RetryableApiError, UsageError
 
 if TYPE_CHECKING:
@@ -65,11 +66,10 @@ __all__ = ["CURSOR_FILE", "Cursor", "Uploader", "attach", "check_settings", "fin
 
 log = logging.getLogger("wisp")
 
-_RUN_FIELDS = ("project", "name", "tags", "notes", "group", "job_type", "created_at")
 _dumps = json.JSONEncoder(allow_nan=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
-def describe_run(path: str, *, crashed: bool = False) -> tuple[str, dict[str, Any]]:
+def describe_run(path: str, *, crashed: bool = False) -> tuple[str, RunBody]:
     """The run id and ``PUT /runs/{id}`` body, from the run file as it is now."""
     tail = RecordTail(path)
     first: dict[str, Any] | None = None
@@ -93,12 +93,14 @@ def describe_run(path: str, *, crashed: bool = False) -> tuple[str, dict[str, An
         raise FileNotFoundError(f"{path}: no run record yet")
     if crashed and state == "running":
         state = "crashed"
-    body: dict[str, Any] = {k: first.get(k) for k in _RUN_FIELDS}
+    body = cast("RunBody", {k: first.get(k) for k in RUN_RECORD_FIELDS})
     body["tags"] = body["tags"] or []
     body["config"] = config
     body["state"] = state
     body["metadata"] = {
-        k: v for k, v in first.items() if k not in _RUN_FIELDS and k not in ("run_id", "writer_id")
+        k: v
+        for k, v in first.items()
+        if k not in RUN_RECORD_FIELDS and k not in ("run_id", "writer_id")
     }
     return first["run_id"], body
 
@@ -435,6 +437,7 @@ class Uploader:
     # -- encoding and media ------------------------------------------------------------------
 
     def _encode(self, writer_id: str, first_seq: int, batch: list[Record]) -> bytes:
+        """A ``wisp._wire.RecordsBody``, written byte by byte (payloads are JSON already)."""
         parts = [
             b'{"writer_id":',
             _dumps(writer_id).encode(),

@@ -1,28 +1,30 @@
-"""HTTP endpoints of API v1 (docs/http-api.md is the user-facing description).
+"""HTTP endpoints of API v1 (shapes: ``_types``; prose: docs/http-api.md).
 
-Each handler declares the scope it needs; :func:`endpoint` checks the key,
-turns :class:`Problem` into a JSON error and runs blocking storage calls in the
-thread pool.
+Each handler declares its method, path, scope and types once with
+:func:`~wisp.server._routes.endpoint`; the wrapper checks the key, decodes the
+request through the declared types and turns :class:`Problem` into a JSON error.
+Blocking storage calls run in the thread pool.
 """
 
 from __future__ import annotations
 
+import math
 import mimetypes
-import re
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 
-from wisp._protocol import MAX_KEY_LENGTH, MAX_NAME_LENGTH, MAX_SEQ, MAX_STEP
+from wisp._protocol import MAX_KEY_LENGTH
+from wisp.server import _types as T
 from wisp.server._blobs import BlobStore, open_blob_store
 from wisp.server._filter import TREE_VERSION
-from wisp.server._http import json_response, q_float, q_int, q_str, read_json
-from wisp.server._ingest import STATES, check_project, check_run_fields, prepare_records
+from wisp.server._http import json_response
+from wisp.server._ingest import check_project, check_run_fields, prepare_records
 from wisp.server._problem import Problem, check_id, clean_json, clean_str, invalid
 from wisp.server._query import filter_tree, list_runs
+from wisp.server._routes import RAW, In, endpoint
 from wisp.server._series import export_history, series
 from wisp.server._settings import ServerSettings
 from wisp.server._store import Store
@@ -36,10 +38,9 @@ MEDIA_CSP = (
     "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline'; "
     "style-src 'unsafe-inline'; img-src data: blob:; media-src data: blob:; font-src data:"
 )
-_SHA = re.compile(r"([0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?")
-_RUN_BODY = {"project", "name", "tags", "notes", "group", "job_type", "config", "metadata"}
-_RUN_BODY |= {"state", "created_at"}
-Handler = Callable[[Request], Awaitable[Response]]
+_NO_BODY = None
+_MEDIA_BYTES: dict[str, Any] = {"*/*": {}}
+_HISTORY = {"text/csv": {"type": "string"}, "application/x-ndjson": {"type": "string"}}
 
 
 class Api:
@@ -54,8 +55,9 @@ class Api:
 
     # -- plumbing -----------------------------------------------------------------------------
 
-    async def _auth(self, request: Request, scope: str) -> None:
-        if scope == "read" and self.settings.no_auth:
+    async def auth(self, request: Request, scope: str) -> None:
+        """Check the request's key has ``scope`` (401/403 otherwise)."""
+        if scope == "public" or (scope == "read" and self.settings.no_auth):
             return
         header = request.headers.get("authorization", "")
         kind, _, token = header.partition(" ")
@@ -72,94 +74,152 @@ class Api:
         if _LEVEL[have] < _LEVEL[scope]:
             raise Problem(403, "forbidden", f"this endpoint needs a {scope} key, got a {have} key")
 
-    def endpoint(self, scope: str, fn: Handler) -> Handler:
-        async def handle(request: Request) -> Response:
-            try:
-                await self._auth(request, scope)
-                return await fn(request)
-            except Problem as p:
-                return json_response(p.body(), p.status)
-
-        handle.__name__ = fn.__name__
-        return handle
-
-    def _run_id(self, request: Request) -> str:
-        return check_id(request.path_params["run_id"], "run_id")
-
     async def _need_run(self, run_id: str) -> dict[str, Any]:
         run = await run_in_threadpool(self.store.get_run, run_id)
         if run is None:
             raise Problem(404, "run_not_found", f"no run {run_id!r}", "run_id")
         return run
 
+    # -- the document -------------------------------------------------------------------------
+
+    @endpoint(
+        "GET",
+        "/api/openapi.json",
+        scope="public",
+        summary="This OpenAPI document",
+        responses={200: {"application/json": {"type": "object"}}},
+    )
+    async def openapi(self, r: In) -> Response:
+        from wisp.server._openapi import openapi_bytes
+
+        return Response(openapi_bytes(), media_type="application/json")
+
     # -- ingestion ----------------------------------------------------------------------------
 
-    async def put_run(self, request: Request) -> Response:
-        run_id = self._run_id(request)
-        body = await read_json(request, self.settings.max_body_bytes)
-        if not isinstance(body, dict):
-            raise invalid("body", "expected a JSON object")
-        for k in body:
-            if k not in _RUN_BODY:
-                raise invalid(
-                    str(k)[:100], f"unknown field: expected {', '.join(sorted(_RUN_BODY))}"
-                )
+    @endpoint(
+        "PUT",
+        "/runs/{run_id}",
+        scope="write",
+        summary="Create or update a run (idempotent upsert)",
+        path_params=T.RunPath,
+        body=T.RunBody,
+        responses={200: T.RunPut},
+    )
+    async def put_run(self, r: In) -> Response:
+        body: dict[str, Any] = r.raw
         cols = check_run_fields(body, "")
         for src, col in (("config", "config"), ("metadata", "meta")):
             if body.get(src) is not None:
-                if not isinstance(body[src], dict):
-                    raise invalid(src, "expected an object")
                 cols[col] = clean_json(body[src], src)
         if body.get("state") is not None:
-            if body["state"] not in STATES:
-                raise invalid("state", f"expected one of {', '.join(STATES)}")
             cols["state"] = body["state"]
-        run = await run_in_threadpool(self.store.put_run, run_id, cols)
+        run = await run_in_threadpool(self.store.put_run, r.path.run_id, cols)
         return json_response({"run": run})
 
-    async def post_records(self, request: Request) -> Response:
-        run_id = self._run_id(request)
-        body = await read_json(request, self.settings.max_body_bytes)
-        if not isinstance(body, dict):
-            raise invalid("body", "expected a JSON object {writer_id, first_seq, records}")
-        writer = check_id(body.get("writer_id"), "writer_id")
-        first = body.get("first_seq")
-        if type(first) is not int or not 0 <= first < MAX_SEQ:
-            raise invalid("first_seq", "expected an integer >= 0")
-        prepared = await run_in_threadpool(prepare_records, body.get("records"))
-        acked = await run_in_threadpool(self.store.ingest, run_id, writer, first, prepared)
+    @endpoint(
+        "POST",
+        "/runs/{run_id}/records",
+        scope="write",
+        summary="Append a batch of run-file records exactly once",
+        path_params=T.RunPath,
+        body=T.RecordsBody,
+        responses={200: T.Ack, 409: T.SeqConflict},
+    )
+    async def post_records(self, r: In) -> Response:
+        b: T.RecordsBody = r.body
+        prepared = await run_in_threadpool(prepare_records, r.raw["records"])
+        acked = await run_in_threadpool(
+            self.store.ingest, r.path.run_id, b.writer_id, b.first_seq, prepared
+        )
         return json_response({"acked_seq": acked})
 
-    async def get_writer(self, request: Request) -> Response:
-        run_id = self._run_id(request)
-        writer = check_id(request.path_params["writer_id"], "writer_id")
-        return json_response(
-            {"acked_seq": await run_in_threadpool(self.store.acked_seq, run_id, writer)}
-        )
+    @endpoint(
+        "GET",
+        "/runs/{run_id}/writers/{writer_id}",
+        scope="read",
+        summary="Acknowledged sequence of a writer (-1 if unknown)",
+        path_params=T.WriterPath,
+        responses={200: T.Ack},
+    )
+    async def get_writer(self, r: In) -> Response:
+        p: T.WriterPath = r.path
+        acked = await run_in_threadpool(self.store.acked_seq, p.run_id, p.writer_id)
+        return json_response({"acked_seq": acked})
 
-    async def heartbeat(self, request: Request) -> Response:
-        run_id = self._run_id(request)
+    @endpoint(
+        "POST",
+        "/runs/{run_id}/heartbeat",
+        scope="write",
+        summary="Mark a run as alive",
+        path_params=T.RunPath,
+        responses={200: T.Ok},
+    )
+    async def heartbeat(self, r: In) -> Response:
+        run_id = r.path.run_id
         if not await run_in_threadpool(self.store.heartbeat, run_id):
             raise Problem(404, "run_not_found", f"no run {run_id!r}", "run_id")
         return json_response({"ok": True})
 
     # -- media --------------------------------------------------------------------------------
 
-    def _sha(self, request: Request) -> tuple[str, str]:
-        m = _SHA.fullmatch(request.path_params["sha256"])
-        if m is None:
-            raise invalid("sha256", "expected 64 lowercase hex digits, optionally with .suffix")
-        return m.group(1), m.group(2) or ""
+    @staticmethod
+    def _sha(p: T.MediaPath) -> tuple[str, str]:
+        sha, dot, suffix = p.sha256.partition(".")
+        return sha, dot + suffix
 
-    async def head_media(self, request: Request) -> Response:
-        sha, _ = self._sha(request)
+    @endpoint(
+        "HEAD",
+        "/media/{sha256}",
+        scope="read",
+        summary="Is this media file stored?",
+        path_params=T.MediaPath,
+        responses={200: _NO_BODY, 404: _NO_BODY},
+    )
+    async def head_media(self, r: In) -> Response:
+        sha, _ = self._sha(r.path)
         known = await run_in_threadpool(self.store.media_known, sha)
         if known is None or not await run_in_threadpool(self.blobs.exists, sha):
             return Response(status_code=404)
         return Response(status_code=200, headers={"content-length": str(known["size"])})
 
-    async def put_media(self, request: Request) -> Response:
-        sha, suffix = self._sha(request)
+    @endpoint(
+        "GET",
+        "/media/{sha256}",
+        scope="read",
+        summary="Media file bytes",
+        path_params=T.MediaPath,
+        responses={200: _MEDIA_BYTES},
+    )
+    async def get_media(self, r: In) -> Response:
+        sha, suffix = self._sha(r.path)
+        known = await run_in_threadpool(self.store.media_known, sha)
+        head = await run_in_threadpool(self.blobs.head, sha)
+        if known is None or head is None:
+            raise Problem(404, "media_not_found", f"no media {sha}", "sha256")
+        ctype = mimetypes.guess_type("x" + (known["suffix"] or suffix))[0]
+        ctype = ctype or head.content_type or "application/octet-stream"
+        # Logged HTML (and any file a URL suffix makes a browser render) runs sandboxed: an
+        # opaque origin that cannot read the dashboard's storage or call its API.
+        headers = {"content-security-policy": MEDIA_CSP, "x-content-type-options": "nosniff"}
+        path = await run_in_threadpool(self.blobs.local_path, sha)
+        if path is not None:
+            return FileResponse(path, media_type=ctype, headers=headers)
+        headers["content-length"] = str(head.size)
+        return StreamingResponse(self.blobs.iter_bytes(sha), media_type=ctype, headers=headers)
+
+    @endpoint(
+        "PUT",
+        "/media/{sha256}",
+        scope="write",
+        summary="Upload a media file by its sha256",
+        path_params=T.MediaPath,
+        body=RAW,
+        body_content="application/octet-stream",
+        responses={200: T.MediaStored, 201: T.MediaStored},
+    )
+    async def put_media(self, r: In) -> Response:
+        sha, suffix = self._sha(r.path)
+        request = r.request
         if await run_in_threadpool(self.store.media_known, sha) is not None and (
             await run_in_threadpool(self.blobs.exists, sha)
         ):
@@ -177,107 +237,153 @@ class Api:
         await run_in_threadpool(self.store.media_add, sha, size, suffix)
         return json_response({"sha256": sha, "stored": True}, 201)
 
-    async def get_media(self, request: Request) -> Response:
-        sha, suffix = self._sha(request)
-        known = await run_in_threadpool(self.store.media_known, sha)
-        head = await run_in_threadpool(self.blobs.head, sha)
-        if known is None or head is None:
-            raise Problem(404, "media_not_found", f"no media {sha}", "sha256")
-        ctype = mimetypes.guess_type("x" + (known["suffix"] or suffix))[0]
-        ctype = ctype or head.content_type or "application/octet-stream"
-        # Logged HTML (and any file a URL suffix makes a browser render) runs sandboxed: an
-        # opaque origin that cannot read the dashboard's storage or call its API.
-        headers = {"content-security-policy": MEDIA_CSP, "x-content-type-options": "nosniff"}
-        path = await run_in_threadpool(self.blobs.local_path, sha)
-        if path is not None:
-            return FileResponse(path, media_type=ctype, headers=headers)
-        headers["content-length"] = str(head.size)
-        return StreamingResponse(self.blobs.iter_bytes(sha), media_type=ctype, headers=headers)
-
     # -- queries ------------------------------------------------------------------------------
 
-    async def projects(self, request: Request) -> Response:
+    @endpoint(
+        "GET",
+        "/projects",
+        scope="read",
+        summary="Projects with run counts",
+        responses={200: T.ProjectList},
+    )
+    async def projects(self, r: In) -> Response:
         return json_response({"projects": await run_in_threadpool(self.store.projects)})
 
-    async def project_runs(self, request: Request) -> Response:
-        project = check_project(request.path_params["project"], "project")
-        order = q_str(request, "order", "desc")
-        if order not in ("asc", "desc"):
-            raise invalid("order", "expected asc or desc")
+    @endpoint(
+        "GET",
+        "/projects/{project}/runs",
+        scope="read",
+        summary="Runs of a project, filtered, sorted and paginated on the server",
+        path_params=T.ProjectRunsPath,
+        query=T.RunsQuery,
+        responses={200: T.RunsPage},
+    )
+    async def project_runs(self, r: In) -> Response:
+        project = check_project(r.path.project, "project")
+        q: T.RunsQuery = r.query
+        for name in ("filter", "sort", "group"):
+            if getattr(q, name) is not None:
+                clean_str(getattr(q, name), name)
         kw: dict[str, Any] = {
-            "filter_expr": q_str(request, "filter", ""),
-            "sort": q_str(request, "sort", "created_at", 1000),
-            "order": order,
-            "limit": q_int(request, "limit", 50, 1, 1000),
-            "offset": q_int(request, "offset", 0, 0, 1_000_000_000),
-            "group": q_str(request, "group", None, MAX_NAME_LENGTH),
+            "filter_expr": q.filter,
+            "sort": q.sort,
+            "order": q.order,
+            "limit": q.limit,
+            "offset": q.offset,
+            "group": q.group,
         }
-        if kw["group"] is not None:
-            clean_str(kw["group"], "group")
         out = await run_in_threadpool(lambda: list_runs(self.store, project, **kw))
         return json_response(out)
 
-    async def filter_parse(self, request: Request) -> Response:
-        src = q_str(request, "filter", "")
+    @endpoint(
+        "GET",
+        "/filter/parse",
+        scope="read",
+        summary="A runs filter parsed to its expression tree (the dashboard evaluates it)",
+        query=T.FilterQuery,
+        responses={200: T.FilterParsed},
+    )
+    async def filter_parse(self, r: In) -> Response:
+        src = clean_str(r.query.filter, "filter")
         tree = filter_tree(self.store, src)
         return json_response({"filter": src, "version": TREE_VERSION, "tree": tree})
 
-    async def get_run(self, request: Request) -> Response:
-        return json_response(await self._need_run(self._run_id(request)))
+    @endpoint(
+        "GET",
+        "/runs/{run_id}",
+        scope="read",
+        summary="One run with metadata and metric keys",
+        path_params=T.RunPath,
+        responses={200: T.RunDetail},
+    )
+    async def get_run(self, r: In) -> Response:
+        return json_response(await self._need_run(r.path.run_id))
 
-    async def series(self, request: Request) -> Response:
-        runs_s = q_str(request, "runs")
-        keys_s = q_str(request, "keys", None, 100_000)
-        if not runs_s:
+    @endpoint(
+        "GET",
+        "/series",
+        scope="read",
+        summary="Metric series, downsampled to at most `buckets` buckets",
+        query=T.SeriesQuery,
+        responses={200: T.SeriesList},
+    )
+    async def series(self, r: In) -> Response:
+        q: T.SeriesQuery = r.query
+        if not q.runs:
             raise invalid("runs", "required: comma-separated run ids")
-        if not keys_s:
+        if not q.keys:
             raise invalid("keys", "required: comma-separated metric keys")
-        runs = [check_id(r, "runs") for r in runs_s.split(",")]
-        keys = [clean_str(k, "keys", MAX_KEY_LENGTH) for k in keys_s.split(",") if k]
+        runs = [check_id(x, "runs") for x in q.runs.split(",")]
+        keys = [clean_str(k, "keys", MAX_KEY_LENGTH) for k in q.keys.split(",") if k]
         if len(runs) > 200 or len(keys) > 500 or len(runs) * len(keys) > 2000:
             raise invalid("runs", "at most 200 runs, 500 keys and 2000 series per request")
-        x = clean_str(q_str(request, "x", "step", MAX_KEY_LENGTH), "x")
+        for name in ("min", "max", "after"):
+            v = getattr(q, name)
+            if v is not None and not math.isfinite(v):
+                raise invalid(name, "expected a finite number")
         kw: dict[str, Any] = {
-            "x": x,
-            "lo": q_float(request, "min"),
-            "hi": q_float(request, "max"),
-            "after": q_float(request, "after"),
-            "buckets": q_int(request, "buckets", 1000, 1, 100_000),
+            "x": clean_str(q.x, "x"),
+            "lo": q.min,
+            "hi": q.max,
+            "after": q.after,
+            "buckets": q.buckets,
         }
         out = await run_in_threadpool(lambda: series(self.store, runs, keys, **kw))
         return json_response({"series": out})
 
-    async def history(self, request: Request) -> Response:
-        run_id = self._run_id(request)
-        fmt = q_str(request, "format", "jsonl")
-        if fmt not in ("csv", "jsonl"):
-            raise invalid("format", "expected csv or jsonl")
-        keys_s = q_str(request, "keys", None, 100_000)
+    @endpoint(
+        "GET",
+        "/runs/{run_id}/history",
+        scope="read",
+        summary="Full history rows, streamed as CSV or JSON lines",
+        path_params=T.RunPath,
+        query=T.HistoryQuery,
+        responses={200: _HISTORY},
+    )
+    async def history(self, r: In) -> Response:
+        run_id = r.path.run_id
+        q: T.HistoryQuery = r.query
         keys = (
-            [clean_str(k, "keys", MAX_KEY_LENGTH) for k in keys_s.split(",") if k]
-            if keys_s
+            [clean_str(k, "keys", MAX_KEY_LENGTH) for k in q.keys.split(",") if k]
+            if q.keys
             else None
         )
         await self._need_run(run_id)
-        it = export_history(self.store, run_id, fmt, keys)
-        ctype = "text/csv" if fmt == "csv" else "application/x-ndjson"
-        disp = f'attachment; filename="{run_id}-history.{fmt}"'
+        it = export_history(self.store, run_id, q.format, keys)
+        ctype = "text/csv" if q.format == "csv" else "application/x-ndjson"
+        disp = f'attachment; filename="{run_id}-history.{q.format}"'
         return StreamingResponse(it, media_type=ctype, headers={"content-disposition": disp})
 
-    async def media_list(self, request: Request) -> Response:
-        run_id = self._run_id(request)
-        key = q_str(request, "key", None, MAX_KEY_LENGTH)
-        if key is not None:
-            clean_str(key, "key")
-        limit = q_int(request, "limit", 10_000, 1, 100_000)
+    @endpoint(
+        "GET",
+        "/runs/{run_id}/media",
+        scope="read",
+        summary="Typed values (images, histograms, ...) logged in a run",
+        path_params=T.RunPath,
+        query=T.MediaListQuery,
+        responses={200: T.MediaList},
+    )
+    async def media_list(self, r: In) -> Response:
+        run_id = r.path.run_id
+        q: T.MediaListQuery = r.query
+        if q.key is not None:
+            clean_str(q.key, "key")
         await self._need_run(run_id)
-        items = await run_in_threadpool(self.store.media_items, run_id, key, limit)
+        items = await run_in_threadpool(self.store.media_items, run_id, q.key, q.limit)
         return json_response({"media": items})
 
-    async def console(self, request: Request) -> Response:
-        run_id = self._run_id(request)
-        after = q_int(request, "after", -1, -1, MAX_STEP)
-        limit = q_int(request, "limit", 1000, 1, 10_000)
+    @endpoint(
+        "GET",
+        "/runs/{run_id}/console",
+        scope="read",
+        summary="Captured console lines after an id",
+        path_params=T.RunPath,
+        query=T.ConsoleQuery,
+        responses={200: T.ConsolePage},
+    )
+    async def console(self, r: In) -> Response:
+        run_id = r.path.run_id
+        q: T.ConsoleQuery = r.query
         await self._need_run(run_id)
-        lines = await run_in_threadpool(self.store.console_lines, run_id, after, limit)
+        lines = await run_in_threadpool(self.store.console_lines, run_id, q.after, q.limit)
         return json_response({"lines": lines})

@@ -13,10 +13,10 @@ from starlette.routing import Route
 from wisp.server._api import Api
 from wisp.server._blobs import BlobStore, open_blob_store
 from wisp.server._http import json_response
-from wisp.server._openapi import openapi_document
+from wisp.server._openapi import api_classes, openapi_bytes
+from wisp.server._routes import bind, endpoints
 from wisp.server._settings import ServerSettings
 from wisp.server._store import Store, open_store
-from wisp.server._sweeps import sweep_routes
 
 __all__ = ["create_app"]
 
@@ -43,42 +43,23 @@ def create_app(
             heartbeat_timeout=settings.heartbeat_timeout,
             run_migrations=settings.migrate,
         )
-    api = Api(store, settings, blobs if blobs is not None else open_blob_store(settings.media_dir))
-    ep = api.endpoint
-    v1 = "/api/v1"
-    routes = [
-        Route("/api/openapi.json", _openapi, methods=["GET"]),
-        Route(f"{v1}/runs/{{run_id}}", ep("write", api.put_run), methods=["PUT"]),
-        Route(f"{v1}/runs/{{run_id}}", ep("read", api.get_run), methods=["GET"]),
-        Route(f"{v1}/runs/{{run_id}}/records", ep("write", api.post_records), methods=["POST"]),
-        Route(
-            f"{v1}/runs/{{run_id}}/writers/{{writer_id}}",
-            ep("read", api.get_writer),
-            methods=["GET"],
-        ),
-        Route(f"{v1}/runs/{{run_id}}/heartbeat", ep("write", api.heartbeat), methods=["POST"]),
-        Route(f"{v1}/runs/{{run_id}}/history", ep("read", api.history), methods=["GET"]),
-        Route(f"{v1}/runs/{{run_id}}/media", ep("read", api.media_list), methods=["GET"]),
-        Route(f"{v1}/runs/{{run_id}}/console", ep("read", api.console), methods=["GET"]),
-        Route(f"{v1}/media/{{sha256}}", ep("read", api.head_media), methods=["HEAD"]),
-        Route(f"{v1}/media/{{sha256}}", ep("read", api.get_media), methods=["GET"]),
-        Route(f"{v1}/media/{{sha256}}", ep("write", api.put_media), methods=["PUT"]),
-        Route(f"{v1}/projects", ep("read", api.projects), methods=["GET"]),
-        Route(f"{v1}/projects/{{project}}/runs", ep("read", api.project_runs), methods=["GET"]),
-        Route(f"{v1}/series", ep("read", api.series), methods=["GET"]),
-        Route(f"{v1}/filter/parse", ep("read", api.filter_parse), methods=["GET"]),
-        *sweep_routes(api, store, settings.max_body_bytes),
+    blobs = blobs if blobs is not None else open_blob_store(settings.media_dir)
+    api = Api(store, settings, blobs)
+    routes = []
+    for cls in api_classes():  # every handler class takes (store, settings, blobs)
+        obj = api if cls is Api else cls(store, settings, blobs)
+        routes += [
+            Route(e.full_path, bind(e, obj, api.auth), methods=[e.method]) for e in endpoints(cls)
+        ]
+    routes += [
         Route("/api/{rest:path}", _api_not_found),
         Route("/{path:path}", _static_handler(Path(settings.static_dir)), methods=["GET", "HEAD"]),
     ]
+    openapi_bytes()  # generated once, at startup: a bad declaration fails here
     app = Starlette(routes=routes)
     app.state.store = store
     app.state.settings = settings
     return app
-
-
-async def _openapi(request: Request) -> Response:
-    return json_response(openapi_document())
 
 
 async def _api_not_found(request: Request) -> Response:

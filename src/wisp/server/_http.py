@@ -1,4 +1,7 @@
-"""HTTP plumbing: bounded body reading (413), JSON parsing (400), query parameters (422)."""
+"""HTTP plumbing: bounded body reading (413), JSON parsing (400), JSON answers.
+
+Query parameters and bodies are checked against declared types in ``_routes``.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +13,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from wisp.server._problem import Problem, invalid
+from wisp.server._problem import Problem
 
-__all__ = ["json_response", "q_float", "q_int", "q_str", "read_json"]
+__all__ = ["json_response", "loads", "read_body", "read_json"]
 
 
 def _dumps(obj: Any) -> bytes:
@@ -96,38 +99,3 @@ async def read_json(request: Request, limit: int) -> Any:
     except (ValueError, RecursionError) as e:
         msg = "nested too deeply" if isinstance(e, RecursionError) else str(e)
         raise Problem(400, "bad_json", f"request body is not valid JSON: {msg}", "body") from None
-
-
-def q_str(request: Request, name: str, default: str | None = None, max_len: int = 4000) -> Any:
-    v = request.query_params.get(name)
-    if v is None:
-        return default
-    if len(v) > max_len or "\x00" in v:
-        raise invalid(name, f"at most {max_len} characters, no NUL")
-    return v
-
-
-def q_int(request: Request, name: str, default: int, lo: int, hi: int) -> int:
-    v = request.query_params.get(name)
-    if v is None or v == "":
-        return default
-    try:
-        n = int(v)
-    except ValueError:
-        raise invalid(name, f"expected an integer, got {v[:40]!r}") from None
-    if not lo <= n <= hi:
-        raise invalid(name, f"expected an integer from {lo} to {hi}, got {n}")
-    return n
-
-
-def q_float(request: Request, name: str) -> float | None:
-    v = request.query_params.get(name)
-    if v is None or v == "":
-        return None
-    try:
-        f = float(v)
-    except ValueError:
-        raise invalid(name, f"expected a number, got {v[:40]!r}") from None
-    if not math.isfinite(f):
-        raise invalid(name, "expected a finite number")
-    return f

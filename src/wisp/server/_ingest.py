@@ -33,7 +33,9 @@ from wisp._protocol import (
     RecordType,
 )
 from wisp.server._problem import Problem, clean_json, clean_str, invalid
+from wisp.server._routes import convert
 from wisp.server._schema import BLOCK as S_BLOCK
+from wisp.server._types import MetricSpec
 
 __all__ = ["Column", "Prepared", "prepare_records"]
 
@@ -311,6 +313,7 @@ def _prep_one(kind: int, data: dict[str, Any], fld: str) -> Prepared:
             raise invalid(f"{fld}.{name}", "expected an object")
         return Prepared(kind, {name: clean_json(body, f"{fld}.{name}")})
     if kind == RecordType.METRIC:
+        convert(data, MetricSpec, fld)
         name = clean_str(data.get("name"), f"{fld}.name", MAX_KEY_LENGTH)
         return Prepared(RecordType.METRIC, {"name": name, "spec": clean_json(data, fld)})
     if kind == RecordType.FINISH:

@@ -1,363 +1,177 @@
-"""The OpenAPI 3.0 document of API v1, written by hand (served at ``/api/openapi.json``)."""
+"""The OpenAPI 3.1 document of API v1, generated from the declared endpoints.
+
+Nothing here describes an endpoint: paths, parameters, bodies and responses come
+from the :func:`~wisp.server._routes.endpoint` declarations and the msgspec
+Structs in ``_types`` (through ``msgspec.json.schema_components``).  Served at
+``/api/openapi.json``; ``python -m wisp.server._openapi`` prints it (the
+dashboard's TypeScript types are generated from that output, see web/package.json).
+"""
 
 from __future__ import annotations
 
+import functools
+import json
+import sys
 from typing import Any
 
-__all__ = ["openapi_document"]
+import msgspec
 
-_ID = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}
-_SHA = {"type": "string", "pattern": "^[0-9a-f]{64}(\\.[A-Za-z0-9]{1,10})?$"}
-_ERR = {"$ref": "#/components/responses/Error"}
+from wisp.server._routes import RAW, Endpoint, endpoints
+from wisp.server._types import ErrorBody
 
+__all__ = ["api_classes", "openapi_bytes", "openapi_document"]
 
-def _p(name: str, schema: dict[str, Any], where: str = "query", required: bool = False) -> Any:
-    return {"name": name, "in": where, "required": required or where == "path", "schema": schema}
-
-
-def _ok(schema: dict[str, Any] | None = None, desc: str = "OK") -> dict[str, Any]:
-    if schema is None:
-        return {"description": desc}
-    return {"description": desc, "content": {"application/json": {"schema": schema}}}
+_REF = "#/components/schemas/{name}"
 
 
-def _op(
-    summary: str,
-    params: list[Any],
-    responses: dict[str, Any],
-    body: dict[str, Any] | None = None,
-    scope: str = "read",
-) -> dict[str, Any]:
-    op: dict[str, Any] = {
-        "summary": summary,
-        "parameters": params,
-        "responses": {**responses, "4XX": _ERR},
-        "security": [{"bearer": []}],
-        "x-wisp-scope": scope,
-    }
-    if body is not None:
-        op["requestBody"] = {"required": True, "content": body}
-    return op
+def api_classes() -> list[type]:
+    """The classes whose ``@endpoint`` methods make up the API (the app routes the same)."""
+    from wisp.server._api import Api
+
+    return [Api]
 
 
-_RUN = {
-    "type": "object",
-    "properties": {
-        k: {"type": t}
-        for k, t in {
-            "id": "string",
-            "project": "string",
-            "name": "string",
-            "state": "string",
-            "tags": "array",
-            "notes": "string",
-            "created_at": "number",
-            "duration": "number",
-            "config": "object",
-            "summary": "object",
-        }.items()
-    },
-}
-_RUN_BODY = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "project": {"type": "string", "minLength": 1, "maxLength": 128},
-        "name": {"type": "string"},
-        "tags": {"type": "array", "items": {"type": "string"}},
-        "notes": {"type": "string"},
-        "group": {"type": "string", "nullable": True},
-        "job_type": {"type": "string", "nullable": True},
-        "config": {"type": "object"},
-        "metadata": {"type": "object"},
-        "state": {"type": "string", "enum": ["running", "finished", "failed", "killed", "crashed"]},
-        "created_at": {"type": "number"},
-    },
-}
-_RECORDS = {
-    "type": "object",
-    "required": ["writer_id", "first_seq", "records"],
-    "properties": {
-        "writer_id": _ID,
-        "first_seq": {"type": "integer", "minimum": 0},
-        "records": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["type", "data"],
-                "properties": {
-                    "type": {"type": "integer", "minimum": 0, "maximum": 255},
-                    "data": {"type": "object"},
-                },
-            },
-        },
-    },
-}
-_ACK = {"type": "object", "properties": {"acked_seq": {"type": "integer"}}}
+def all_endpoints() -> list[Endpoint]:
+    return [e for cls in api_classes() for e in endpoints(cls)]
+
+
+def _params(
+    typ: type | None, where: str, schemas: dict[str, Any], used: dict[str, Any]
+) -> list[Any]:
+    if typ is None:
+        return []
+    comp = schemas[typ.__name__]
+    required = set(comp.get("required", ()))
+    out = []
+    for name, schema in comp["properties"].items():
+        schema = dict(schema)
+        p: dict[str, Any] = {"name": name, "in": where, "required": name in required}
+        if where == "path":
+            p["required"] = True
+        if "description" in schema:
+            p["description"] = schema.pop("description")
+        p["schema"] = schema
+        out.append(p)
+    used.pop(typ.__name__, None)
+    return out
+
+
+def _content(spec: Any, refs: dict[type, Any]) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    if isinstance(spec, dict):
+        return {ctype: {"schema": schema} for ctype, schema in spec.items()}
+    return {"application/json": {"schema": refs[spec]}}
+
+
+def _types(eps: list[Endpoint]) -> list[type]:
+    out: list[type] = [ErrorBody]
+    for e in eps:
+        out += [t for t in (e.path_params, e.query) if t is not None]
+        if isinstance(e.body, type):
+            out.append(e.body)
+        out += [t for t in e.responses.values() if isinstance(t, type)]
+    return list(dict.fromkeys(out))
+
+
+def _structs(base: type = msgspec.Struct) -> dict[str, type]:
+    out: dict[str, type] = {}
+    sub: type
+    for sub in base.__subclasses__():
+        out[sub.__name__] = sub
+        out.update(_structs(sub))
+    return out
+
+
+def _open_objects(node: Any) -> Any:
+    """Say what ``{"type": "object"}`` means (any members) so TypeScript gets an index type."""
+    if isinstance(node, dict):
+        if node == {"type": "object"}:
+            return {"type": "object", "additionalProperties": True}
+        return {k: _open_objects(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_open_objects(v) for v in node]
+    return node
 
 
 def openapi_document() -> dict[str, Any]:
-    """The document; docs/http-api.md describes the same endpoints with examples."""
-    run_id = _p("run_id", _ID, "path")
-    v1 = "/api/v1"
-    paths: dict[str, Any] = {
-        f"{v1}/runs/{{run_id}}": {
-            "put": _op(
-                "Create or update a run (idempotent upsert)",
-                [run_id],
-                {"200": _ok({"type": "object", "properties": {"run": _RUN}})},
-                {"application/json": {"schema": _RUN_BODY}},
-                "write",
-            ),
-            "get": _op("One run with metadata and metric keys", [run_id], {"200": _ok(_RUN)}),
-        },
-        f"{v1}/runs/{{run_id}}/records": {
-            "post": _op(
-                "Append a batch of run-file records exactly once",
-                [run_id],
-                {"200": _ok(_ACK), "409": _ok(_ACK, "first_seq beyond acked_seq + 1")},
-                {"application/json": {"schema": _RECORDS}},
-                "write",
-            )
-        },
-        f"{v1}/runs/{{run_id}}/writers/{{writer_id}}": {
-            "get": _op(
-                "Acknowledged sequence of a writer (-1 if unknown)",
-                [run_id, _p("writer_id", _ID, "path")],
-                {"200": _ok(_ACK)},
-            )
-        },
-        f"{v1}/runs/{{run_id}}/heartbeat": {
-            "post": _op("Mark a run as alive", [run_id], {"200": _ok()}, None, "write")
-        },
-        f"{v1}/runs/{{run_id}}/history": {
-            "get": _op(
-                "Full history rows, streamed as CSV or JSON lines",
-                [
-                    run_id,
-                    _p("format", {"type": "string", "enum": ["csv", "jsonl"]}),
-                    _p("keys", {"type": "string"}),
-                ],
-                {
-                    "200": {
-                        "description": "rows",
-                        "content": {
-                            "text/csv": {"schema": {"type": "string"}},
-                            "application/x-ndjson": {"schema": {"type": "string"}},
-                        },
+    """The document, built from the endpoint declarations and their types."""
+    eps = all_endpoints()
+    types = _types(eps)
+    schemas_list, components = msgspec.json.schema_components(types, ref_template=_REF)
+    refs = dict(zip(types, schemas_list, strict=True))
+    schemas = dict(components)
+    kept = dict(components)  # path/query Structs become parameters, not components
+    paths: dict[str, Any] = {}
+    error = {"$ref": "#/components/responses/Error"}
+    for e in eps:
+        params = _params(e.path_params, "path", schemas, kept)
+        params += _params(e.query, "query", schemas, kept)
+        responses: dict[str, Any] = {}
+        for status, spec in sorted(e.responses.items()):
+            resp: dict[str, Any] = {"description": "OK" if status < 300 else "see the error"}
+            content = _content(spec, refs)
+            if content is not None:
+                resp["content"] = content
+            responses[str(status)] = resp
+        responses.setdefault("4XX", error)
+        op: dict[str, Any] = {"operationId": e.name, "summary": e.summary}
+        if e.description:
+            op["description"] = e.description
+        op["parameters"] = params
+        if e.body is RAW:
+            schema: dict[str, Any] = {"type": "string", "format": "binary"}
+            op["requestBody"] = {"required": True, "content": {e.body_content: {"schema": schema}}}
+        elif e.body is not None:
+            schema = refs[e.body]
+            op["requestBody"] = {"required": True, "content": {e.body_content: {"schema": schema}}}
+        op["responses"] = responses
+        if e.scope != "public":
+            op["security"] = [{"bearer": []}]
+        op["x-wisp-scope"] = e.scope
+        paths.setdefault(e.full_path, {})[e.method.lower()] = op
+    classes = _structs()
+    for name, comp in kept.items():
+        if getattr(classes.get(name), "open_members", False):  # more members than declared
+            comp["additionalProperties"] = True
+    doc: dict[str, Any] = _open_objects(
+        {
+            "openapi": "3.1.0",
+            "info": {
+                "title": "wisp tracking server",
+                "version": "1",
+                "description": "Generated from the server's declared types; docs/http-api.md "
+                "explains the protocol. Errors: {error: {code, message, field}}.",
+            },
+            "paths": paths,
+            "components": {
+                "schemas": kept,
+                "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+                "responses": {
+                    "Error": {
+                        "description": "client error",
+                        "content": {"application/json": {"schema": refs[ErrorBody]}},
                     }
                 },
-            )
-        },
-        f"{v1}/runs/{{run_id}}/media": {
-            "get": _op(
-                "Typed values (images, histograms, ...) logged in a run",
-                [run_id, _p("key", {"type": "string"}), _p("limit", {"type": "integer"})],
-                {"200": _ok({"type": "object", "properties": {"media": {"type": "array"}}})},
-            )
-        },
-        f"{v1}/runs/{{run_id}}/console": {
-            "get": _op(
-                "Captured console lines after an id",
-                [run_id, _p("after", {"type": "integer"}), _p("limit", {"type": "integer"})],
-                {"200": _ok({"type": "object", "properties": {"lines": {"type": "array"}}})},
-            )
-        },
-        f"{v1}/media/{{sha256}}": {
-            "head": _op("Is this media file stored?", [_p("sha256", _SHA, "path")], {"200": _ok()}),
-            "get": _op(
-                "Media file bytes",
-                [_p("sha256", _SHA, "path")],
-                {"200": {"description": "bytes", "content": {"*/*": {"schema": {}}}}},
-            ),
-            "put": _op(
-                "Upload a media file by its sha256",
-                [_p("sha256", _SHA, "path")],
-                {"200": _ok(), "201": _ok(None, "stored")},
-                {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
-                "write",
-            ),
-        },
-        f"{v1}/projects": {
-            "get": _op(
-                "Projects with run counts",
-                [],
-                {"200": _ok({"type": "object", "properties": {"projects": {"type": "array"}}})},
-            )
-        },
-        f"{v1}/projects/{{project}}/runs": {
-            "get": _op(
-                "Runs of a project, filtered, sorted and paginated on the server",
-                [
-                    _p("project", {"type": "string", "minLength": 1, "maxLength": 128}, "path"),
-                    _p("filter", {"type": "string"}),
-                    _p("sort", {"type": "string"}),
-                    _p("order", {"type": "string", "enum": ["asc", "desc"]}),
-                    _p("limit", {"type": "integer", "minimum": 1, "maximum": 1000}),
-                    _p("offset", {"type": "integer", "minimum": 0}),
-                    _p("group", {"type": "string"}),
-                ],
-                {
-                    "200": _ok(
-                        {
-                            "type": "object",
-                            "properties": {
-                                "runs": {"type": "array", "items": _RUN},
-                                "total": {"type": "integer"},
-                            },
-                        }
-                    )
-                },
-            )
-        },
-        f"{v1}/filter/parse": {
-            "get": _op(
-                "A runs filter parsed to its expression tree (the dashboard evaluates it)",
-                [_p("filter", {"type": "string"})],
-                {
-                    "200": _ok(
-                        {
-                            "type": "object",
-                            "properties": {
-                                "filter": {"type": "string"},
-                                "version": {"type": "integer"},
-                                "tree": {"type": "object", "nullable": True},
-                            },
-                        }
-                    )
-                },
-            )
-        },
-        f"{v1}/series": {
-            "get": _op(
-                "Metric series, downsampled to at most `buckets` buckets",
-                [
-                    _p("runs", {"type": "string"}, required=True),
-                    _p("keys", {"type": "string"}, required=True),
-                    _p("x", {"type": "string"}),
-                    _p("min", {"type": "number"}),
-                    _p("max", {"type": "number"}),
-                    _p("after", {"type": "number"}),
-                    _p("buckets", {"type": "integer", "minimum": 1, "maximum": 100000}),
-                ],
-                {"200": _ok({"type": "object", "properties": {"series": {"type": "array"}}})},
-            )
-        },
-    }
-    paths.update(_sweep_paths(v1))
-    return {
-        "openapi": "3.0.3",
-        "info": {
-            "title": "wisp tracking server",
-            "version": "1",
-            "description": "See docs/http-api.md. Errors: {error: {code, message, field}}.",
-        },
-        "paths": paths,
-        "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "responses": {
-                "Error": {
-                    "description": "client error",
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "properties": {
-                                    "error": {
-                                        "type": "object",
-                                        "properties": {
-                                            "code": {"type": "string"},
-                                            "message": {"type": "string"},
-                                            "field": {"type": "string"},
-                                        },
-                                    }
-                                },
-                            }
-                        }
-                    },
-                }
             },
-        },
-    }
+        }
+    )
+    return doc
 
 
-_OBJ = {"type": "object"}
-_SWEEP_BODY = {
-    "type": "object",
-    "required": ["id", "config", "created_at"],
-    "properties": {
-        "id": _ID,
-        "project": {"type": "string"},
-        "name": {"type": "string"},
-        "config": _OBJ,
-        "state": {"type": "string"},
-        "seed": {"type": "integer"},
-        "created_at": {"type": "number"},
-    },
-}
-_TRIAL_BODY = {
-    "type": "object",
-    "properties": {
-        "number": {"type": "integer"},
-        "run_id": _ID,
-        "internal": _OBJ,
-        "system_attrs": _OBJ,
-        "params": _OBJ,
-        "intermediate": _OBJ,
-        "state": {"type": "string"},
-        "value": {"type": "number"},
-        "agent_id": {"type": "string"},
-        "agent_pid": {"type": "integer"},
-        "host": {"type": "string"},
-        "created_at": {"type": "number"},
-        "heartbeat_at": {"type": "number"},
-        "finished_at": {"type": "number"},
-    },
-}
+def dumps(doc: dict[str, Any]) -> str:
+    """The document as the committed ``web/openapi.json`` holds it (stable, readable)."""
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _sweep_paths(v1: str) -> dict[str, Any]:
-    """Sweeps (``wisp.server._sweeps``; docs/http-api.md, "Sweeps")."""
-    sid = _p("sweep_id", _ID, "path")
-    body = {"application/json": {"schema": _SWEEP_BODY}}
-    trial = {"application/json": {"schema": _TRIAL_BODY}}
-    one = f"{v1}/sweeps/{{sweep_id}}"
-    return {
-        f"{v1}/sweeps": {
-            "post": _op("Create a sweep", [], {"201": _ok(_OBJ), "409": _ok(_OBJ)}, body, "write"),
-            "get": _op("Sweeps, newest first", [_p("project", {"type": "string"})], {"200": _ok()}),
-        },
-        one: {
-            "get": _op("One sweep", [sid], {"200": _ok(_OBJ)}),
-            "patch": _op(
-                "Change a sweep's state",
-                [sid],
-                {"200": _ok(_OBJ)},
-                {"application/json": {"schema": {"type": "object", "properties": {"state": {}}}}},
-                "write",
-            ),
-        },
-        f"{one}/trials": {
-            "get": _op("A sweep's trials by number", [sid], {"200": _ok(_OBJ)}),
-            "post": _op(
-                "Claim a trial number (409 if taken)",
-                [sid],
-                {"201": _ok(_OBJ), "409": _ok(_OBJ)},
-                trial,
-                "write",
-            ),
-        },
-        f"{one}/trials/{{number}}": {
-            "patch": _op(
-                "Update a trial",
-                [sid, _p("number", {"type": "integer"}, "path"), _p("only_running", {})],
-                {"200": _ok(_OBJ)},
-                trial,
-                "write",
-            )
-        },
-        f"{one}/runs": {"get": _op("Runs whose metadata names the sweep", [sid], {"200": _ok()})},
-        f"{one}/importance": {
-            "get": _op("Parameter importance (Optuna fANOVA)", [sid], {"200": _ok(_OBJ)})
-        },
-    }
+@functools.cache
+def openapi_bytes() -> bytes:
+    return json.dumps(openapi_document(), separators=(",", ":")).encode()
+
+
+def main() -> None:
+    sys.stdout.write(dumps(openapi_document()))
+
+
+if __name__ == "__main__":
+    main()

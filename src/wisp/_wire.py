@@ -1,0 +1,53 @@
+"""The request bodies the SDK sends to the server, standard library only (API v1).
+
+The server declares the same bodies, with their limits, as msgspec Structs in
+``wisp.server._types`` (``RunBody``, ``RecordsBody``); ``tests/server/test_types.py``
+checks the two declarations name the same fields with the same types and that the
+uploader's encoded batches decode as ``RecordsBody``.  The SDK never imports
+msgspec or the server package: ``import wisp`` does not load this module, the
+uploader does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+__all__ = ["RUN_RECORD_FIELDS", "RecordIn", "RecordsBody", "RunBody"]
+
+
+class RunBody(TypedDict, total=False):
+    """``PUT /api/v1/runs/{run_id}``: create or update a run; every field optional."""
+
+    project: str | None
+    name: str | None
+    tags: list[str] | None
+    notes: str | None
+    group: str | None
+    job_type: str | None
+    config: dict[str, Any] | None
+    metadata: dict[str, Any] | None
+    state: str | None
+    created_at: float | None
+
+
+# The fields of a RunBody taken as they are from the run file's RUN record.
+RUN_RECORD_FIELDS = ("project", "name", "tags", "notes", "group", "job_type", "created_at")
+
+
+class RecordIn(TypedDict):
+    """One run-file record on the wire: its type code and JSON payload."""
+
+    type: int
+    data: dict[str, Any]
+
+
+class RecordsBody(TypedDict):
+    """``POST /api/v1/runs/{run_id}/records``: record ``i`` has sequence ``first_seq + i``.
+
+    The uploader writes this body with a byte-level encoder (records are already
+    JSON in the run file); the key names are these.
+    """
+
+    writer_id: str
+    first_seq: int
+    records: list[RecordIn]
