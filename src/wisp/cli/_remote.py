@@ -61,6 +61,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
         open_browser=args.open,
         data=args.data,
         ready=lambda url: print(f"wisp dashboard: {url}  (Ctrl-C stops it)", flush=True),
+        progress=sys.stderr,
     )
     return EXIT["ok"]
 
