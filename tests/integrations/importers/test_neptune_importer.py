@@ -238,7 +238,7 @@ def test_round_trip_against_pyarrow(tmp_path: Path) -> None:
     pts = [r for r in table if r["run_id"] == "RUN-2" and r["attribute_path"] == "loss"]
     assert second.metadata["imported_from"]["step_multiplier"] == 10
     assert second.scalars("loss") == (
-        [int(r["step"] * 2) for r in pts],
+        [int(r["step"] * 10) for r in pts],
         [r["float_value"] for r in pts],
     )
     assert second.state == "failed"
