@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -27,6 +28,7 @@ from typing import Any, TextIO
 __all__ = ["IMPORT_FILE", "ImportReport", "Progress", "RunIndex"]
 
 IMPORT_FILE = "import.json"
+_RUN_DIR = re.compile(r"run-\d{8}_\d{6}-(.+)")
 IMPORT_FORMAT = 1
 
 
@@ -127,8 +129,9 @@ class RunIndex:
         except OSError:
             names = []
         for name in names:
-            if name.startswith("run-"):
-                self.by_id.setdefault(name.rsplit("-", 1)[-1], os.path.join(root, name))
+            m = _RUN_DIR.fullmatch(name)  # run-<YYYYmmdd_HHMMSS>-<run id>
+            if m:
+                self.by_id.setdefault(m.group(1), os.path.join(root, name))
 
     def check(self, run_id: str, fingerprint: str) -> tuple[str, str | None]:
         """``("new"|"unchanged"|"changed"|"partial", existing dir or None)``."""
