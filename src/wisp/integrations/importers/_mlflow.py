@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -100,13 +101,14 @@ def _read_meta(path: str) -> dict[str, Any]:
     """A flat ``meta.yaml`` as MLflow's ``yaml.safe_dump`` writes it (long values wrap)."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    try:
-        import yaml  # exact when PyYAML is around
-    except ImportError:
-        pass
-    else:
-        doc = yaml.safe_load(text)
-        return doc if isinstance(doc, dict) else {}
+    if any(c in text for c in '"|>&*!{'):  # beyond plain scalars: a real YAML parser
+        try:
+            import yaml
+        except ImportError:
+            pass
+        else:
+            doc = yaml.safe_load(text)
+            return doc if isinstance(doc, dict) else {}
     out: dict[str, str] = {}
     last = None
     for line in text.splitlines():
@@ -232,13 +234,24 @@ class FileStore:
     def history(self, run: _Run, key: str) -> list[tuple[int, float, int]]:
         """``(timestamp ms, value, step)`` in file order."""
         with open(run.ref[1][key], encoding="utf-8") as f:
-            lines = f.read().split("\n")
+            text = f.read()
+        tokens = text.split()
+        lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+        if len(tokens) == 3 * lines:  # every line "<ms> <value> <step>": parse by columns
+            return list(
+                zip(
+                    map(int, tokens[0::3]),
+                    map(float, tokens[1::3]),
+                    map(int, tokens[2::3]),
+                    strict=True,
+                )
+            )
         out = []
-        for line in lines:
-            parts = line.split(" ")
+        for line in text.split("\n"):
+            parts = line.split()
             if len(parts) == 3:
                 out.append((int(parts[0]), float(parts[1]), int(parts[2])))
-            elif len(parts) == 2:
+            elif len(parts) == 2:  # files from MLflow before steps existed
                 out.append((int(parts[0]), float(parts[1]), 0))
         return out
 
@@ -398,6 +411,9 @@ def _rows(
     series: dict[str, list[tuple[int, float, int]]], renumbered: list[str]
 ) -> list[tuple[int, float, dict[str, float]]]:
     """Every point as history rows: ``(step, earliest ms of the step, {key: value})``."""
+    fast = _aligned_rows(series)
+    if fast is not None:
+        return fast
     by_step: dict[int, list[Any]] = {}
     for key, points in series.items():
         steps = [p[2] for p in points]
@@ -414,6 +430,29 @@ def _rows(
                 if ts < slot[0]:
                     slot[0] = ts
     return [(step, by_step[step][0] / 1000.0, by_step[step][1]) for step in sorted(by_step)]
+
+
+def _aligned_rows(
+    series: dict[str, list[tuple[int, float, int]]],
+) -> list[tuple[int, float, dict[str, float]]] | None:
+    """The common case by columns: every key logged at the same increasing steps."""
+    if not series:
+        return []
+    keys = list(series)
+    first = series[keys[0]]
+    steps = [p[2] for p in first]
+    if any(a >= b for a, b in itertools.pairwise(steps)):
+        return None
+    for k in keys[1:]:
+        pts = series[k]
+        if len(pts) != len(steps) or any(p[2] != s for p, s in zip(pts, steps, strict=False)):
+            return None
+    cols = [[p[1] for p in series[k]] for k in keys]
+    stamps = [min(t) for t in zip(*([p[0] for p in series[k]] for k in keys), strict=False)]
+    return [
+        (step, ts / 1000.0, dict(zip(keys, values, strict=False)))
+        for step, ts, values in zip(steps, stamps, zip(*cols, strict=False), strict=False)
+    ]
 
 
 _STATE_EXIT = {"FINISHED": 0, "FAILED": 1, "KILLED": 137}
