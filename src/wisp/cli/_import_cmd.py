@@ -16,14 +16,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     from wisp.integrations import importers
 
     try:
-        if args.source in ("mlflow", "neptune"):
+        if args.source in ("mlflow", "neptune", "wandb"):
             return _report_import(args)
-        if args.source == "wandb":
-            made = importers.import_wandb(args.paths, args.dir)
-        else:
-            made = []
-            for logdir in args.paths:
-                made += importers.import_tensorboard(logdir, args.dir, project=args.project)
+        made = []
+        for logdir in args.paths:
+            made += importers.import_tensorboard(logdir, args.dir, project=args.project)
     except ImportError as exc:
         package = _PACKAGE.get(args.source, args.source)
         raise CliError(str(exc), f"pip install {package}", EXIT["missing_dependency"]) from exc
@@ -36,6 +33,12 @@ def cmd_import(args: argparse.Namespace) -> int:
 def _report_import(args: argparse.Namespace) -> int:
     from wisp.integrations import importers
 
+    if args.source == "wandb":
+        from wisp.integrations.importers._wandb import import_wandb_report
+
+        report = import_wandb_report(args.paths, args.dir)
+        print(report.summary(), flush=True)
+        return EXIT["failed"] if report.failed else EXIT["ok"]
     failed = 0
     for path in args.paths:
         if args.source == "mlflow":
