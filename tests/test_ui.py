@@ -158,3 +158,29 @@ def test_ui_reports_progress_and_serves_while_importing(tmp_path: Path) -> None:
         t.join(30)
     index = json.loads((data / "ui-index.json").read_text())
     assert len(index["runs"]) == 3 and all(os.path.isdir(d) for d in index["runs"])
+
+
+def test_a_run_that_never_finished_is_crashed_on_the_server(tmp_path: Path) -> None:
+    """A run directory whose run.json says crashed (no finish record) is registered as crashed,
+    and a finished one as finished."""
+    from wisp.integrations.importers._writeback import ImportedRun
+
+    root, data = tmp_path / "work", tmp_path / "data"
+    data.mkdir()
+    make_runs(root, 1)
+    cut = ImportedRun(
+        str(root), run_id="cut1", project="p", name="cut", created_at=1.7e9, origin={}
+    )
+    cut.log(0, 1.7e9, {"loss": 1.0})
+    cut.finish(1.7e9 + 1, None)
+    server = _server(data)
+    try:
+        imp, transport = _importer(server, root, data)
+        imp.poll()
+        transport.shutdown()
+        states = {
+            r["name"]: r["state"] for r in _get(f"{server.url}/api/v1/projects/p/runs")["runs"]
+        }
+        assert states == {"cut": "crashed", "r0": "finished"}
+    finally:
+        server.stop()

@@ -48,13 +48,15 @@ def _finished(up: Uploader, run_dir: str) -> Callable[[], bool]:
 
 
 def _crashed(run_dir: str) -> bool:
-    """A run whose run.json still says running but whose process is gone."""
+    """A run that ended without a finish record: its process is gone and its run.json does
+    not say it finished (a finished, failed or killed run wrote a finish record, so telling
+    the server again that it is over would only cost a request)."""
     try:
         with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-            running = json.load(f).get("state") == "running"
+            state = json.load(f).get("state")
     except (OSError, ValueError, AttributeError):
-        running = True
-    return running and writer_gone(run_dir)
+        state = None
+    return state not in ("finished", "failed", "killed") and writer_gone(run_dir)
 
 
 class LocalImporter:
@@ -93,7 +95,13 @@ class LocalImporter:
             return
         self._last_scan = now
         index = self.index
-        for d, st in scan_runs([r for r in self.roots if os.path.isdir(r)]).items():
+        found = scan_runs([r for r in self.roots if os.path.isdir(r)])
+        if index is not None:  # run directories deleted since: forget them
+            parents = {os.path.dirname(d) for d in found}
+            for gone in [d for d in index.runs if os.path.dirname(d) in parents]:
+                if gone not in found:
+                    index.forget(gone)
+        for d, st in found.items():
             if d in self.uploaders or (index is not None and index.current(d, st)):
                 continue
             up = Uploader(d, self.client_factory(), heartbeat_interval=HEARTBEAT)
