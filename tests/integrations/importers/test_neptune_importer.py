@@ -258,3 +258,28 @@ def test_reimport_changes_nothing_and_picks_up_a_finished_export(tmp_path: Path)
     os.replace(folder / "RUN-3_part_1.parquet", folder / "RUN-3_part_0.parquet")
     third = import_neptune(root, dest)
     assert len(third.runs) == 1 and len(third.unchanged) == 2
+
+
+def test_cli_prints_a_summary(tmp_path: Path) -> None:
+    """`wisp import neptune EXPORT` imports the finished runs, says so and exits 0; a second
+    run reports them unchanged."""
+    import subprocess
+    import sys
+
+    root = export(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(Path(wisp.__file__).parents[1])}
+    cmd = [
+        sys.executable,
+        "-m",
+        "wisp.cli",
+        "import",
+        "neptune",
+        str(root),
+        "--dir",
+        str(tmp_path / "out"),
+    ]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "neptune: imported 2 run(s)" in out.stdout and "3 files" in out.stdout
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert "imported 0 run(s)" in again.stdout and "2 unchanged" in again.stdout
