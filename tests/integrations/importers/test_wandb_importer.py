@@ -86,8 +86,8 @@ def test_import_matches_the_same_script_run_with_wisp(tmp_path: Path) -> None:
 
 
 def test_failed_run_and_reimport(tmp_path: Path) -> None:
-    """A wandb run that exits with code 1 is imported as failed, and importing it again
-    returns the same directory instead of a second copy."""
+    """A wandb run that exits with code 1 is imported as failed, importing it again returns
+    the same directory instead of a second copy, and an interrupted import is redone."""
     run_script(tmp_path, "import wandb", exit_code=1)
     (run_dir,) = (tmp_path / "wandb").glob("offline-run-*")
     (first,) = import_wandb([run_dir], dir=tmp_path / "out")
@@ -96,6 +96,15 @@ def test_failed_run_and_reimport(tmp_path: Path) -> None:
     assert data.finish["exit_code"] == 1
     assert import_wandb(run_dir, dir=tmp_path / "out") == [first]
     assert len(list((tmp_path / "out" / "wisp").iterdir())) == 1
+
+    # an import cut short (run.json still "running", the run file torn) is done again
+    meta = Path(first, "run.json")
+    meta.write_text(meta.read_text().replace('"failed"', '"running"'))
+    with open(Path(first, "run.wisp"), "r+b") as f:
+        f.truncate(100)
+    (again,) = import_wandb(run_dir, dir=tmp_path / "out")
+    redone = wisp.open_run(again)
+    assert redone.state == "failed" and redone.scalars("loss") == data.scalars("loss")
 
 
 def test_torn_file_imports_its_readable_prefix_as_crashed(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-__all__ = ["IMPORT_FILE", "ImportReport", "Progress", "RunIndex"]
+__all__ = ["IMPORT_FILE", "ImportReport", "Progress", "RunIndex", "interrupted"]
 
 IMPORT_FILE = "import.json"
 _RUN_DIR = re.compile(r"run-\d{8}_\d{6}-(.+)")
@@ -115,6 +115,16 @@ class Progress:
         if self._shown and self.tty:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def interrupted(run_dir: str) -> bool:
+    """An import stopped before its run was closed: run.json still says running (an
+    imported run always ends finished, failed or crashed)."""
+    try:
+        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+            return bool(json.load(f).get("state") == "running")
+    except (OSError, ValueError, AttributeError):
+        return True
 
 
 class RunIndex:

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from wisp._runfile import RecordType
 from wisp.errors import RunFileError
-from wisp.integrations.importers._progress import ImportReport, Progress
+from wisp.integrations.importers._progress import ImportReport, Progress, RunIndex, interrupted
 from wisp.integrations.importers._wandb_media import convert_value, nest
 from wisp.integrations.importers._writeback import ImportedRun, existing_run_dir
 
@@ -203,6 +203,9 @@ def _import_one(path: str, base: str, pb: Any, report: ImportReport | None = Non
         raise RunFileError(f"{path} holds no wandb run record")
     run_id = run_info.run_id
     done = existing_run_dir(base, run_id)
+    if done is not None and interrupted(done):  # an import cut short: do it again
+        RunIndex(base).discard(done)
+        done = None
     if done is not None:
         log.info("wisp: wandb run %s is already imported at %s", run_id, done)
         if report is not None:
