@@ -88,7 +88,7 @@ def bench_ui(n: int) -> None:
                 index=StatIndex(str(data / INDEX_FILE)),
             )
             t0 = time.perf_counter()
-            imp.poll(budget=5.0)  # what ui() does before ready(url)
+            imp.poll(budget=2.0)  # what `wisp ui` does before it prints the URL
             ready = time.perf_counter() - t0
             while imp.busy or imp.pending:
                 imp.poll(budget=1.0)

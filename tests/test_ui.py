@@ -184,3 +184,18 @@ def test_a_run_that_never_finished_is_crashed_on_the_server(tmp_path: Path) -> N
         assert states == {"cut": "crashed", "r0": "finished"}
     finally:
         server.stop()
+
+
+def test_ready_by_default_after_every_run_is_imported(tmp_path: Path) -> None:
+    """Without first_budget, ready(url) comes once every local run is on the server."""
+    root, data = tmp_path / "work", tmp_path / "data"
+    make_runs(root, 3)
+    stop = threading.Event()
+    seen: list[int] = []
+
+    def ready(url: str) -> None:
+        seen.append(len(_get(f"{url}/api/v1/projects/p/runs")["runs"]))
+        stop.set()
+
+    ui(port=_free_port("127.0.0.1"), dir=str(root), data=str(data), stop=stop, ready=ready)
+    assert seen == [3]

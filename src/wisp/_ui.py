@@ -246,14 +246,14 @@ def ui(
     stop: threading.Event | None = None,
     ready: Callable[[str], None] | None = None,
     progress: TextIO | None = None,
-    first_budget: float = 5.0,
+    first_budget: float | None = None,
 ) -> None:
     """Serve the dashboard on this machine until ``stop`` is set (or Ctrl-C).
 
     Local runs are imported in slices of at most a second, so the dashboard answers (and
     shows runs as they arrive) while a large import goes on; ``progress`` gets a line
-    about it.  ``ready(url)`` is called once the server is up and the first
-    ``first_budget`` seconds of importing are done.
+    about it.  ``ready(url)`` is called once the server is up and every local run is
+    imported, or after ``first_budget`` seconds of importing (``wisp ui`` passes 2 s).
     """
     store_dir = data or data_dir()
     os.makedirs(store_dir, exist_ok=True)
@@ -279,7 +279,11 @@ def ui(
     began = time.monotonic()
     shown = False
     try:
-        importer.poll(budget=first_budget)
+        importer.poll(budget=first_budget if first_budget is not None else 1.0)
+        while first_budget is None and importer.busy and not stop.is_set():
+            if progress is not None:
+                shown = _show_progress(importer, progress, began, shown)
+            importer.poll(budget=1.0)
         if ready is not None:
             ready(url)
         if open_browser:
@@ -307,7 +311,12 @@ def main() -> None:  # pragma: no cover - thin CLI for `make demo`
     ap.add_argument("--port", type=int, default=int(os.environ.get("WISP_UI_PORT", "8642")))
     ap.add_argument("--dir", default=None)
     ns = ap.parse_args()
-    ui(port=ns.port, dir=ns.dir, ready=lambda url: print(f"wisp dashboard: {url}", flush=True))
+    ui(
+        port=ns.port,
+        dir=ns.dir,
+        ready=lambda url: print(f"wisp dashboard: {url}", flush=True),
+        first_budget=2.0,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover
