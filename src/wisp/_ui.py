@@ -17,8 +17,11 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from typing import TextIO
 
-from wisp._upload._sync import find_run_dirs, writer_gone
+from wisp._rundir import RUN_FILE, read_meta
+from wisp._ui_local import INDEX_FILE, InProcessTransport, StatIndex, scan_runs
+from wisp._upload._sync import writer_gone
 from wisp._upload._transport import ApiClient
 from wisp._upload._uploader import Uploader
 from wisp.errors import ApiError, FatalApiError
@@ -44,30 +47,79 @@ def _finished(up: Uploader, run_dir: str) -> Callable[[], bool]:
     return lambda: up.finish_seen or writer_gone(run_dir)
 
 
+def _crashed(run_dir: str) -> bool:
+    """A run that ended without a finish record: its process is gone and its run.json does
+    not say it finished (a finished, failed or killed run wrote a finish record, so telling
+    the server again that it is over would only cost a request)."""
+    state = read_meta(run_dir).get("state")
+    return state not in ("finished", "failed", "killed") and writer_gone(run_dir)
+
+
 class LocalImporter:
     """Imports and follows local run directories through the upload path remote runs use.
 
     One :class:`~wisp._upload._uploader.Uploader` per run directory (cursor in its
     ``upload.json``), all driven from the ui's loop, a bounded amount of work each.
+    With a :class:`~wisp._ui_local.StatIndex`, a run whose file the server already
+    holds whole (same size and mtime) is not opened, and finished uploads are dropped.
     """
 
-    def __init__(self, roots: list[str], client_factory: Callable[[], ApiClient]) -> None:
+    def __init__(
+        self,
+        roots: list[str],
+        client_factory: Callable[[], ApiClient],
+        *,
+        index: StatIndex | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        scan_interval: float = 1.0,
+    ) -> None:
         self.roots = roots
         self.client_factory = client_factory
+        self.index = index
+        self.clock = clock
+        self.scan_interval = scan_interval
         self.uploaders: dict[str, Uploader] = {}
         self.errors = 0
+        self.opened = 0  # run directories read since start (new or grown)
+        self.imported = 0  # of those, complete on the server
+        self.busy = False  # the last poll stopped at its time budget
+        self._last_scan: float | None = None
 
-    def poll(self) -> int:
-        """Send what is new in every run directory; returns the number of batches sent."""
-        for d in find_run_dirs(r for r in self.roots if os.path.isdir(r)):
-            if d not in self.uploaders:
-                up = Uploader(d, self.client_factory(), heartbeat_interval=HEARTBEAT)
-                up.crashed = writer_gone(d)
-                self.uploaders[d] = up
+    def _scan(self) -> None:
+        now = self.clock()
+        if self._last_scan is not None and now - self._last_scan < self.scan_interval:
+            return
+        self._last_scan = now
+        index = self.index
+        found = scan_runs([r for r in self.roots if os.path.isdir(r)])
+        if index is not None:  # run directories deleted since: forget them
+            parents = {os.path.dirname(d) for d in found}
+            for gone in [d for d in index.runs if os.path.dirname(d) in parents]:
+                if gone not in found:
+                    index.forget(gone)
+        for d, st in found.items():
+            if d in self.uploaders or (index is not None and index.current(d, st)):
+                continue
+            up = Uploader(d, self.client_factory(), heartbeat_interval=HEARTBEAT)
+            up.crashed = _crashed(d)
+            self.uploaders[d] = up
+            self.opened += 1
+
+    def poll(self, budget: float | None = None) -> int:
+        """Send what is new in every run directory; returns the number of batches sent.
+
+        With a ``budget`` (seconds) it returns once that much time is spent and sets
+        :attr:`busy`; the next poll goes on where it stopped.
+        """
+        start = self.clock()
+        self._scan()
         sent = 0
-        for d, up in self.uploaders.items():
+        self.busy = False
+        for d, up in list(self.uploaders.items()):
             if up.done.is_set() or up.error is not None:
                 continue
+            if budget is not None and self.busy:
+                break  # out of time: after at least one run, so every poll makes progress
             try:
                 sent += up.pump(_finished(up, d))
             except (ApiError, OSError) as exc:
@@ -78,11 +130,58 @@ class LocalImporter:
                     log.warning("wisp ui: importing %s failed (will retry): %s", d, exc)
             if up.done.is_set() or up.error is not None:
                 up.client.close()
+            if up.done.is_set():
+                self.imported += 1
+                if self.index is not None:
+                    self._remember(d, up)
+            if budget is not None and self.clock() - start > budget:
+                self.busy = True
+        if self.index is not None:
+            self.index.save()
         return sent
+
+    def _remember(self, run_dir: str, up: Uploader) -> None:
+        """A finished upload: index the run file (if it did not grow since) and drop it."""
+        assert self.index is not None
+        del self.uploaders[run_dir]
+        try:
+            st = os.stat(os.path.join(run_dir, RUN_FILE))
+        except OSError:
+            return
+        if st.st_size == up.cursor.offset:
+            self.index.mark(run_dir, (st.st_size, st.st_mtime_ns))
+
+    @property
+    def pending(self) -> int:
+        """Run directories found and not complete on the server yet."""
+        return sum(1 for u in self.uploaders.values() if not u.done.is_set() and u.error is None)
 
     def close(self) -> None:
         for up in self.uploaders.values():
             up.client.close()
+        if self.index is not None:
+            self.index.save()
+
+
+def _show_progress(importer: LocalImporter, stream: TextIO, began: float, shown: bool) -> bool:
+    """One progress line while a batch of runs imports; returns whether one is on screen."""
+    if not importer.busy and not shown:
+        return False
+    rate = importer.imported / max(time.monotonic() - began, 1e-9)
+    line = (
+        f"wisp ui: imported {importer.imported} of {importer.opened} new or grown runs "
+        f"({rate:.0f}/s)"
+    )
+    tty = bool(getattr(stream, "isatty", lambda: False)())
+    if importer.busy:
+        if tty:
+            stream.write("\r" + line)
+        elif not shown or importer.imported % 1000 < 50:
+            stream.write(line + "\n")
+    else:
+        stream.write(("\r" if tty else "") + line + ", done\n")
+    stream.flush()
+    return importer.busy
 
 
 def _free_port(host: str) -> int:
@@ -113,7 +212,7 @@ class _LocalServer:
         # Reads are open on loopback; the importer writes with a key that lives as long as we do.
         self._store = open_store(db)
         self._key_id, self.write_key = self._store.create_key("write", "wisp ui importer")
-        app = create_app(settings, store=self._store)
+        self.app = app = create_app(settings, store=self._store)
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
         self._server = uvicorn.Server(config)
         self.url = f"http://{host}:{port}"
@@ -142,12 +241,22 @@ def ui(
     poll_interval: float = 1.0,
     stop: threading.Event | None = None,
     ready: Callable[[str], None] | None = None,
+    progress: TextIO | None = None,
+    first_budget: float | None = None,
 ) -> None:
-    """Serve the dashboard on this machine until ``stop`` is set (or Ctrl-C)."""
+    """Serve the dashboard on this machine until ``stop`` is set (or Ctrl-C).
+
+    Local runs are imported in slices of at most a second, so the dashboard answers (and
+    shows runs as they arrive) while a large import goes on; ``progress`` gets a line
+    about it.  ``ready(url)`` is called once the server is up and every local run is
+    imported, or after ``first_budget`` seconds of importing (``wisp ui`` passes 2 s).
+    """
     store_dir = data or data_dir()
     os.makedirs(store_dir, exist_ok=True)
+    db_path = os.path.join(store_dir, "wisp.db")
+    fresh = not os.path.exists(db_path)
     server = _LocalServer(
-        f"sqlite:///{os.path.join(store_dir, 'wisp.db')}",
+        f"sqlite:///{db_path}",
         os.path.join(store_dir, "media"),
         host,
         port or _free_port(host),
@@ -157,28 +266,43 @@ def ui(
     env_dir = os.environ.get("WISP_DIR")
     if env_dir and env_dir not in roots:
         roots.append(env_dir)
-    importer = LocalImporter(roots, lambda: ApiClient(url, server.write_key))
+    transport = InProcessTransport(server.app, url)
+    index = StatIndex(os.path.join(store_dir, INDEX_FILE), fresh=fresh)
+    importer = LocalImporter(
+        roots, lambda: ApiClient(url, server.write_key, transport=transport), index=index
+    )
     from wisp.sweeps._sync import SweepPusher  # offline sweeps under the roots (docs/sweeps.md)
 
     sweeps = SweepPusher(roots, url, server.write_key)
     stop = stop or threading.Event()
+    began = time.monotonic()
+    shown = False
     try:
-        importer.poll()
+        importer.poll(budget=first_budget if first_budget is not None else 1.0)
         sweeps.poll()
+        while first_budget is None and importer.busy and not stop.is_set():
+            if progress is not None:
+                shown = _show_progress(importer, progress, began, shown)
+            importer.poll(budget=1.0)
         if ready is not None:
             ready(url)
         if open_browser:
             import webbrowser
 
             webbrowser.open(url)
-        while not stop.wait(poll_interval):
-            importer.poll()
+        while True:
+            if progress is not None:
+                shown = _show_progress(importer, progress, began, shown)
+            if stop.wait(0 if importer.busy else poll_interval):
+                break
+            importer.poll(budget=1.0)
             sweeps.poll()
     except KeyboardInterrupt:
         pass
     finally:
         importer.close()
         server.stop()
+        transport.shutdown()
 
 
 def main() -> None:  # pragma: no cover - thin CLI for `make demo`
@@ -188,7 +312,12 @@ def main() -> None:  # pragma: no cover - thin CLI for `make demo`
     ap.add_argument("--port", type=int, default=int(os.environ.get("WISP_UI_PORT", "8642")))
     ap.add_argument("--dir", default=None)
     ns = ap.parse_args()
-    ui(port=ns.port, dir=ns.dir, ready=lambda url: print(f"wisp dashboard: {url}", flush=True))
+    ui(
+        port=ns.port,
+        dir=ns.dir,
+        ready=lambda url: print(f"wisp dashboard: {url}", flush=True),
+        first_budget=2.0,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -123,12 +123,25 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
     sp.add_argument("-v", "--verbose", action="store_true", help="also say why runs are kept")
 
-    sp = add("import", "convert wandb or TensorBoard runs into wisp runs")
-    sp.add_argument("source", choices=("wandb", "tensorboard"))
+    sp = add("import", "convert wandb, TensorBoard, MLflow or Neptune runs into wisp runs")
+    sp.add_argument("source", choices=("wandb", "tensorboard", "mlflow", "neptune"))
     sp.add_argument(
-        "paths", nargs="+", metavar="PATH", help="wandb run files/dirs, or TensorBoard logdirs"
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="wandb run files/dirs, TensorBoard logdirs, an mlruns folder or MLflow server "
+        "URL, or Neptune exporter output folders",
     )
     sp.add_argument("--project", default=None, help="project of the imported runs (TensorBoard)")
+    sp.add_argument(
+        "--experiment",
+        action="append",
+        default=None,
+        help="MLflow: only this experiment (name or id; repeatable)",
+    )
+    sp.add_argument(
+        "--no-files", action="store_true", help="MLflow/Neptune: do not copy artifacts/files"
+    )
     dir_opt(sp)
 
     sp = add("sweep", "create a sweep from a sweep file (prints its id), or control one")

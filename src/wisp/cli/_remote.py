@@ -61,6 +61,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
         open_browser=args.open,
         data=args.data,
         ready=lambda url: print(f"wisp dashboard: {url}  (Ctrl-C stops it)", flush=True),
+        progress=sys.stderr,
+        first_budget=2.0,  # print the URL early; the import goes on while the dashboard runs
     )
     return EXIT["ok"]
 

@@ -6,8 +6,9 @@ u16 length | u8 type (1 full, 2 first, 3 middle, 4 last)`` + data, in the
 LevelDB log layout.  Each reassembled record is a protobuf ``Record`` decoded
 with the wandb package's own ``wandb.proto.wandb_internal_pb2`` (so wandb must
 be installed).  Converted: run identity, config, history (steps and times kept;
-wandb histograms become wisp histograms), summary, system metrics
-(``system/<name>`` SYSTEM records), alerts and the exit state.
+images, tables and histograms become wisp values, see ``_wandb_media``), summary,
+system metrics (``system/<name>`` SYSTEM records), alerts, the files the run saved
+(``wandb.save``, from the run folder's ``files/``) and the exit state.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ import os
 import struct
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, TextIO
 
 from wisp._runfile import RecordType
 from wisp.errors import RunFileError
-from wisp.integrations.importers._writeback import ImportedRun, Typed, existing_run_dir
+from wisp.integrations.importers._progress import ImportReport, Progress, RunIndex, interrupted
+from wisp.integrations.importers._wandb_media import convert_value, nest
+from wisp.integrations.importers._writeback import ImportedRun, existing_run_dir
 
-__all__ = ["import_wandb", "iter_wandb_records", "wandb_files"]
+__all__ = ["import_wandb", "import_wandb_report", "iter_wandb_records", "wandb_files"]
 
 log = logging.getLogger("wisp")
 
@@ -111,27 +114,19 @@ def _value(raw: str) -> Any:
     return json.loads(raw)
 
 
-def _convert(key: str, value: Any, skipped: dict[str, int]) -> Any:
-    if isinstance(value, dict):
-        kind = value.get("_type")
-        if kind == "histogram" and "bins" in value and "values" in value:
-            return Typed(
-                {
-                    "_type": "histogram",
-                    "bins": value["bins"],
-                    "counts": value["values"],
-                    "nan": 0,
-                    "inf": 0,
-                }
-            )
-        if kind is not None:
-            skipped[str(kind)] = skipped.get(str(kind), 0) + 1
-            return None
-        return value  # nested plain dict: log() flattens it to key/sub
-    return value
+# files wandb writes for itself into a run's files/ (the user's saved files are imported)
+_OWN_FILES = {
+    "requirements.txt",
+    "wandb-metadata.json",
+    "wandb-summary.json",
+    "config.yaml",
+    "output.log",
+    "diff.patch",
+    "conda-environment.yaml",
+}
 
 
-def _import_one(path: str, base: str, pb: Any) -> str:
+def _import_one(path: str, base: str, pb: Any, report: ImportReport | None = None) -> str:
     run_info: Any = None
     config: dict[str, Any] = {}
     rows: list[tuple[int, float, dict[str, Any]]] = []
@@ -142,6 +137,8 @@ def _import_one(path: str, base: str, pb: Any) -> str:
     runtime: float | None = None
     environment: dict[str, Any] = {}
     skipped: dict[str, int] = {}
+    saved: list[str] = []
+    files_dir = os.path.join(os.path.dirname(path), "files")
     for raw in iter_wandb_records(path):
         rec = pb.Record()
         rec.ParseFromString(raw)
@@ -156,20 +153,19 @@ def _import_one(path: str, base: str, pb: Any) -> str:
             for item in rec.config.remove:
                 config.pop(_key(item), None)
         elif kind == "history":
-            values = {_key(i): _value(i.value_json) for i in rec.history.item}
+            values = nest(rec.history.item)
             step = values.get("_step", rec.history.step.num)
             ts = values.get("_timestamp", 0.0)
             row = {}
             for k, v in values.items():
                 if k.startswith("_"):
                     continue
-                v = _convert(k, v, skipped)
+                v = convert_value(v, files_dir, skipped)
                 if v is not None:
                     row[k] = v
             rows.append((int(step), float(ts), row))
         elif kind == "summary":
-            for item in rec.summary.update:
-                summary[_key(item)] = _value(item.value_json)
+            summary.update(nest(rec.summary.update))
             for item in rec.summary.remove:
                 summary.pop(_key(item), None)
         elif kind == "stats":
@@ -198,6 +194,8 @@ def _import_one(path: str, base: str, pb: Any) -> str:
                 "python": e.python or None,
                 "platform": e.os or None,
             }
+        elif kind == "files":
+            saved.extend(f.path for f in rec.files.files)
         elif kind == "exit":
             exit_code = int(rec.exit.exit_code)
             runtime = float(rec.exit.runtime) if rec.exit.runtime else None
@@ -205,8 +203,13 @@ def _import_one(path: str, base: str, pb: Any) -> str:
         raise RunFileError(f"{path} holds no wandb run record")
     run_id = run_info.run_id
     done = existing_run_dir(base, run_id)
+    if done is not None and interrupted(done):  # an import cut short: do it again
+        RunIndex(base).discard(done)
+        done = None
     if done is not None:
         log.info("wisp: wandb run %s is already imported at %s", run_id, done)
+        if report is not None:
+            report.unchanged.append(done)
         return done
     config.pop("_wandb", None)
     start = run_info.start_time.seconds + run_info.start_time.nanos / 1e9
@@ -249,13 +252,42 @@ def _import_one(path: str, base: str, pb: Any) -> str:
         for k, v in summary.items()
         if not k.startswith("_") and not (isinstance(v, dict) and "_type" in v)
     }
+    n_files = _save_files(out, files_dir, saved, skipped)
     end = start + runtime if runtime else last_ts
-    return out.finish(end, exit_code, final)
+    run_dir = out.finish(end, exit_code, final)
+    if report is not None:
+        report.runs.append(run_dir)
+        report.files += n_files
+        report.points += sum(len(r[2]) for r in rows)
+        for what, n in skipped.items():
+            report.leave_out(what, n)
+    return run_dir
+
+
+def _save_files(out: ImportedRun, files_dir: str, saved: list[str], skipped: dict[str, int]) -> int:
+    """The files the run saved (``wandb.save``) that are in its folder, as run files."""
+    from wisp.integrations._files import save_file
+
+    n = 0
+    for rel in dict.fromkeys(saved):
+        if rel.startswith("media/") or rel in _OWN_FILES:
+            continue  # media are imported as values; wandb's own files are not the user's
+        full = os.path.join(files_dir, rel)
+        if not os.path.isfile(full):
+            skipped["saved files missing from the run folder"] = (
+                skipped.get("saved files missing from the run folder", 0) + 1
+            )
+            continue
+        save_file(out.run, full, rel)
+        n += 1
+    return n
 
 
 def import_wandb(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     dir: str | os.PathLike[str] | None = None,  # noqa: A002 - wisp.init's name
+    *,
+    stream: TextIO | None = None,
 ) -> list[str]:
     """Convert wandb runs into wisp runs under ``<dir>/wisp/``; return their directories.
 
@@ -263,6 +295,21 @@ def import_wandb(
     ``wandb/`` folder.  A run already imported (same run id under ``dir``) is
     not imported again.  Needs the ``wandb`` package to decode the records.
     """
+    report = import_wandb_report(paths, dir, stream=stream)
+    if report.failed:
+        sid, err = report.failed[0]
+        raise RunFileError(f"{sid}: {err}")
+    return report.runs + report.unchanged
+
+
+def import_wandb_report(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    dir: str | os.PathLike[str] | None = None,  # noqa: A002 - wisp.init's name
+    *,
+    stream: TextIO | None = None,
+) -> ImportReport:
+    """:func:`import_wandb` over many runs: a progress line, and a report of what was
+    imported, left out (by kind) and which runs failed (the others go on)."""
     pb = _proto()
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -270,4 +317,15 @@ def import_wandb(
     files = wandb_files(paths)
     if not files:
         raise RunFileError("no run-*.wandb files found in " + ", ".join(map(str, paths)))
-    return [_import_one(f, base, pb) for f in files]
+    report = ImportReport("wandb")
+    progress = Progress("wisp import wandb", total=len(files), stream=stream)
+    try:
+        for f in files:
+            try:
+                _import_one(f, base, pb, report)
+            except (OSError, ValueError, RunFileError) as exc:
+                report.failed.append((f, f"{type(exc).__name__}: {exc}"))
+            progress.advance(note=os.path.basename(f))
+    finally:
+        progress.close()
+    return report
