@@ -150,7 +150,7 @@ def test_sweep_bodies_the_controller_builds_decode_as_the_server_types() -> None
     """A new sweep and the state lists the controller uses agree with the sweep Structs."""
     from wisp.sweeps._controller import SWEEP_STATES, TRIAL_STATES, new_sweep
 
-    cfg = {"metric": {"name": "loss", "goal": "minimize"}, "parameters": {"lr": {"values": [1, 2]}}}
+    cfg = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1, 2]}}}
     sweep = new_sweep(cfg, "p")
     body = msgspec.json.decode(json.dumps(sweep), type=ST.SweepBody)
     assert (body.id, body.project, body.state) == (sweep["id"], "p", "running")

@@ -36,8 +36,8 @@ __all__ = [
     "TrialList",
     "TrialPath",
     "TrialRow",
-    "TrialUpdated",
     "TrialUpdateQuery",
+    "TrialUpdated",
 ]
 
 # The same states as wisp.sweeps._controller.SWEEP_STATES / TRIAL_STATES (a test checks).
@@ -122,12 +122,12 @@ class TrialFields(msgspec.Struct, forbid_unknown_fields=True):
     created_at: Num | UnsetType = UNSET
     system_attrs: Json | UnsetType = UNSET
     intermediate: Json | UnsetType = UNSET
-    value: Num | None | UnsetType = UNSET
-    agent_id: Short | None | UnsetType = UNSET
-    agent_pid: Pid | None | UnsetType = UNSET
-    host: Short | None | UnsetType = UNSET
-    heartbeat_at: Num | None | UnsetType = UNSET
-    finished_at: Num | None | UnsetType = UNSET
+    value: Num | UnsetType | None = UNSET
+    agent_id: Short | UnsetType | None = UNSET
+    agent_pid: Pid | UnsetType | None = UNSET
+    host: Short | UnsetType | None = UNSET
+    heartbeat_at: Num | UnsetType | None = UNSET
+    finished_at: Num | UnsetType | None = UNSET
 
 
 # -- responses ---------------------------------------------------------------------------------
