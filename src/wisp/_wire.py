@@ -1,7 +1,8 @@
 """The request bodies the SDK sends to the server, standard library only (API v1).
 
 The server declares the same bodies, with their limits, as msgspec Structs in
-``wisp.server._types`` (``RunBody``, ``RecordsBody``); ``tests/server/test_types.py``
+``wisp.server._types`` (``RunBody``, ``RecordsBody``) and ``wisp.server._sweeps_types``
+(the sweep bodies, sent by ``wisp.sweeps._remote``); ``tests/server/test_types.py``
 checks the two declarations name the same fields with the same types and that the
 uploader's encoded batches decode as ``RecordsBody``.  The SDK never imports
 msgspec or the server package: ``import wisp`` does not load this module, the
@@ -12,7 +13,16 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-__all__ = ["RUN_RECORD_FIELDS", "RecordIn", "RecordsBody", "RunBody"]
+__all__ = [
+    "RUN_RECORD_FIELDS",
+    "RecordIn",
+    "RecordsBody",
+    "RunBody",
+    "SweepBody",
+    "SweepStateBody",
+    "TrialBody",
+    "TrialFields",
+]
 
 
 class RunBody(TypedDict, total=False):
@@ -51,3 +61,67 @@ class RecordsBody(TypedDict):
     writer_id: str
     first_seq: int
     records: list[RecordIn]
+
+
+# -- sweeps (``wisp.sweeps._controller`` builds these; ``wisp.sweeps._remote`` sends them) -----
+
+
+class _SweepOptional(TypedDict, total=False):
+    project: str | None
+    name: str | None
+    state: str
+    seed: int | None
+
+
+class SweepBody(_SweepOptional):
+    """``POST /api/v1/sweeps``: a new sweep (``wisp.sweeps._controller.new_sweep``)."""
+
+    id: str
+    config: dict[str, Any]
+    created_at: float
+
+
+class SweepStateBody(TypedDict):
+    """``PATCH /api/v1/sweeps/{sweep_id}``."""
+
+    state: str
+
+
+class TrialFields(TypedDict, total=False):
+    """``PATCH /api/v1/sweeps/{sweep_id}/trials/{number}``: the members to change."""
+
+    run_id: str
+    internal: dict[str, Any]
+    params: dict[str, Any]
+    state: str
+    created_at: float
+    system_attrs: dict[str, Any]
+    intermediate: dict[str, Any]
+    value: float | None
+    agent_id: str | None
+    agent_pid: int | None
+    host: str | None
+    heartbeat_at: float | None
+    finished_at: float | None
+
+
+class _TrialOptional(TypedDict, total=False):
+    system_attrs: dict[str, Any]
+    intermediate: dict[str, Any]
+    value: float | None
+    agent_id: str | None
+    agent_pid: int | None
+    host: str | None
+    heartbeat_at: float | None
+    finished_at: float | None
+
+
+class TrialBody(_TrialOptional):
+    """``POST /api/v1/sweeps/{sweep_id}/trials``: claim trial ``number`` (409 when taken)."""
+
+    number: int
+    run_id: str
+    internal: dict[str, Any]
+    params: dict[str, Any]
+    state: str
+    created_at: float

@@ -14,6 +14,7 @@ import msgspec
 import pytest
 
 from wisp import _wire
+from wisp.server import _sweeps_types as ST
 from wisp.server import _types as T
 from wisp.server._openapi import dumps, openapi_document
 from wisp.server._problem import Problem
@@ -25,7 +26,7 @@ WEB = ROOT / "web"
 
 def _base(tp: Any) -> Any:
     """``str | None`` -> ``str``; ``Annotated[list[...], Meta]`` -> ``list``; ``Literal`` -> ``str``."""
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    args = [a for a in typing.get_args(tp) if a not in (type(None), msgspec.UnsetType)]
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
         return _base(args[0])
@@ -38,7 +39,15 @@ def _base(tp: Any) -> Any:
 
 @pytest.mark.parametrize(
     ("wire", "struct"),
-    [(_wire.RunBody, T.RunBody), (_wire.RecordsBody, T.RecordsBody), (_wire.RecordIn, T.RecordIn)],
+    [
+        (_wire.RunBody, T.RunBody),
+        (_wire.RecordsBody, T.RecordsBody),
+        (_wire.RecordIn, T.RecordIn),
+        (_wire.SweepBody, ST.SweepBody),
+        (_wire.SweepStateBody, ST.SweepStateBody),
+        (_wire.TrialBody, ST.TrialBody),
+        (_wire.TrialFields, ST.TrialFields),
+    ],
 )
 def test_sdk_bodies_match_server_types(wire: Any, struct: Any) -> None:
     """Each body the SDK sends names the same fields, with the same types, as the server's."""
@@ -135,3 +144,15 @@ def test_committed_typescript_types_are_current(tmp_path: Path) -> None:
     subprocess.run([str(gen), *args], check=True, capture_output=True, timeout=120, cwd=WEB)
     committed = (WEB / "src" / "api.gen.ts").read_text()
     assert committed == out.read_text(), "stale web/src/api.gen.ts: run make api-types"
+
+
+def test_sweep_bodies_the_controller_builds_decode_as_the_server_types() -> None:
+    """A new sweep and the state lists the controller uses agree with the sweep Structs."""
+    from wisp.sweeps._controller import SWEEP_STATES, TRIAL_STATES, new_sweep
+
+    cfg = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1, 2]}}}
+    sweep = new_sweep(cfg, "p")
+    body = msgspec.json.decode(json.dumps(sweep), type=ST.SweepBody)
+    assert (body.id, body.project, body.state) == (sweep["id"], "p", "running")
+    assert typing.get_args(ST.SweepState) == SWEEP_STATES
+    assert typing.get_args(ST.TrialState) == TRIAL_STATES

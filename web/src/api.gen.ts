@@ -228,6 +228,111 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sweeps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Sweeps, newest first, with trial counts */
+        get: operations["list_sweeps"];
+        put?: never;
+        /** Create a sweep (409 when its id exists) */
+        post: operations["create_sweep"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sweeps/{sweep_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One sweep */
+        get: operations["get_sweep"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Set a sweep's state (pause, resume, stop) */
+        patch: operations["patch_sweep"];
+        trace?: never;
+    };
+    "/api/v1/sweeps/{sweep_id}/importance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Parameter importance over finished trials (needs optuna on the server) */
+        get: operations["sweep_importance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sweeps/{sweep_id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The runs whose metadata names this sweep, with their trial */
+        get: operations["sweep_runs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sweeps/{sweep_id}/trials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A sweep's trials by number */
+        get: operations["list_trials"];
+        put?: never;
+        /** Claim a trial number (409 when another agent has it: sample again) */
+        post: operations["add_trial"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sweeps/{sweep_id}/trials/{number}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Update a trial's members (optionally only while it runs) */
+        patch: operations["update_trial"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -452,6 +557,223 @@ export interface components {
         /** SeriesList */
         SeriesList: {
             series: components["schemas"]["Series"][];
+        };
+        /**
+         * SweepBody
+         * @description ``POST /sweeps``: a sweep made by ``wisp.sweeps._controller.new_sweep``.
+         */
+        SweepBody: {
+            config: {
+                [key: string]: unknown;
+            };
+            created_at: number;
+            id: string;
+            /** @default null */
+            name?: string | null;
+            /** @default null */
+            project?: string | null;
+            /** @default null */
+            seed?: number | null;
+            /** @enum {unknown} */
+            state?: "cancelled" | "finished" | "paused" | "running" | "stopped";
+        };
+        /** SweepCreated */
+        SweepCreated: {
+            sweep: components["schemas"]["SweepRow"];
+        };
+        /**
+         * SweepImportance
+         * @description Parameter importance (Optuna's fANOVA) or, when there is none, the ``reason``.
+         */
+        SweepImportance: {
+            importance: {
+                [key: string]: number;
+            } | null;
+            reason: string | null;
+            /** @default null */
+            trials?: number | null;
+        };
+        /** SweepList */
+        SweepList: {
+            sweeps: components["schemas"]["SweepSummary"][];
+        };
+        /** SweepRow */
+        SweepRow: {
+            config: {
+                [key: string]: unknown;
+            };
+            created_at: number;
+            id: string;
+            name: string | null;
+            project: string | null;
+            seed: number;
+            /** @enum {unknown} */
+            state: "cancelled" | "finished" | "paused" | "running" | "stopped";
+        };
+        /** SweepRun */
+        SweepRun: {
+            config: {
+                [key: string]: unknown;
+            };
+            created_at: number;
+            duration: number;
+            exit_code: number | null;
+            finished_at: number | null;
+            group: string | null;
+            heartbeat_at: number;
+            id: string;
+            job_type: string | null;
+            name: string | null;
+            notes: string | null;
+            project: string;
+            /** @enum {unknown} */
+            state: "crashed" | "failed" | "finished" | "killed" | "running";
+            summary: {
+                [key: string]: unknown;
+            };
+            tags: string[];
+            trial: components["schemas"]["SweepRunTrial"] | null;
+        };
+        /** SweepRunList */
+        SweepRunList: {
+            runs: components["schemas"]["SweepRun"][];
+        };
+        /** SweepRunTrial */
+        SweepRunTrial: {
+            number: number;
+            params: {
+                [key: string]: unknown;
+            };
+            /** @enum {unknown} */
+            state: "crashed" | "failed" | "finished" | "running" | "stopped";
+            value: number | null;
+        };
+        /**
+         * SweepStateBody
+         * @description ``PATCH /sweeps/{sweep_id}``.
+         */
+        SweepStateBody: {
+            /** @enum {unknown} */
+            state: "cancelled" | "finished" | "paused" | "running" | "stopped";
+        };
+        /** SweepSummary */
+        SweepSummary: {
+            config: {
+                [key: string]: unknown;
+            };
+            created_at: number;
+            id: string;
+            last_activity: number | null;
+            name: string | null;
+            project: string | null;
+            seed: number;
+            /** @enum {unknown} */
+            state: "cancelled" | "finished" | "paused" | "running" | "stopped";
+            trial_count: number;
+        };
+        /**
+         * TrialBody
+         * @description ``POST /sweeps/{sweep_id}/trials``: claim trial ``number`` (409 when taken).
+         */
+        TrialBody: {
+            /** @default null */
+            agent_id?: string | null;
+            /** @default null */
+            agent_pid?: number | null;
+            created_at: number;
+            /** @default null */
+            finished_at?: number | null;
+            /** @default null */
+            heartbeat_at?: number | null;
+            /** @default null */
+            host?: string | null;
+            intermediate?: {
+                [key: string]: unknown;
+            };
+            internal: {
+                [key: string]: unknown;
+            };
+            number: number;
+            params: {
+                [key: string]: unknown;
+            };
+            run_id: string;
+            /** @enum {unknown} */
+            state: "crashed" | "failed" | "finished" | "running" | "stopped";
+            system_attrs?: {
+                [key: string]: unknown;
+            };
+            /** @default null */
+            value?: number | null;
+        };
+        /** TrialCreated */
+        TrialCreated: {
+            trial: components["schemas"]["TrialRow"];
+        };
+        /**
+         * TrialFields
+         * @description ``PATCH /sweeps/{sweep_id}/trials/{number}``: the members to change.
+         */
+        TrialFields: {
+            agent_id?: string | null;
+            agent_pid?: number | null;
+            created_at?: number;
+            finished_at?: number | null;
+            heartbeat_at?: number | null;
+            host?: string | null;
+            intermediate?: {
+                [key: string]: unknown;
+            };
+            internal?: {
+                [key: string]: unknown;
+            };
+            params?: {
+                [key: string]: unknown;
+            };
+            run_id?: string;
+            /** @enum {unknown} */
+            state?: "crashed" | "failed" | "finished" | "running" | "stopped";
+            system_attrs?: {
+                [key: string]: unknown;
+            };
+            value?: number | null;
+        };
+        /** TrialList */
+        TrialList: {
+            trials: components["schemas"]["TrialRow"][];
+        };
+        /**
+         * TrialRow
+         * @description A trial as stored.
+         */
+        TrialRow: {
+            agent_id: string | null;
+            agent_pid: number | null;
+            created_at: number;
+            finished_at: number | null;
+            heartbeat_at: number | null;
+            host: string | null;
+            intermediate: {
+                [key: string]: unknown;
+            };
+            internal: {
+                [key: string]: unknown;
+            };
+            number: number;
+            params: {
+                [key: string]: unknown;
+            };
+            run_id: string;
+            /** @enum {unknown} */
+            state: "crashed" | "failed" | "finished" | "running" | "stopped";
+            system_attrs: {
+                [key: string]: unknown;
+            };
+            value: number | null;
+        };
+        /** TrialUpdated */
+        TrialUpdated: {
+            updated: boolean;
         };
     };
     responses: {
@@ -895,6 +1217,232 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SeriesList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    list_sweeps: {
+        parameters: {
+            query?: {
+                project?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    create_sweep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SweepBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepCreated"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    get_sweep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepRow"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    patch_sweep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SweepStateBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepRow"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    sweep_importance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepImportance"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    sweep_runs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepRunList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    list_trials: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrialList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    add_trial: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TrialBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrialCreated"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    update_trial: {
+        parameters: {
+            query?: {
+                /** @description update only while the trial is still running */
+                only_running?: boolean;
+            };
+            header?: never;
+            path: {
+                sweep_id: string;
+                /** @description trial number */
+                number: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TrialFields"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrialUpdated"];
                 };
             };
             "4XX": components["responses"]["Error"];

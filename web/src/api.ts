@@ -11,9 +11,12 @@ export type RunDetail = Schemas["RunDetail"];
 export type Series = Schemas["Series"];
 export type MediaItem = Schemas["MediaItem"];
 export type ConsoleLine = Schemas["ConsoleLine"];
+export type SweepSummary = Schemas["SweepSummary"];
+export type TrialRow = Schemas["TrialRow"];
+export type SweepRun = Schemas["SweepRun"];
 type Query<Op extends keyof operations> = NonNullable<operations[Op]["parameters"]["query"]>;
 /** The JSON body of an operation's 200 answer. */
-type Ok<Op extends keyof operations> = operations[Op]["responses"] extends {
+export type Ok<Op extends keyof operations> = operations[Op]["responses"] extends {
   200: { content: { "application/json": infer B } };
 }
   ? B

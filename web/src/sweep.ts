@@ -2,40 +2,17 @@
 // parallel coordinates of parameters against the metric, parameter importance (Optuna, from
 // the server) and the runs table. Live: refetched every few seconds while the sweep runs.
 import uPlot from "uplot";
-import { getJSON, qs, type RunRow } from "./api";
+import { getJSON, qs, type Ok, type SweepSummary, type TrialRow } from "./api";
 import type { Dispose } from "./pages";
 import { href } from "./router";
 import { cssVar, flatten, fmtNum, fmtTime, h } from "./util";
 
-interface Sweep {
-  id: string;
-  project: string | null;
-  name: string | null;
-  config: { method?: string; metric?: { name?: string; goal?: string } };
-  state: string;
-  created_at: number;
-  trial_count?: number;
-}
-
-interface Trial {
-  number: number;
-  run_id: string;
-  params: Record<string, unknown>;
-  state: string;
-  value: number | null;
-  intermediate: Record<string, number>;
-  created_at: number;
-  finished_at: number | null;
-}
-
-interface SweepRun extends RunRow {
-  trial: { number: number } | null;
-}
-
-interface Importance {
-  importance: Record<string, number> | null;
-  reason: string | null;
-}
+// The generated shapes (api.gen.ts), with the members this page reads narrowed: a sweep's
+// config is its sweep file (checked by the server), a trial's intermediate values are numbers.
+type SweepConfig = { method?: string; metric?: { name?: string; goal?: string } };
+type Sweep = Omit<SweepSummary, "config" | "trial_count"> & { config: SweepConfig; trial_count?: number };
+type Trial = Omit<TrialRow, "intermediate"> & { intermediate: Record<string, number> };
+type Importance = Ok<"sweep_importance">;
 
 const LIVE_MS = 3000;
 const enc = encodeURIComponent;
@@ -43,7 +20,7 @@ const sweepApi = {
   list: () => getJSON<{ sweeps: Sweep[] }>("/api/v1/sweeps"),
   one: (id: string) => getJSON<Sweep>(`/api/v1/sweeps/${enc(id)}`),
   trials: (id: string) => getJSON<{ trials: Trial[] }>(`/api/v1/sweeps/${enc(id)}/trials`),
-  runs: (id: string) => getJSON<{ runs: SweepRun[] }>(`/api/v1/sweeps/${enc(id)}/runs${qs({})}`),
+  runs: (id: string) => getJSON<Ok<"sweep_runs">>(`/api/v1/sweeps/${enc(id)}/runs${qs({})}`),
   importance: (id: string) => getJSON<Importance>(`/api/v1/sweeps/${enc(id)}/importance`),
 };
 

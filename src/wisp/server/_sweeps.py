@@ -38,17 +38,19 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from wisp.server import _schema as S
-from wisp.server._http import json_response, q_str, read_json
+from wisp.server import _sweeps_types as T
+from wisp.server._blobs import BlobStore
+from wisp.server._http import json_response
 from wisp.server._problem import Problem, check_id, clean_json, clean_str, invalid
+from wisp.server._routes import In, endpoint
+from wisp.server._settings import ServerSettings
 from wisp.server._store import Store
 from wisp.sweeps._controller import SWEEP_STATES, TRIAL_STATES
 
-__all__ = ["sweep_routes", "sweep_trials", "sweeps"]
+__all__ = ["SweepApi", "sweep_trials", "sweeps"]
 
 
 sweeps = Table(
@@ -110,17 +112,6 @@ def _num(body: dict[str, Any], key: str, *, integer: bool = False) -> Any:
     return float(v)
 
 
-def _check_fields(
-    body: Any, allowed: frozenset[str] | tuple[str, ...], what: str
-) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise invalid("body", f"expected a JSON object ({what})")
-    for k in body:
-        if k not in allowed:
-            raise invalid(str(k)[:100], f"unknown field: expected {', '.join(sorted(allowed))}")
-    return body
-
-
 def _check_trial(body: dict[str, Any], *, partial: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in body.items():
@@ -146,6 +137,8 @@ def _check_trial(body: dict[str, Any], *, partial: bool) -> dict[str, Any]:
                 raise invalid(need, "required")
         out.setdefault("system_attrs", {})
         out.setdefault("intermediate", {})
+        for k in ("value", "agent_id", "agent_pid", "host", "heartbeat_at", "finished_at"):
+            out.setdefault(k, None)
     return out
 
 
@@ -308,7 +301,7 @@ def importance(sweep: dict[str, Any], trials: list[dict[str, Any]]) -> dict[str,
         ctl = Controller(_Snapshot(sweep, trials), sweep["id"])  # type: ignore[arg-type]
     except UsageError as exc:
         return {"importance": None, "reason": f"{exc} (on the server)"}
-    import optuna
+    import optuna  # importable: Controller() checked it (a UsageError above otherwise)
 
     study = ctl.study(done)
     try:
@@ -326,15 +319,12 @@ def importance(sweep: dict[str, Any], trials: list[dict[str, Any]]) -> dict[str,
 
 
 class SweepApi:
-    """The ``/api/v1/sweeps`` handlers."""
+    """The ``/api/v1/sweeps`` handlers (types: ``_sweeps_types``; prose: docs/http-api.md)."""
 
-    def __init__(self, store: Store, max_body: int) -> None:
+    def __init__(self, store: Store, settings: ServerSettings, blobs: BlobStore) -> None:
         self.tables = SweepTables(store)
-        self.max_body = max_body
+        self.settings = settings
         self._importance: dict[tuple[str, int], dict[str, Any]] = {}
-
-    def _id(self, request: Request) -> str:
-        return check_id(request.path_params["sweep_id"], "sweep_id")
 
     async def _need(self, sweep_id: str) -> dict[str, Any]:
         sweep = await run_in_threadpool(self.tables.get, sweep_id)
@@ -342,38 +332,85 @@ class SweepApi:
             raise Problem(404, "sweep_not_found", f"no sweep {sweep_id!r}", "sweep_id")
         return sweep
 
-    async def create(self, request: Request) -> Response:
-        body = _check_fields(await read_json(request, self.max_body), _SWEEP_COLS, "a sweep")
-        row = _check_sweep(body)
+    @endpoint(
+        "POST",
+        "/sweeps",
+        scope="write",
+        summary="Create a sweep (409 when its id exists)",
+        body=T.SweepBody,
+        responses={201: T.SweepCreated},
+    )
+    async def create_sweep(self, r: In) -> Response:
+        row = _check_sweep(r.raw)
         if not await run_in_threadpool(self.tables.create, row):
             raise Problem(409, "sweep_exists", f"sweep {row['id']!r} exists", "id")
         return json_response({"sweep": row}, 201)
 
-    async def list_sweeps(self, request: Request) -> Response:
-        project = q_str(request, "project", None, 128)
+    @endpoint(
+        "GET",
+        "/sweeps",
+        scope="read",
+        summary="Sweeps, newest first, with trial counts",
+        query=T.SweepListQuery,
+        responses={200: T.SweepList},
+    )
+    async def list_sweeps(self, r: In) -> Response:
+        project = r.query.project
+        if project is not None:
+            project = clean_str(project, "project", 128)
         return json_response({"sweeps": await run_in_threadpool(self.tables.list_sweeps, project)})
 
-    async def get(self, request: Request) -> Response:
-        return json_response(await self._need(self._id(request)))
+    @endpoint(
+        "GET",
+        "/sweeps/{sweep_id}",
+        scope="read",
+        summary="One sweep",
+        path_params=T.SweepPath,
+        responses={200: T.SweepRow},
+    )
+    async def get_sweep(self, r: In) -> Response:
+        return json_response(await self._need(r.path.sweep_id))
 
-    async def patch(self, request: Request) -> Response:
-        sweep_id = self._id(request)
-        body = _check_fields(await read_json(request, self.max_body), ("state",), "{state}")
-        if body.get("state") not in SWEEP_STATES:
-            raise invalid("state", f"expected one of {', '.join(SWEEP_STATES)}")
-        if not await run_in_threadpool(self.tables.set_state, sweep_id, body["state"]):
+    @endpoint(
+        "PATCH",
+        "/sweeps/{sweep_id}",
+        scope="write",
+        summary="Set a sweep's state (pause, resume, stop)",
+        path_params=T.SweepPath,
+        body=T.SweepStateBody,
+        responses={200: T.SweepRow},
+    )
+    async def patch_sweep(self, r: In) -> Response:
+        sweep_id = r.path.sweep_id
+        if not await run_in_threadpool(self.tables.set_state, sweep_id, r.body.state):
             raise Problem(404, "sweep_not_found", f"no sweep {sweep_id!r}", "sweep_id")
         return json_response(await self._need(sweep_id))
 
-    async def trials(self, request: Request) -> Response:
-        sweep_id = self._id(request)
+    @endpoint(
+        "GET",
+        "/sweeps/{sweep_id}/trials",
+        scope="read",
+        summary="A sweep's trials by number",
+        path_params=T.SweepPath,
+        responses={200: T.TrialList},
+    )
+    async def list_trials(self, r: In) -> Response:
+        sweep_id = r.path.sweep_id
         await self._need(sweep_id)
         return json_response({"trials": await run_in_threadpool(self.tables.trials, sweep_id)})
 
-    async def add_trial(self, request: Request) -> Response:
-        sweep_id = self._id(request)
-        body = _check_fields(await read_json(request, self.max_body), _TRIAL_COLS, "a trial")
-        trial = _check_trial(body, partial=False)
+    @endpoint(
+        "POST",
+        "/sweeps/{sweep_id}/trials",
+        scope="write",
+        summary="Claim a trial number (409 when another agent has it: sample again)",
+        path_params=T.SweepPath,
+        body=T.TrialBody,
+        responses={201: T.TrialCreated},
+    )
+    async def add_trial(self, r: In) -> Response:
+        sweep_id = r.path.sweep_id
+        trial = _check_trial(r.raw, partial=False)
         await self._need(sweep_id)
         if not await run_in_threadpool(self.tables.add_trial, sweep_id, trial):
             raise Problem(
@@ -381,24 +418,41 @@ class SweepApi:
             )
         return json_response({"trial": trial}, 201)
 
-    async def update_trial(self, request: Request) -> Response:
-        sweep_id = self._id(request)
-        raw = request.path_params["number"]
-        if not raw.isdigit() or len(raw) > 9:
-            raise invalid("number", "expected a trial number")
-        body = _check_fields(await read_json(request, self.max_body), _UPDATABLE, "trial fields")
-        fields = _check_trial(body, partial=True)
-        only = q_str(request, "only_running", "false") == "true"
+    @endpoint(
+        "PATCH",
+        "/sweeps/{sweep_id}/trials/{number}",
+        scope="write",
+        summary="Update a trial's members (optionally only while it runs)",
+        path_params=T.TrialPath,
+        query=T.TrialUpdateQuery,
+        body=T.TrialFields,
+        responses={200: T.TrialUpdated},
+    )
+    async def update_trial(self, r: In) -> Response:
+        sweep_id = r.path.sweep_id
+        fields = _check_trial(r.raw, partial=True)
         await self._need(sweep_id)
         updated = False
         if fields:
             updated = await run_in_threadpool(
-                self.tables.update_trial, sweep_id, int(raw), fields, only
+                self.tables.update_trial,
+                sweep_id,
+                int(r.path.number),
+                fields,
+                r.query.only_running,
             )
         return json_response({"updated": updated})
 
-    async def importance(self, request: Request) -> Response:
-        sweep_id = self._id(request)
+    @endpoint(
+        "GET",
+        "/sweeps/{sweep_id}/importance",
+        scope="read",
+        summary="Parameter importance over finished trials (needs optuna on the server)",
+        path_params=T.SweepPath,
+        responses={200: T.SweepImportance},
+    )
+    async def sweep_importance(self, r: In) -> Response:
+        sweep_id = r.path.sweep_id
         sweep = await self._need(sweep_id)
         trials = await run_in_threadpool(self.tables.trials, sweep_id)
         key = (sweep_id, sum(t["state"] == "finished" for t in trials))
@@ -410,25 +464,14 @@ class SweepApi:
             self._importance[key] = out
         return json_response(out)
 
-    async def runs(self, request: Request) -> Response:
-        sweep_id = self._id(request)
+    @endpoint(
+        "GET",
+        "/sweeps/{sweep_id}/runs",
+        scope="read",
+        summary="The runs whose metadata names this sweep, with their trial",
+        path_params=T.SweepPath,
+        responses={200: T.SweepRunList},
+    )
+    async def sweep_runs(self, r: In) -> Response:
+        sweep_id = r.path.sweep_id
         return json_response({"runs": await run_in_threadpool(self.tables.runs, sweep_id)})
-
-
-def sweep_routes(api: Any, store: Store, max_body: int) -> list[Route]:
-    """The sweep routes, wrapped by ``api.endpoint`` (auth and problem answers)."""
-    s = SweepApi(store, max_body)
-    ep = api.endpoint
-    base = "/api/v1/sweeps"
-    one = base + "/{sweep_id}"
-    return [
-        Route(base, ep("write", s.create), methods=["POST"]),
-        Route(base, ep("read", s.list_sweeps), methods=["GET"]),
-        Route(one, ep("read", s.get), methods=["GET"]),
-        Route(one, ep("write", s.patch), methods=["PATCH"]),
-        Route(one + "/trials", ep("read", s.trials), methods=["GET"]),
-        Route(one + "/trials", ep("write", s.add_trial), methods=["POST"]),
-        Route(one + "/trials/{number}", ep("write", s.update_trial), methods=["PATCH"]),
-        Route(one + "/runs", ep("read", s.runs), methods=["GET"]),
-        Route(one + "/importance", ep("read", s.importance), methods=["GET"]),
-    ]

@@ -1,0 +1,65 @@
+"""The sweep endpoints answer with their declared shapes on real data, on both databases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from wisp.server import _sweeps_types as ST
+
+GRID = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1, 2]}}}
+
+
+def _as(resp: Any, status: int, typ: type) -> Any:
+    assert resp.status_code == status, resp.text
+    return msgspec.convert(resp.json(), typ, strict=True)
+
+
+def test_sweep_answers_decode_as_their_declared_types(api: Any, store: Any) -> None:
+    """Create, list, read, patch, trials, runs and importance answers match their Structs."""
+    sweep = {"id": "sw1", "project": "p", "config": GRID, "created_at": 1.0}
+    created = _as(api.post("/api/v1/sweeps", json=sweep), 201, ST.SweepCreated)
+    assert (created.sweep.state, created.sweep.seed) == ("running", 0)
+    store.put_run("r0", {"project": "p", "meta": {"sweep_id": "sw1"}})
+    base = "/api/v1/sweeps/sw1"
+    for n in range(2):
+        trial = {"number": n, "run_id": f"r{n}", "internal": {"lr": n + 1}, "params": {"lr": n + 1}}
+        trial |= {"state": "running", "created_at": 2.0, "agent_pid": 7}
+        got = _as(api.post(base + "/trials", json=trial), 201, ST.TrialCreated)
+        assert (got.trial.number, got.trial.value, got.trial.intermediate) == (n, None, {})
+    assert api.post(base + "/trials", json=trial).status_code == 409
+    done = {"state": "finished", "value": 0.5, "finished_at": 3.0}
+    assert _as(api.patch(base + "/trials/0", json=done), 200, ST.TrialUpdated).updated
+    again = api.patch(base + "/trials/0?only_running=true", json={"value": 1.0})
+    assert not _as(again, 200, ST.TrialUpdated).updated
+    listed = _as(api.get("/api/v1/sweeps?project=p"), 200, ST.SweepList)
+    assert [(s.id, s.trial_count) for s in listed.sweeps] == [("sw1", 2)]
+    assert _as(api.get(base), 200, ST.SweepRow).config == GRID
+    assert _as(api.patch(base, json={"state": "paused"}), 200, ST.SweepRow).state == "paused"
+    trials = _as(api.get(base + "/trials"), 200, ST.TrialList).trials
+    assert [(t.number, t.state, t.value) for t in trials] == [
+        (0, "finished", 0.5),
+        (1, "running", None),
+    ]
+    runs = _as(api.get(base + "/runs"), 200, ST.SweepRunList).runs
+    assert [(r.id, r.trial and r.trial.number) for r in runs] == [("r0", 0)]
+    imp = _as(api.get(base + "/importance"), 200, ST.SweepImportance)
+    assert imp.importance is None and imp.reason
+
+
+def test_malformed_sweep_requests_are_422_naming_the_field(api: Any) -> None:
+    """Bodies and parameters the types refuse are 422 with the field, never 500."""
+    sweep = {"id": "sw1", "config": GRID, "created_at": 1.0}
+    assert api.post("/api/v1/sweeps", json=sweep).status_code == 201
+    cases = [
+        ("post", "/api/v1/sweeps", {**sweep, "id": "sw2", "created_at": None}, "created_at"),
+        ("post", "/api/v1/sweeps", {**sweep, "id": "sw2", "state": None}, "state"),
+        ("post", "/api/v1/sweeps", {**sweep, "id": "sw2", "name": "a\x00b"}, "name"),
+        ("patch", "/api/v1/sweeps/sw1/trials/0", {"created_at": None}, "created_at"),
+        ("patch", "/api/v1/sweeps/sw1/trials/0", {"number": 3}, "number"),
+        ("patch", "/api/v1/sweeps/sw1/trials/0?only_running=maybe", {}, "only_running"),
+    ]
+    for method, url, body, field in cases:
+        resp = getattr(api, method)(url, json=body)
+        assert (resp.status_code, resp.json()["error"].get("field")) == (422, field), (url, body)
