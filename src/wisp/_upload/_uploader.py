@@ -616,8 +616,8 @@ def finish_upload(
     else:
         why = f"{limit}={timeout:.3g}s ran out"
     out.write(
-        f"wisp: run {run.id}: {human_size(left)} of {run.path} not uploaded ({why}); it is safe "
-        f"on disk, run `wisp sync {run.dir}` to finish uploading\n"
+        f"wisp: run {run.id}: {human_size(left)} of {run.file_path} not uploaded ({why}); it is "
+        f"safe on disk, run `wisp sync {run.dir}` to finish uploading\n"
     )
     with contextlib.suppress(OSError, ValueError):
         out.flush()
