@@ -83,8 +83,11 @@ def describe_run(path: str, *, crashed: bool = False) -> tuple[str, dict[str, An
             t = rec.type
             if t == RecordType.RUN:
                 state = "running"
+                obj = json.loads(rec.payload)
                 if first is None:
-                    first = json.loads(rec.payload)
+                    first = obj
+                else:  # a later segment, or name/tags/notes set mid-run: the latest wins
+                    first.update({k: obj[k] for k in ("name", "tags", "notes") if k in obj})
             elif t == RecordType.CONFIG:
                 config = json.loads(rec.payload).get("config", {})
             elif t == RecordType.FINISH:
