@@ -223,8 +223,8 @@ def restore(
     ``run_path`` is ``"entity/project/run_id"`` or a run id (default: the current run);
     runs are looked up under the ``dir`` setting (``WISP_DIR``, ``WANDB_DIR``) or the
     working directory.  ``root`` defaults to the current run's directory, else the
-    working directory.  An existing file is kept unless ``replace``.  Returns None
-    when no run or file is found (wandb raises for a missing file of a given run).
+    working directory.  An existing file is kept unless ``replace``.  Raises
+    UsageError when the run has no such saved file and none is at the destination.
     """
     import wisp
     from wisp._rundir import find_by_id
