@@ -24,7 +24,7 @@ def test_calls_merge_unless_overwrite() -> None:
 
 def test_bad_arguments_name_the_metric() -> None:
     """Unknown kinds, best without goal and a bad goal are refused naming the metric."""
-    with pytest.raises(UsageError, match="'loss'.*'median'"):
+    with pytest.raises(UsageError, match=r"'loss'.*'median'"):
         _spec(summary="median")
     with pytest.raises(UsageError, match="needs goal"):
         _spec(summary="best")
