@@ -74,3 +74,10 @@ def test_reinit_refuses_other_values() -> None:
     """An unknown reinit value raises UsageError listing the accepted ones."""
     with pytest.raises(UsageError, match="create_new"):
         reinit_mode("sometimes")
+
+
+def test_wisp_values_of_shared_settings_are_kept() -> None:
+    """mode="online" and console="wrap" passed as settings stay as they are."""
+    s = Settings(mode="online", console="wrap")
+    assert (s.mode, s.console) == ("online", "wrap")
+    assert Settings(mode="run").mode == "online"

@@ -92,8 +92,11 @@ _MAPPED: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "disable_git": ("git", _not),
     "root_dir": ("dir", str),
 }
-# converted by the setting's own rules, with wandb's values mapped first
-_VALUE_MAPS: dict[str, Callable[[Any], Any]] = {"mode": _mode, "console": _console}
+# wandb's values of settings wisp has too, as wisp's (anything else is checked as it is)
+_VALUE_MAPS: dict[str, dict[str, str]] = {
+    "mode": {"dryrun": "offline", "run": "online"},
+    "console": {"auto": "wrap", "redirect": "wrap", "wrap_raw": "wrap", "wrap_emu": "wrap"},
+}
 
 #: wandb settings with no effect in wisp: accepted, warned about once each.
 NO_EFFECT = frozenset(
@@ -165,13 +168,10 @@ def map_setting(name: str, value: Any) -> tuple[str, Any] | None:
 
 def map_value(name: str, value: Any) -> Any:
     """wandb's values for wisp's own settings (``mode="dryrun"``, ``console="auto"``)."""
-    convert = _VALUE_MAPS.get(name)
-    if convert is None or value is None:
+    values = _VALUE_MAPS.get(name)
+    if values is None or not isinstance(value, str):
         return value
-    try:
-        return convert(value)
-    except UsageError:
-        return value  # the setting's own check names the allowed values
+    return values.get(value, value)  # the setting's own check names the allowed values
 
 
 def settings_from_env(env: Mapping[str, str], already: set[str]) -> dict[str, Any]:
