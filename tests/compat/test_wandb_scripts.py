@@ -158,7 +158,8 @@ def test_wandb_settings_are_accepted_and_mapped(tmp_path: Path) -> None:
 
 def test_run_attributes_identity_changes_and_run_dir_files(tmp_path: Path) -> None:
     """run.path is entity/project/id; name/tags/notes set mid-run reach the run file;
-    alert, mark_preempting work as methods; a file written into run.dir is saved at finish."""
+    watch/unwatch, alert, mark_preempting work as methods; a file written into run.dir is
+    saved at finish."""
     out = run_script("run_api", tmp_path)
     assert out["path"] == f"team/compat/{out['id']}" and out["entity"] == "team"
     assert out["offline"] is True and out["resumed"] is False and out["url"] is None
@@ -169,6 +170,9 @@ def test_run_attributes_identity_changes_and_run_dir_files(tmp_path: Path) -> No
     meta = json.loads((Path(out["run_dir"]) / "run.json").read_text())
     assert meta["name"] == "after"
     assert [a["title"] for a in data.records["alert"]] == ["t", "preempting"]
+    watched = [r for r in data.history() if "parameters/weight" in r]
+    assert len(watched) == 1 and watched[0]["x"] == 3.0  # run.unwatch() removed the hooks
+    assert watched[0]["gradients/weight"]["_type"] == "histogram"
     (saved,) = [f for f in data.records["file"] if f["name"] == "model.txt"]
     assert (Path(out["run_dir"]) / saved["path"]).read_text() == "weights v1"
 
