@@ -5,7 +5,7 @@ from _impl import result, wandb
 run = wandb.init(project="compat", config={"lr": 0.1, "id2label": {0: "cat", 1: "dog"}})
 wandb.config.update({"lr": 0.01, "epochs": 3}, allow_val_change=True)
 wandb.config.setdefaults({"lr": 0.5, "batch_size": 32})
-loss = wandb.define_metric("loss", summary="min")
+loss_metric = wandb.define_metric("loss", summary="min")
 wandb.define_metric("loss", summary="max")
 wandb.define_metric("acc", summary="min,max")
 # goal= was removed in wandb 0.30; older wandb and wisp take it
@@ -20,7 +20,7 @@ run.summary.best = 5
 seen = {
     "eval": dict(run.summary["eval"]),
     "best_attr": run.summary.best,
-    "metric_name": loss.name,
+    "metric_name": loss_metric.name,
     "config_keys": sorted(dict(wandb.config)),
     "lr": wandb.config.lr,
 }
