@@ -160,7 +160,7 @@ def bench_throughput(rows: list[tuple[str, str, str]], tmp: str, points: int = 1
         )
     )
     rows.append(("  backpressure waits", str(run.backpressure_waits), ""))
-    rows.append(("  run file size", f"{os.path.getsize(run.path) / 1e6:.1f} MB", ""))
+    rows.append(("  run file size", f"{os.path.getsize(run.file_path) / 1e6:.1f} MB", ""))
 
 
 def main() -> list[tuple[str, str, str]]:

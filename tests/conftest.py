@@ -13,7 +13,7 @@ import wisp
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     for name in list(__import__("os").environ):
-        if name.startswith("WISP_"):
+        if name.startswith(("WISP_", "WANDB_")):  # wisp honours wandb's variables too
             monkeypatch.delenv(name)
     monkeypatch.setenv("WISP_DIR", str(tmp_path))
     monkeypatch.setenv("WISP_CONFIG", str(tmp_path / "no-user-config.json"))
@@ -24,3 +24,7 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]
     yield
     if wisp.run is not None:
         wisp.finish()
+    from wisp._run import live_runs
+
+    for run in live_runs():  # init(reinit="create_new") runs a test left open
+        run.finish()

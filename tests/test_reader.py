@@ -41,7 +41,7 @@ def test_torn_tail_is_ignored_and_reported() -> None:
     run = wisp.init()
     run.log({"a": 1})
     run.finish()
-    with open(run.path, "ab") as f:  # type: ignore[arg-type]
+    with open(run.file_path, "ab") as f:  # type: ignore[arg-type]
         f.write(b"\x05\x00\x00\x00torn")
     data = wisp.open_run(run.dir)  # type: ignore[arg-type]
     assert data.ignored_bytes == 8 and [r["a"] for r in data.history()] == [1]
@@ -73,7 +73,7 @@ def test_to_pandas_and_scalars() -> None:
         run.log({"x": i * 1.5})
     run.log({"y": 1})
     run.finish()
-    data = wisp.open_run(run.path)  # type: ignore[arg-type]
+    data = wisp.open_run(run.file_path)  # type: ignore[arg-type]
     df = data.to_pandas()
     assert list(df["_step"]) == [0, 1, 2, 3, 4, 5] and df["x"].iloc[4] == 6.0
     assert data.scalars("x") == ([0, 1, 2, 3, 4], [0.0, 1.5, 3.0, 4.5, 6.0])

@@ -32,7 +32,7 @@ def test_resume_appends_a_segment_and_continues_steps(tmp_path: Path, no_run: No
     assert again.name == run.name and dict(again.config) == {"lr": 1, "bs": 4}
     wisp.log({"loss": 10.0})
     again.finish()
-    recs = list(iter_records(again.path))  # type: ignore[arg-type]
+    recs = list(iter_records(again.file_path))  # type: ignore[arg-type]
     runs = [json.loads(r.payload) for r in recs if r.type == RecordType.RUN]
     assert len(runs) == 2 and runs[0]["writer_id"] != runs[1]["writer_id"]
     idx = [r.type for r in recs].index(RecordType.RESUME)
@@ -63,7 +63,7 @@ def test_resume_cuts_a_torn_tail_first(tmp_path: Path, no_run: None) -> None:
     for i in range(5):
         wisp.log({"x": i})
     run.finish()
-    with open(run.path, "ab") as f:  # type: ignore[arg-type]
+    with open(run.file_path, "ab") as f:  # type: ignore[arg-type]
         f.write(b"\x40\x00\x00\x00garbage")
     again = wisp.init(id="torn", resume="must", dir=str(tmp_path), mode="offline")
     wisp.log({"x": 5})
@@ -71,4 +71,4 @@ def test_resume_cuts_a_torn_tail_first(tmp_path: Path, no_run: None) -> None:
     data = wisp.open_run(again.dir)
     assert data.ignored_bytes == 0
     assert [row["x"] for row in data.history()] == list(range(6))
-    assert os.path.getsize(again.path) > 0  # type: ignore[arg-type]
+    assert os.path.getsize(again.file_path) > 0  # type: ignore[arg-type]

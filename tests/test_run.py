@@ -86,15 +86,15 @@ def test_bad_values_raise_naming_the_key_and_log_nothing_partial() -> None:
 
 
 def test_numpy_scalars_and_one_element_arrays_log_as_numbers() -> None:
-    """numpy scalars and 1-element arrays become Python numbers; larger arrays are refused naming the shape."""
+    """numpy scalars and 1-element arrays become Python numbers; complex arrays are refused naming the key."""
     run = wisp.init()
     arr = np.array([0.5], dtype=np.float32)
     run.log(
         {"f": np.float64(1.25), "i": np.int64(7), "b": np.bool_(True), "a": arr}, step=np.int32(3)
     )
     arr[0] = 9.0  # a later in-place change must not reach the logged value
-    with pytest.raises(UsageError, match=r"'big'.*shape \(2, 2\)"):
-        run.log({"big": np.zeros((2, 2))})
+    with pytest.raises(UsageError, match=r"'big'.*complex"):
+        run.log({"big": np.zeros((2, 2), dtype=complex)})
     run.finish()
     (row,) = _rows(run)
     assert row == {
@@ -156,7 +156,7 @@ def test_define_metric_globs_choose_the_summary() -> None:
     run.define_metric("noise", summary="none")
     for v in [3.0, 1.0, 2.0]:
         run.log({"val/acc": v, "train/loss": v, "lr": v, "noise": v, "other": v})
-    with pytest.raises(UsageError, match="summary must be one of"):
+    with pytest.raises(UsageError, match="summary 'median' is not one of"):
         run.define_metric("x", summary="median")
     run.finish()
     s = wisp.open_run(run.dir).summary  # type: ignore[arg-type]

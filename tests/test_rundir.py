@@ -152,3 +152,18 @@ def test_discovery(tmp_path: Path) -> None:
     name, meta = R.rank_file_names(3)
     (a / name).write_bytes(HEADER)
     assert R.rank_files(str(a)) == {3: str(a / name)} and meta.endswith(".json")
+
+
+def test_user_files_skip_what_wisp_writes(tmp_path: Path) -> None:
+    """user_files() lists the user's files in a run directory, never wisp's own."""
+    from wisp._rundir import user_files
+
+    for name in ("run.wisp", "run.json", "run.rank1.wisp", "upload.json", "x.tmp123"):
+        (tmp_path / name).write_text("w")
+    for d in ("media", "files"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "a").write_text("w")
+    (tmp_path / "model.pt").write_text("u")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "media").write_text("u")
+    assert user_files(str(tmp_path)) == ["model.pt", "sub/media"]

@@ -79,13 +79,13 @@ def test_subclasses_of_plain_types_become_plain_values() -> None:
 
 
 def test_numpy_scalars_and_one_element_arrays_become_numbers() -> None:
-    """numpy scalars and 1-element arrays log as Python numbers; bigger arrays are refused."""
+    """numpy scalars and 1-element arrays log as Python numbers; 2-32 elements as lists."""
     np = pytest.importorskip("numpy")
     assert convert_value("k", np.float32(1.5)) == 1.5
     assert type(convert_value("k", np.array([[7]]))) is int
     assert convert_value("k", np.str_("s")) == "s"
-    with pytest.raises(UsageError, match=r"shape \(2,\)"):
-        convert_value("k", np.array([1, 2]))
+    assert convert_value("k", np.array([1, 2])) == [1, 2]
+    assert convert_value("k", np.array([[1.5], [2.5]])) == [[1.5], [2.5]]
 
 
 class _Big(Deferred):

@@ -20,10 +20,13 @@ if TYPE_CHECKING:
     from typing import Any
 
     from wisp import plot
+    from wisp._config import Config
     from wisp._doctor import doctor
+    from wisp._metric import Metric
     from wisp._reader import RunData, open_run
-    from wisp._run import Config, Run, Summary
+    from wisp._run import Run
     from wisp._settings import Settings
+    from wisp._summary import Summary
     from wisp.media import Audio, Histogram, Html, Image, Object3D, Table, Video
     from wisp.sweeps import agent, sweep
 
@@ -36,6 +39,7 @@ __all__ = [
     "Histogram",
     "Html",
     "Image",
+    "Metric",
     "Object3D",
     "Run",
     "RunData",
@@ -54,9 +58,12 @@ __all__ = [
     "finish",
     "init",
     "log",
+    "log_code",
     "login",
+    "mark_preempting",
     "open_run",
     "plot",
+    "restore",
     "run",
     "save",
     "summary",
@@ -71,8 +78,8 @@ run: Run | None = None
 
 _LAZY = {
     "Run": ("wisp._run", "Run"),
-    "Config": ("wisp._run", "Config"),
-    "Summary": ("wisp._run", "Summary"),
+    "Config": ("wisp._config", "Config"),
+    "Summary": ("wisp._summary", "Summary"),
     "Settings": ("wisp._settings", "Settings"),
     "open_run": ("wisp._reader", "open_run"),
     "RunData": ("wisp._reader", "RunData"),
@@ -91,6 +98,9 @@ _LAZY = {
     "watch": ("wisp.integrations._watch", "watch"),
     "unwatch": ("wisp.integrations._watch", "unwatch"),
     "save": ("wisp.integrations._files", "save"),
+    "restore": ("wisp.integrations._files", "restore"),
+    "log_code": ("wisp.integrations._files", "log_code"),
+    "Metric": ("wisp._metric", "Metric"),
     "alert": ("wisp.integrations._alert", "alert"),
     "AlertLevel": ("wisp.integrations._alert", "AlertLevel"),
     "login": ("wisp.integrations._alert", "login"),
@@ -116,18 +126,33 @@ def init(
     ranks: str | None = None,
     **wandb_only: Any,
 ) -> Run:
-    """Start a run (finishing the current one first) and make it the current run.
+    """Start a run (finishing live ones first) and make it the current run.
 
-    Arguments that only wandb knows (``entity``, ``reinit``, ``save_code``, ...) are
-    accepted and ignored with one warning, so ``import wisp as wandb`` works;
-    any other unknown argument raises UsageError.
+    wandb's ``reinit``: ``"create_new"`` keeps live runs and leaves ``wisp.run``
+    alone, ``"return_previous"`` (or False) returns the newest live run, and
+    ``"finish_previous"``/``"default"``/True finish live runs first (wisp's default).
+    ``entity`` sets ``run.entity``.  Other arguments that only wandb knows
+    (``save_code``, ...) are accepted and ignored with one warning, so
+    ``import wisp as wandb`` works; any other unknown argument raises UsageError.
     """
     from wisp._init import start_run
 
+    reinit, entity = wandb_only.get("reinit"), wandb_only.get("entity")
     if wandb_only:
         from wisp._init import wandb_only_args
 
         config = wandb_only_args(wandb_only, config)
+    how = "finish_previous"
+    if reinit is not None:
+        from wisp._wandb_env import reinit_mode
+
+        how = reinit_mode(reinit)
+        if how == "return_previous":
+            from wisp._run import live_runs
+
+            live = live_runs()
+            if live:
+                return live[-1]
 
     new = start_run(
         project=project,
@@ -143,9 +168,13 @@ def init(
         resume=resume,
         settings=settings,
         ranks=ranks,
+        finish_previous=how == "finish_previous",
     )
-    global run
-    run = new
+    if entity is not None:
+        new.entity = entity
+    if how != "create_new":  # as in wandb: create_new leaves wisp.run alone
+        global run
+        run = new
     return new
 
 
@@ -167,10 +196,23 @@ def log(data: Mapping[str, Any], step: int | None = None, commit: bool | None = 
 
 
 def define_metric(
-    name: str, step_metric: str | None = None, summary: str = "last", *, hidden: bool = False
-) -> None:
+    name: str,
+    step_metric: str | Metric | None = None,
+    step_sync: bool | None = None,
+    hidden: bool | None = None,
+    summary: str | None = None,
+    goal: str | None = None,
+    overwrite: bool | None = None,
+) -> Metric:
     """Describe metrics of the current run (see :meth:`Run.define_metric`)."""
-    _current("define_metric()").define_metric(name, step_metric, summary, hidden=hidden)
+    return _current("define_metric()").define_metric(
+        name, step_metric, step_sync, hidden, summary, goal, overwrite
+    )
+
+
+def mark_preempting() -> None:
+    """Record that the current run is about to be preempted (see :meth:`Run.mark_preempting`)."""
+    _current("mark_preempting()").mark_preempting()
 
 
 def finish(exit_code: int = 0) -> None:
@@ -184,7 +226,12 @@ def finish(exit_code: int = 0) -> None:
 
 def __getattr__(name: str) -> Any:
     if name in ("config", "summary"):
-        return getattr(_current(name), name)
+        r = run
+        if r is None:  # a placeholder that raises on use, as wandb's (hasattr() is safe)
+            from wisp._preinit import placeholder
+
+            return placeholder(name)
+        return getattr(r, name)
     target = _LAZY.get(name)
     if target is None:
         raise AttributeError(f"module 'wisp' has no attribute {name!r}")

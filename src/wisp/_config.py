@@ -21,7 +21,18 @@ if TYPE_CHECKING:
 else:
     _MappingBase = MutableMapping
 
-__all__ = ["Config"]
+__all__ = ["Config", "key_str"]
+
+
+def key_str(key: Any) -> str:
+    """A config key as JSON writes it (wandb stores ``{0: "cat"}`` as ``{"0": "cat"}``)."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool):
+        return {None: "null", True: "true", False: "false"}[key]
+    if isinstance(key, float):
+        return repr(key)
+    return str(key)
 
 
 def _jsonable(key: str, value: Any) -> Any:
@@ -31,9 +42,8 @@ def _jsonable(key: str, value: Any) -> Any:
     if isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
-            if not isinstance(k, str):
-                raise UsageError(f"config key under {key!r} must be a string, got {k!r}")
-            out[k] = _jsonable(f"{key}.{k}", v)
+            ks = key_str(k)
+            out[ks] = _jsonable(f"{key}.{ks}", v)
         return out
     if isinstance(value, (list, tuple, set, frozenset)):
         items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
@@ -73,14 +83,29 @@ class Config(_MappingBase):
         if run is not None:
             run.record(RecordType.CONFIG, {"config": self.as_dict()})
 
-    def update(self, other: Any = (), /, **kwargs: Any) -> None:
+    def update(
+        self, other: Any = (), /, allow_val_change: bool | None = None, **kwargs: Any
+    ) -> None:
+        """Set keys from a dict (or an argparse Namespace) and keyword arguments.
+
+        ``allow_val_change`` is accepted for wandb compatibility (wisp always allows
+        changing a value); it is not stored as a key.
+        """
         if other is not None and not isinstance(other, Mapping) and hasattr(other, "__dict__"):
             other = vars(other)  # argparse.Namespace and friends
-        items = dict(other or (), **kwargs)
-        converted = {str(k): _jsonable(str(k), v) for k, v in items.items()}
+        items = {**dict(other or ()), **kwargs}
+        converted = {key_str(k): _jsonable(key_str(k), v) for k, v in items.items()}
         self._data.update(converted)
         if converted:
             self._changed()
+
+    def setdefaults(self, other: Any) -> None:
+        """Set the keys of ``other`` that are not set yet (wandb's ``config.setdefaults``)."""
+        if other is not None and not isinstance(other, Mapping) and hasattr(other, "__dict__"):
+            other = vars(other)
+        fresh = {k: v for k, v in dict(other or ()).items() if key_str(k) not in self._data}
+        if fresh:
+            self.update(fresh)
 
     def as_dict(self) -> dict[str, Any]:
         import copy
@@ -91,7 +116,8 @@ class Config(_MappingBase):
         return self._data[key]
 
     def __setitem__(self, key: str, value: Any) -> None:
-        if not isinstance(key, str) or not key:
+        key = key_str(key)
+        if not key:
             raise UsageError(f"config keys must be non-empty strings, got {key!r}")
         self._data[key] = _jsonable(key, value)
         self._changed()

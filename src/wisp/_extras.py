@@ -1,8 +1,9 @@
 """Per-run helpers started by ``init()`` and stopped by ``finish()``.
 
-The system-metrics sampler (``system_metrics``, ``system_interval``) and
-console capture (``console``).  ``start(run)`` attaches them to the run as
-parts; the Run stops them at finish, before the finish record is queued.
+The system-metrics sampler (``system_metrics``, ``system_interval``), console
+capture (``console``) and the files saved at finish (``files``).  ``start(run)``
+attaches them to the run as parts; the Run stops them at finish, before the finish
+record is queued.
 """
 
 from __future__ import annotations
@@ -46,6 +47,18 @@ def start(run: Run) -> None:
     if run.writer is None or not run.live:
         return
     s = run.settings
+
+    at_end: list[tuple[str, str]] = []  # save(policy="end"): (source, name)
+
+    def files_at_end() -> None:  # those, and files the user wrote into run.dir
+        from wisp._rundir import user_files
+
+        if at_end or (run.dir is not None and user_files(run.dir)):
+            from wisp.integrations._files import save_at_end
+
+            save_at_end(run)
+
+    run.attach("files", at_end, files_at_end)  # attached first: stopped last, after console
 
     def emit(rtype: int) -> Any:
         def put(payload: dict[str, Any]) -> None:

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 __all__ = ["WANDB_ONLY_ARGS", "start_run", "wandb_only_args"]
 
 #: ``wandb.init()`` arguments wisp accepts and ignores (one warning lists them), so
-#: ``import wisp as wandb`` keeps working.  ``config_exclude_keys`` and
-#: ``config_include_keys`` are honoured rather than ignored.
+#: ``import wisp as wandb`` keeps working.  ``config_exclude_keys``,
+#: ``config_include_keys``, ``entity`` and ``reinit`` are honoured rather than ignored.
 WANDB_ONLY_ARGS = frozenset(
     {
         "entity",
@@ -39,7 +39,7 @@ WANDB_ONLY_ARGS = frozenset(
         "resume_from",
     }
 )
-_HONOURED = ("config_exclude_keys", "config_include_keys")
+_HONOURED = ("config_exclude_keys", "config_include_keys", "entity", "reinit")
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 _ADJECTIVES = [
@@ -184,7 +184,22 @@ def start_run(
     resume: str | bool | None,
     settings: Settings | Mapping[str, Any] | None,
     ranks: str | None,
+    finish_previous: bool = True,
 ) -> Run:
+    """A new run.  ``finish_previous`` (reinit): finish this process's live runs first."""
+    from wisp._wandb_env import init_from_env
+
+    env = init_from_env(os.environ)  # WISP_*, else WANDB_*, under explicit arguments
+    if env:
+        name, notes, group, job_type = (
+            name or env.get("name"),
+            notes or env.get("notes"),
+            group or env.get("group"),
+            job_type or env.get("job_type"),
+        )
+        tags = tags if tags is not None else env.get("tags")
+        id = id or env.get("id")  # noqa: A001
+        resume = resume if resume is not None else env.get("resume")
     overrides: dict[str, Any] = {}
     if mode is not None:
         overrides["mode"] = mode
@@ -206,7 +221,7 @@ def start_run(
         from wisp.sweeps._hook import sweep_args
 
         id, config, project = sweep_args(id, config, project)  # noqa: A001
-    project = _check_str("project", project) or os.environ.get("WISP_PROJECT") or "uncategorized"
+    project = _check_str("project", project) or env.get("project") or "uncategorized"
     name = _check_str("name", name)
     notes = _check_str("notes", notes)
     group = _check_str("group", group)
@@ -228,12 +243,19 @@ def start_run(
     if resume not in (None, False, True, "allow", "must", "never", "auto"):
         raise UsageError(f"init() resume must be 'allow', 'must' or 'never', got {resume!r}")
 
-    # a second init() in one process finishes the current run first (notebook cells re-run)
-    import wisp
+    # a second init() in one process finishes the live runs first (notebook cells re-run),
+    # unless reinit="create_new" keeps them
+    if finish_previous:
+        import wisp
 
-    if wisp.run is not None:
-        previous, wisp.run = wisp.run, None
-        previous.finish()
+        previous = [r for r in (wisp.run, *_run.live_runs()) if r is not None]
+        wisp.run = None
+        for r in dict.fromkeys(previous):
+            r.finish()
+    if s.silent:
+        import logging
+
+        logging.getLogger("wisp").setLevel(logging.ERROR)
 
     from wisp import _ranks
 
@@ -305,6 +327,7 @@ def start_run(
     _run.register(run)
     if resumed is not None:
         resumed.apply(run)
+        run.mark_resumed()
     from wisp import _extras
 
     _extras.start(run)

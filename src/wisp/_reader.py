@@ -79,6 +79,10 @@ class RunData:
             if t == RecordType.RUN:
                 if not self.metadata:
                     self.metadata = obj
+                else:  # a later segment, or name/tags/notes changed mid-run
+                    for k in ("name", "tags", "notes"):
+                        if k in obj:
+                            self.metadata[k] = obj[k]
             elif t == RecordType.CONFIG:
                 self.config = obj["config"]
             elif t == RecordType.SUMMARY:

@@ -6,14 +6,16 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Callable, Mapping
 
 from wisp import _runfile
 from wisp._config import Config
+from wisp._run_wandb import WandbRunApi
 from wisp._rundir import META_FILE, RUN_FILE, write_meta
 from wisp._runfile import RecordType
 from wisp._settings import Settings
-from wisp._values import SCALAR_TYPES, prepare_row
+from wisp._summary import Summary
+from wisp._values import prepare_row
 from wisp._writer import CALL, METRIC, RECORD, ROW, ROW_DEFERRED, SUMMARY_SET, Writer
 from wisp.errors import RunStateError, UsageError, WispWarning, WriterError
 
@@ -21,75 +23,25 @@ TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need 
 if TYPE_CHECKING:
     from typing import Any
 
-    _MappingBase = MutableMapping[str, Any]
-else:
-    _MappingBase = MutableMapping
+    from wisp._metric import Metric
 
 __all__ = ["Config", "Run", "Summary", "live_runs", "recent_runs", "register"]
 
 _KNOWN_KEYS_MAX = 10_000  # keys remembered as valid by a run, for the fast path
 # Values log() passes without a closer look; strings take the slow path for the size limit.
 _FAST_TYPES = frozenset({float, int, bool, type(None)})
-_SUMMARY_KINDS = ("last", "min", "max", "mean", "none")
-
-
-class Summary(_MappingBase):
-    """The run's summary: last value per key unless ``define_metric`` says otherwise.
-
-    Reading waits until the writer has processed everything logged so far, so
-    ``run.summary["loss"]`` right after ``log({"loss": x})`` is ``x``.  Values set
-    here override the computed ones.
-    """
-
-    def __init__(self, run: Run) -> None:
-        self._run = run
-
-    def _view(self) -> dict[str, Any]:
-        run = self._run
-        w = run._writer
-        if w is None:
-            return dict(run._final_summary)
-        run._commit_pending()
-        w.barrier(timeout=run._settings.finish_timeout)
-        return w.summary_view()
-
-    def __getitem__(self, key: str) -> Any:
-        return self._view()[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        if not isinstance(key, str) or not key:
-            raise UsageError(f"summary keys must be non-empty strings, got {key!r}")
-        self.update({key: value})
-
-    def update(self, other: Any = (), /, **kwargs: Any) -> None:
-        items = dict(other, **kwargs)
-        row, deferred = prepare_row(items)
-        if deferred:
-            media = ", ".join(repr(k) for k, v in row.items() if type(v) not in SCALAR_TYPES)
-            raise UsageError(f"summary values must be plain values; log media ({media}) with log()")
-        self._run._send((SUMMARY_SET, row, ()))
-
-    def __delitem__(self, key: str) -> None:
-        if key not in self._view():
-            raise KeyError(key)
-        self._run._send((SUMMARY_SET, {}, (key,)))
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._view())
-
-    def __len__(self) -> int:
-        return len(self._view())
-
-    def __repr__(self) -> str:
-        return f"Summary({self._view()!r})"
 
 
 _live_runs: list[Run] = []
 _recent_runs: list[Run] = []  # the last few finished runs, for doctor
 
 
-class Run:
-    """One run.  Made by :func:`wisp.init`; use it as a context manager to finish it."""
+class Run(WandbRunApi):
+    """One run.  Made by :func:`wisp.init`; use it as a context manager to finish it.
+
+    wandb's attributes and methods (``path``, ``entity``, ``watch``, ...) come from
+    :class:`~wisp._run_wandb.WandbRunApi`.
+    """
 
     def __init__(
         self,
@@ -149,6 +101,8 @@ class Run:
         self._stops_after_close: list[Callable[[], None]] = []  # after the file is closed
         self._origin = None if origin is None else dict(origin)
         self._exit_deadline: float | None = None  # set by the exit hook: bounds finish()
+        self._metric_specs: dict[str, dict[str, Any]] = {}  # define_metric, merged by name
+        self._segment: dict[str, Any] | None = None  # this segment's RUN record (writer thread)
         self.created_at = get_time()
         self.sweep_id = os.environ.get("WISP_SWEEP_ID") or None  # set by a sweep agent
         if config:
@@ -179,8 +133,8 @@ class Run:
     # -- recording ---------------------------------------------------------------------------
 
     @property
-    def path(self) -> str | None:
-        """The run file."""
+    def file_path(self) -> str | None:
+        """The run file (wandb's ``run.path`` is ``entity/project/run_id``)."""
         return None if self.dir is None else os.path.join(self.dir, self._file)
 
     @property
@@ -225,7 +179,23 @@ class Run:
 
     def _write_start(self) -> None:
         assert self._writer is not None
-        self._writer.append(RecordType.RUN, self._run_record())
+        self._segment = self._run_record()
+        self._writer.append(RecordType.RUN, self._segment)
+
+    def update_identity(self) -> None:
+        """``name``, ``tags`` or ``notes`` changed: repeat this segment's RUN record with the
+        new values (same ``writer_id``, see docs/run-file.md) and rewrite ``run.json``."""
+        if not self._live:
+            return
+
+        def write() -> None:
+            assert self._writer is not None and self._segment is not None
+            fields = {"name": self.name, "tags": list(self.tags), "notes": self.notes}
+            self._segment = {**self._segment, **fields}
+            self._writer.append(RecordType.RUN, self._segment)
+
+        self.on_writer(write)
+        self._write_meta("running")
 
     def _changed_config(self) -> None:
         self.record(RecordType.CONFIG, {"config": self.config.as_dict()})
@@ -343,28 +313,52 @@ class Run:
     def define_metric(
         self,
         name: str,
-        step_metric: str | None = None,
-        summary: str = "last",
-        *,
-        hidden: bool = False,
-    ) -> None:
-        """Describe metrics matching ``name`` (a glob like ``"val/*"``): x axis and summary."""
-        if not isinstance(name, str) or not name:
-            raise UsageError(f"define_metric() name must be a non-empty string, got {name!r}")
-        if summary not in _SUMMARY_KINDS:
-            raise UsageError(
-                f"define_metric({name!r}) summary must be one of {', '.join(_SUMMARY_KINDS)}, "
-                f"got {summary!r}"
-            )
-        if step_metric is not None and (not isinstance(step_metric, str) or not step_metric):
-            raise UsageError(f"define_metric({name!r}) step_metric must be a metric name")
-        spec = {"name": name, "step_metric": step_metric, "summary": summary, "hidden": hidden}
-        if self.mode == "disabled":
-            return
-        self._send((METRIC, spec))
+        step_metric: str | Metric | None = None,
+        step_sync: bool | None = None,
+        hidden: bool | None = None,
+        summary: str | None = None,
+        goal: str | None = None,
+        overwrite: bool | None = None,
+    ) -> Metric:
+        """Describe metrics matching ``name`` (a glob like ``"val/*"``): x axis and summary.
+
+        As in wandb: ``summary`` is one or more of last, min, max, mean, first, best
+        (with ``goal``), none, joined by commas; calls for one name merge unless
+        ``overwrite``; ``step_sync`` (default: True with a ``step_metric``) fills in the
+        step metric's last value in rows that lack it.  See ``wisp._metric``.
+        """
+        from wisp._metric import Metric, merge
+
+        spec = merge(
+            self._metric_specs.get(name) if isinstance(name, str) else None,
+            name,
+            step_metric,
+            step_sync,
+            hidden,
+            summary,
+            goal,
+            overwrite,
+        )
+        if self.mode != "disabled":
+            self._send((METRIC, spec))
+            self._metric_specs[name] = spec
+        return Metric(spec)
 
     # -- the internal interface: for wisp's own modules (init, hooks, extras, uploader,
     # -- integrations, doctor), which never touch the attributes above -------------------------
+
+    def summary_view(self) -> dict[str, Any]:
+        """The summary as it stands after everything logged so far (waits for the writer)."""
+        w = self._writer
+        if w is None:
+            return dict(self._final_summary)
+        self._commit_pending()
+        w.barrier(timeout=self._settings.finish_timeout)
+        return w.summary_view()
+
+    def summary_set(self, values: dict[str, Any], delete: tuple[str, ...] = ()) -> None:
+        """Set user summary values (checked by ``prepare_row``) and delete keys."""
+        self._send((SUMMARY_SET, values, delete))
 
     @property
     def settings(self) -> Settings:
@@ -589,6 +583,11 @@ def register(run: Run) -> None:
 
 
 def _unregister(run: Run) -> None:
+    import sys
+
+    module = sys.modules.get("wisp")
+    if module is not None and getattr(module, "run", None) is run:
+        module.run = None  # type: ignore[attr-defined]  # `if wandb.run:` is false after finish(), as in wandb
     _recent_runs.append(run)
     del _recent_runs[:-5]
     if run in _live_runs:

@@ -12,6 +12,8 @@ Every module that names a file in a run directory takes the name from here::
         files/...             files saved with wisp.save()
         upload.json           the upload cursor (format version 1, see :class:`Cursor`)
         upload.lock           flock'ed by whoever uploads the run
+        anything else         the user's own files (wandb's ``run.dir``): saved into
+                              files/ at finish (:func:`user_files`)
 
 *Fully synced* (:func:`sync_status`) has one definition, used by ``wisp sync``
 to skip a run and by ``wisp gc`` to delete one: the cursor (for the given
@@ -56,6 +58,7 @@ __all__ = [
     "run_dirs_under",
     "sync_status",
     "unlock_uploads",
+    "user_files",
     "write_meta",
 ]
 
@@ -82,6 +85,31 @@ def rank_file_names(rank: int) -> tuple[str, str]:
     if rank == 0:
         return RUN_FILE, META_FILE
     return f"{_RANK_PREFIX}{rank}{_RUN_SUFFIX}", f"{_RANK_PREFIX}{rank}{_META_SUFFIX}"
+
+
+def _is_own(name: str) -> bool:
+    """True for a top-level name of ``run_dir`` that wisp writes (see the layout above)."""
+    if name in (RUN_FILE, META_FILE, CURSOR_FILE, LOCK_FILE, MEDIA_DIR, FILES_DIR):
+        return True
+    if name.startswith(_RANK_PREFIX) and name.endswith((_RUN_SUFFIX, _META_SUFFIX)):
+        return True
+    return ".tmp" in name  # atomic replaces in flight
+
+
+def user_files(run_dir: str) -> list[str]:
+    """Files the user wrote into ``run_dir`` (not wisp's own), relative, '/'-separated, sorted."""
+    out = []
+    for root, dirs, names in os.walk(run_dir):
+        rel_root = os.path.relpath(root, run_dir)
+        if rel_root == ".":
+            dirs[:] = [d for d in dirs if not _is_own(d)]
+            names = [n for n in names if not _is_own(n)]
+        for name in names:
+            path = os.path.join(root, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                rel = name if rel_root == "." else os.path.join(rel_root, name)
+                out.append(rel.replace(os.sep, "/"))
+    return sorted(out)
 
 
 def rank_files(run_dir: str) -> dict[int, str]:

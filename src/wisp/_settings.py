@@ -1,8 +1,11 @@
 """Settings: one table of every knob, read at ``init()``, never at import.
 
 Precedence, lowest first: the defaults below, the ``wisp login`` config file
-(``server_url`` and ``api_key`` only, see ``_userconfig.py``), environment variables
-(``WISP_*``), then ``wisp.init(settings=Settings(...))`` or a plain dict.
+(``server_url`` and ``api_key`` only, see ``_userconfig.py``), wandb's environment
+variables where no ``WISP_*`` one is set (``WANDB_MODE``, ``WANDB_DIR``,
+``WANDB_SILENT``, ``WANDB_CONSOLE``; ``_wandb_env.py``), environment variables
+(``WISP_*``), then ``wisp.init(settings=Settings(...))`` or a plain dict.  wandb's
+own setting names are mapped or warned about once (``_wandb_env.py``).
 docs/settings.md lists the same table for users; keep them in step.
 """
 
@@ -70,6 +73,7 @@ _FIELDS: dict[str, tuple[type, Any, str | None, Callable[[str, Any], Any]]] = {
     "signals": (bool, True, "WISP_SIGNALS", _any),
     "heartbeat_interval": (float, 15.0, "WISP_HEARTBEAT_INTERVAL", _positive),
     "alert_webhook": (str, None, "WISP_ALERT_WEBHOOK", _any),
+    "silent": (bool, False, "WISP_SILENT", _any),
 }
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -118,9 +122,25 @@ class Settings:
     def _apply(self, values: Mapping[str, Any], source: str) -> None:
         for name, value in values.items():
             spec = _FIELDS.get(name)
-            if spec is None:
-                known = ", ".join(sorted(_FIELDS))
-                raise UsageError(f"unknown setting {name!r} (known settings: {known})")
+            if spec is None:  # wandb's settings map to wisp's, or warn once (_wandb_env)
+                from wisp._wandb_env import map_setting
+
+                try:
+                    mapped = map_setting(name, value)
+                except KeyError:
+                    known = ", ".join(sorted(_FIELDS))
+                    raise UsageError(
+                        f"unknown setting {name!r} (known settings: {known}; wandb's "
+                        "common settings are accepted too, see docs/settings.md)"
+                    ) from None
+                if mapped is None:
+                    continue
+                name, value = mapped
+                spec = _FIELDS[name]
+            elif name in ("mode", "console"):
+                from wisp._wandb_env import map_value
+
+                value = map_value(name, value)
             kind, _default, _env, check = spec
             coerced = _coerce(name, kind, value, source)
             if coerced is not None:
@@ -147,6 +167,11 @@ class Settings:
         }
         for name, value in from_env.items():
             out._apply({name: value}, f"environment variable {_FIELDS[name][2]}")
+        if any(k.startswith("WANDB_") for k in env):  # wandb's, where no WISP_* is set
+            from wisp._wandb_env import SETTINGS_ENV, settings_from_env
+
+            for name, value in settings_from_env(env, set(from_env)).items():
+                out._apply({name: value}, f"environment variable {SETTINGS_ENV[name][0]}")
         if isinstance(explicit, Settings):
             out._apply({k: explicit._values[k] for k in explicit._explicit}, "settings")
         elif explicit is not None:

@@ -83,12 +83,10 @@ def convert_torch(key: str, value: Any) -> Any:
             f"log() value for {key!r} has type {type(value).__module__}.{type(value).__name__}, "
             "expected a number or a 1-element tensor"
         )
-    shape = _shape(value)
-    if value.numel() != 1:
-        raise UsageError(
-            f"log() value for {key!r} is a torch tensor of shape {shape}; only 0-d and "
-            "1-element tensors log as numbers (wrap it: wisp.Histogram(t) or wisp.Image(t))"
-        )
+    if value.numel() != 1:  # wandb's rules: a list up to 32 elements, a histogram above
+        from wisp._arrays import convert_array
+
+        return convert_array(key, value, "torch tensor")
     if value.dtype.is_complex:
         raise UsageError(f"log() value for {key!r} is a complex tensor, expected a real number")
     if value.device.type == "cpu":
@@ -111,11 +109,10 @@ def convert_jax(key: str, value: Any) -> Any:
     size = 1
     for n in shape:
         size *= n
-    if size != 1:
-        raise UsageError(
-            f"log() value for {key!r} is a JAX array of shape {shape}; only 0-d and 1-element "
-            "arrays log as numbers (wrap it: wisp.Histogram(x) or wisp.Image(x))"
-        )
+    if size != 1:  # wandb's rules: a list up to 32 elements, a histogram above
+        from wisp._arrays import convert_array
+
+        return convert_array(key, value, "JAX array")
     return _DeviceScalar(snapshot(value, f"log() value for {key!r}"))
 
 

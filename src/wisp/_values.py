@@ -58,11 +58,10 @@ def _numpy_value(key: str, value: Any) -> Any:
     """A numpy scalar or array becomes a Python number (copied, so later changes don't leak)."""
     shape = getattr(value, "shape", ())
     size = getattr(value, "size", 1)
-    if size != 1:
-        raise UsageError(
-            f"log() value for {key!r} is a numpy array of shape {tuple(shape)}; only scalars and "
-            "1-element arrays log as numbers (use wisp.Histogram or wisp.Image for arrays)"
-        )
+    if size != 1:  # wandb's rules: a list up to 32 elements, a histogram above
+        from wisp._arrays import convert_array
+
+        return convert_array(key, value, "numpy array")
     kind = value.dtype.kind
     if kind not in "biufc":
         if kind in "US":

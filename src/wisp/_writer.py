@@ -13,7 +13,6 @@ into the training loop; ``Run.finish()`` raises the first failure as a
 from __future__ import annotations
 
 import json
-import math
 import os
 import threading
 import time
@@ -21,6 +20,7 @@ from collections import deque
 from collections.abc import Callable
 
 from wisp._deferred import Deferred
+from wisp._metric import StepSync, update_summary
 from wisp._rundir import MEDIA_DIR
 from wisp._runfile import HEADER, RecordType, encode_history, encode_record
 
@@ -45,16 +45,6 @@ SLICE = 256
 _IDLE_MIN = 0.005
 _IDLE_MAX = 0.1  # rows encoded per GIL hold, keeps the caller's p99 low
 _dumps = json.JSONEncoder(allow_nan=True, separators=(",", ":"), ensure_ascii=False).encode
-
-
-class _Agg:
-    __slots__ = ("count", "max", "min", "sum")
-
-    def __init__(self) -> None:
-        self.min = math.inf
-        self.max = -math.inf
-        self.sum = 0.0
-        self.count = 0
 
 
 class Writer:
@@ -96,7 +86,8 @@ class Writer:
         self._summary_dirty = False
         self._metrics: list[dict[str, Any]] = []
         self._key_spec: dict[str, dict[str, Any] | None] = {}
-        self._aggs: dict[str, _Agg] = {}
+        self._aggs: dict[str, Any] = {}
+        self._step_sync = StepSync()
         self._has_special = False
         # counters, read by Run/doctor (ints: single writes are atomic)
         self.rows_written = 0
@@ -236,6 +227,9 @@ class Writer:
         return out
 
     def _write_rows(self, rows: list[list[Any]]) -> None:
+        if self._step_sync.names:
+            for row in rows:
+                self._step_sync.apply(row[2], self._spec_for)
         self._append_raw(RecordType.HISTORY, encode_history(rows))
         self.rows_written += len(rows)
         self.last_step = rows[-1][0]
@@ -269,19 +263,8 @@ class Writer:
             how = spec.get("summary", "last") if spec else "last"
             if how == "last":
                 summary[key] = value
-            elif how == "none":
-                continue
-            elif type(value) in (int, float) and not math.isnan(value):
-                agg = self._aggs.get(key)
-                if agg is None:
-                    agg = self._aggs[key] = _Agg()
-                agg.min = min(agg.min, value)
-                agg.max = max(agg.max, value)
-                agg.sum += value
-                agg.count += 1
-                summary[key] = (
-                    agg.min if how == "min" else agg.max if how == "max" else agg.sum / agg.count
-                )
+            elif how != "none":
+                update_summary(summary, self._aggs, key, value, spec)  # type: ignore[arg-type]
 
     def _handle(self, item: tuple[Any, ...]) -> None:
         kind = item[0]
@@ -296,6 +279,7 @@ class Writer:
             self._summary_dirty = True
         elif kind == METRIC:
             self._metrics.append(item[1])
+            self._step_sync.add(item[1])
             self._key_spec.clear()
             self._has_special = True
             self.append(RecordType.METRIC, item[1])

@@ -29,8 +29,10 @@ def test_init_ignores_wandb_only_arguments_with_one_warning(tmp_path: Path) -> N
         )
     assert len(caught) == 1
     message = str(caught[0].message)
-    for name in ("entity", "reinit", "save_code", "anonymous", "monitor_gym", "sync_tensorboard"):
+    for name in ("save_code", "anonymous", "monitor_gym", "sync_tensorboard"):
         assert name in message
+    assert "entity" not in message and "reinit" not in message  # honoured, not ignored
+    assert run.entity == "team"
     assert caught[0].filename == __file__
     assert wandb.run is run
 

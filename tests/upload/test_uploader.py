@@ -64,7 +64,7 @@ def test_online_run_uploads_everything_and_saves_its_cursor(
     assert doc["state"] == "finished" and doc["config"] == {"lr": 0.1}
     cursor = json.loads((Path(run.dir) / "upload.json").read_text())
     assert cursor["done"] is True and cursor["server"] == server.url
-    assert cursor["offset"] == os.path.getsize(run.path)
+    assert cursor["offset"] == os.path.getsize(run.file_path)
     assert set(cursor) == {"server", "offset", "acked_seq", "writer_id", "done"}
 
 

@@ -83,8 +83,11 @@ def describe_run(path: str, *, crashed: bool = False) -> tuple[str, RunBody]:
             t = rec.type
             if t == RecordType.RUN:
                 state = "running"
+                obj = json.loads(rec.payload)
                 if first is None:
-                    first = json.loads(rec.payload)
+                    first = obj
+                else:  # a later segment, or name/tags/notes set mid-run: the latest wins
+                    first.update({k: obj[k] for k in ("name", "tags", "notes") if k in obj})
             elif t == RecordType.CONFIG:
                 config = json.loads(rec.payload).get("config", {})
             elif t == RecordType.FINISH:
@@ -619,8 +622,8 @@ def finish_upload(
     else:
         why = f"{limit}={timeout:.3g}s ran out"
     out.write(
-        f"wisp: run {run.id}: {human_size(left)} of {run.path} not uploaded ({why}); it is safe "
-        f"on disk, run `wisp sync {run.dir}` to finish uploading\n"
+        f"wisp: run {run.id}: {human_size(left)} of {run.file_path} not uploaded ({why}); it is "
+        f"safe on disk, run `wisp sync {run.dir}` to finish uploading\n"
     )
     with contextlib.suppress(OSError, ValueError):
         out.flush()

@@ -90,16 +90,18 @@ def alert(
     wait_duration: float | timedelta | None = None,
     *,
     post: Callable[..., None] = post_json,
+    run: Run | None = None,
 ) -> threading.Thread | None:
     """Record an alert in the current run and POST it to the configured webhook.
 
     ``wait_duration`` (seconds or a timedelta) suppresses sending another alert
     with the same title within that time (it is still recorded).  Returns the
-    sending thread, if one was started (join it to wait for delivery).
+    sending thread, if one was started (join it to wait for delivery).  ``run``
+    (default: the current run) records it (``run.alert(...)``).
     """
     import wisp
 
-    run = wisp.run
+    run = run or wisp.run
     if run is None:
         raise RunStateError("wisp.alert() needs a run: call wisp.init() first")
     if not isinstance(title, str) or not title:

@@ -7,7 +7,11 @@ describes it (format version 1)::
      "kind": "file" | "checkpoint" | ..., "policy": "now" | "live" | "end", ...extra}
 
 Copies happen on the writer thread, so ``save()`` returns at once; a copy that
-fails is counted under ``save`` and reported once, never raised.
+fails is counted under ``save`` and reported once, never raised.  ``policy="end"``
+copies the file as it is when the run finishes; files the user wrote into
+``run.dir`` itself are saved the same way at finish (wandb uploads its run
+directory's files).  ``log_code()`` saves source files under ``code/``; ``restore()``
+copies a saved file back out of a local run.
 """
 
 from __future__ import annotations
@@ -16,25 +20,27 @@ import glob
 import hashlib
 import os
 import shutil
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
 
 from wisp._rundir import FILES_DIR
 from wisp._runfile import RecordType
 from wisp.errors import RunStateError, UsageError
 
+TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
 if TYPE_CHECKING:
+    from typing import Any
+
     from wisp._run import Run
 
-__all__ = ["save", "save_file"]
+__all__ = ["log_code", "restore", "save", "save_at_end", "save_file"]
 
 _POLICIES = ("now", "live", "end")
 
 
-def _current_run() -> Run:
+def _current_run(run: Run | None = None) -> Run:
     import wisp
 
-    run = wisp.run
+    run = run or wisp.run
     if run is None:
         raise RunStateError("wisp.save() needs a run: call wisp.init() first")
     return run
@@ -96,16 +102,19 @@ def save(
     glob_str: str | os.PathLike[str],
     base_path: str | os.PathLike[str] | None = None,
     policy: str = "now",
+    *,
+    run: Run | None = None,
 ) -> list[str]:
     """Copy files matching ``glob_str`` into the current run (``wandb.save``).
 
     Names inside the run are relative to ``base_path`` (default: the glob's
     directory).  Returns the stored paths, relative to the run directory.
-    ``policy`` is recorded; every policy copies the file as it is now.
+    ``policy`` is recorded; ``"now"`` and ``"live"`` copy the file as it is now,
+    ``"end"`` as it is when the run finishes.  ``run``: default the current run.
     """
     if policy not in _POLICIES:
         raise UsageError(f"save() policy must be one of {', '.join(_POLICIES)}, got {policy!r}")
-    run = _current_run()
+    run = _current_run(run)
     pattern = os.path.abspath(os.fspath(glob_str))
     if base_path is None:
         first_magic = min((i for i, c in enumerate(pattern) if c in "*?["), default=len(pattern))
@@ -120,7 +129,132 @@ def save(
         rel = os.path.relpath(path, base)
         if rel.startswith(".."):
             raise UsageError(f"save(): {path} is not under base_path {base}")
+        if policy == "end":
+            _at_end(run).append((path, rel))
+            stored.append(f"{FILES_DIR}/{_safe_name(rel)}")
+            continue
         out = save_file(run, path, rel, policy=policy)
         if out is not None:
             stored.append(out)
     return stored
+
+
+def _at_end(run: Run) -> list[tuple[str, str]]:
+    """The run's ``files`` part: (source, name) pairs copied at finish."""
+    part: list[tuple[str, str]] | None = run.part("files")
+    if part is None:  # a run init() did not start (an importer's): attach now
+        part = []
+        run.attach("files", part, lambda: save_at_end(run))
+    return part
+
+
+def save_at_end(run: Run) -> None:
+    """At finish: copy the ``policy="end"`` files, then the files the user wrote into
+    ``run.dir`` (skipped by ranks other than 0 sharing a directory)."""
+    if not run.live or run.dir is None:
+        return
+    for path, rel in run.part("files") or ():
+        if os.path.isfile(path):
+            save_file(run, path, rel, policy="end")
+        else:
+            run.count_failure("save")
+    if run.rank is not None and run.rank.get("rank", 0) != 0:
+        return
+    from wisp._rundir import user_files
+
+    for rel in user_files(run.dir):
+        save_file(run, os.path.join(run.dir, rel), rel, policy="end")
+
+
+_CODE_SKIP = frozenset(
+    {"wisp", "wandb", "venv", ".venv", "__pycache__", "node_modules", "site-packages"}
+)
+
+
+def log_code(
+    root: str | os.PathLike[str] = ".",
+    name: str | None = None,
+    include_fn: Callable[..., bool] | None = None,
+    exclude_fn: Callable[..., bool] | None = None,
+    *,
+    run: Run | None = None,
+) -> list[str]:
+    """Save source files under ``root`` into the run's ``files/code/`` (``wandb.log_code``).
+
+    ``include_fn(path, root)`` (default: ``*.py``) and ``exclude_fn(path, root)``
+    choose files; hidden directories and environments are skipped.  ``name`` is
+    accepted for wandb compatibility (wandb names the code artifact with it).
+    Returns the stored paths.
+    """
+    run = _current_run(run)
+    base = os.path.abspath(os.fspath(root))
+
+    def call(fn: Callable[..., bool], path: str) -> bool:
+        try:
+            return bool(fn(path, base))
+        except TypeError:
+            return bool(fn(path))
+
+    stored = []
+    for dirpath, dirs, names in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _CODE_SKIP)
+        if run.dir is not None and os.path.abspath(dirpath).startswith(run.dir):
+            continue
+        for fname in sorted(names):
+            path = os.path.join(dirpath, fname)
+            keep = call(include_fn, path) if include_fn else fname.endswith(".py")
+            if not keep or (exclude_fn is not None and call(exclude_fn, path)):
+                continue
+            rel = os.path.relpath(path, base).replace(os.sep, "/")
+            out = save_file(run, path, f"code/{rel}", kind="code")
+            if out is not None:
+                stored.append(out)
+    return stored
+
+
+def restore(
+    name: str,
+    run_path: str | None = None,
+    replace: bool = False,
+    root: str | os.PathLike[str] | None = None,
+) -> Any:
+    """Copy a file saved in a local run into ``root`` and open it for reading (``wandb.restore``).
+
+    ``run_path`` is ``"entity/project/run_id"`` or a run id (default: the current run);
+    runs are looked up under the ``dir`` setting (``WISP_DIR``, ``WANDB_DIR``) or the
+    working directory.  ``root`` defaults to the current run's directory, else the
+    working directory.  An existing file is kept unless ``replace``.  Raises
+    UsageError when the run has no such saved file and none is at the destination.
+    """
+    import wisp
+    from wisp._rundir import find_by_id
+    from wisp._settings import Settings
+
+    rel = _safe_name(name)
+    current = wisp.run
+    if run_path is None:
+        if current is None:
+            raise UsageError("restore() needs run_path= when no run is active")
+        run_id = current.id
+    else:
+        run_id = str(run_path).rstrip("/").rsplit("/", 1)[-1]
+    base = os.path.abspath(Settings.resolve().dir or os.getcwd())
+    dirs = find_by_id(base, run_id)
+    sources = [os.path.join(d, FILES_DIR, *rel.split("/")) for d in reversed(dirs)]
+    source = next((p for p in sources if os.path.isfile(p)), None)
+    if root is not None:
+        dest_root = os.fspath(root)
+    elif current is not None and current.dir is not None:
+        dest_root = current.dir
+    else:
+        dest_root = os.getcwd()
+    dest = os.path.join(dest_root, *rel.split("/"))
+    if source is None:
+        if os.path.isfile(dest):
+            return open(dest)
+        raise UsageError(f"restore(): run {run_id!r} has no saved file {rel!r} under {base}")
+    if replace or not os.path.exists(dest):
+        os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
+        if os.path.abspath(dest) != os.path.abspath(source):
+            shutil.copyfile(source, dest)
+    return open(dest)

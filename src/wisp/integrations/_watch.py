@@ -165,16 +165,19 @@ def watch(
     log_freq: int = 100,
     idx: int | None = None,
     log_graph: bool = False,
+    *,
+    run: Run | None = None,
 ) -> None:
     """Log histograms of gradients and/or parameters of torch modules every ``log_freq``
     training steps (``log`` is ``"gradients"``, ``"parameters"`` or ``"all"``).
 
     ``criterion``, ``idx`` and ``log_graph`` are accepted for wandb compatibility and
-    ignored.  Remove the hooks with :func:`unwatch`.
+    ignored.  Remove the hooks with :func:`unwatch`.  ``run`` (default: the current
+    run) is where they are logged (``run.watch(...)``).
     """
     import wisp
 
-    run = wisp.run
+    run = run or wisp.run
     if run is None:
         raise RunStateError("wisp.watch() needs a run: call wisp.init() first")
     if log is None:

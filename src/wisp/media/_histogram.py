@@ -41,7 +41,7 @@ def _numbers(what: str, seq: Any) -> list[Any]:
 
 
 class Histogram(Deferred):
-    """A histogram of ``values``, or a precomputed ``np_histogram=(counts, edges)``.
+    """A histogram of ``sequence`` (or ``values=``), or ``np_histogram=(counts, edges)``.
 
     ``values`` may be a list of numbers, a numpy array, a torch tensor (any
     device; CUDA tensors are binned on the device, asynchronously) or a JAX
@@ -50,15 +50,21 @@ class Histogram(Deferred):
     not binned.  ``num_bins`` is 1 to 512.
     """
 
-    __slots__ = ("_counts", "_device", "_edges", "_snap", "num_bins")
+    __slots__ = ("_counts", "_device", "_edges", "_snap", "_value", "num_bins")
 
     def __init__(
         self,
-        values: Any = None,
-        *,
+        sequence: Any = None,
         np_histogram: tuple[Any, Any] | None = None,
         num_bins: int = 64,
+        *,
+        values: Any = None,
     ) -> None:
+        if values is None:  # wandb's name for the data is ``sequence``
+            values = sequence
+        elif sequence is not None:
+            raise UsageError("wisp.Histogram() takes sequence or values=, not both")
+        self._value: dict[str, Any] | None = None
         if type(num_bins) is not int or not 1 <= num_bins <= MAX_BINS:
             raise UsageError(
                 f"wisp.Histogram(num_bins=...) must be an int from 1 to {MAX_BINS}, "
@@ -70,7 +76,7 @@ class Histogram(Deferred):
         self._counts: list[Any] | None = None
         self._edges: list[Any] | None = None
         if (values is None) == (np_histogram is None):
-            raise UsageError("wisp.Histogram() takes exactly one of values or np_histogram=")
+            raise UsageError("wisp.Histogram() takes exactly one of sequence or np_histogram=")
         if np_histogram is not None:
             self._from_counts(np_histogram)
             return
@@ -107,12 +113,27 @@ class Histogram(Deferred):
     def estimate_bytes(self) -> int:
         return 40 * (self.num_bins + 2)
 
-    def resolve(self, ctx: ResolveContext) -> Any:
-        if self._counts is not None:
-            return _value(self._edges, self._counts, 0, 0)
-        if self._device is not None:
-            return self._from_device(self._device.array())
-        return self._from_host(self._snap.array())
+    def resolve(self, ctx: ResolveContext | None) -> Any:
+        if self._value is None:  # computed once (the writer, or .histogram/.bins)
+            if self._counts is not None:
+                self._value = _value(self._edges, self._counts, 0, 0)
+            elif self._device is not None:
+                self._value = self._from_device(self._device.array())
+            else:
+                self._value = self._from_host(self._snap.array())
+        return self._value
+
+    @property
+    def histogram(self) -> list[Any]:
+        """The count in each bin (wandb's ``Histogram.histogram``); bins on first use."""
+        counts: list[Any] = self.resolve(None)["counts"]
+        return counts
+
+    @property
+    def bins(self) -> list[float]:
+        """The bin edges, one more than the counts (wandb's ``Histogram.bins``)."""
+        edges: list[float] = self.resolve(None)["bins"]
+        return edges
 
     def _from_device(self, packed: Any) -> dict[str, Any]:
         import numpy as np

@@ -3,7 +3,9 @@
 Stored values (docs/run-file.md, "Typed values")::
 
     {"_type": "image", "path": "media/<hash>.png", "width": w, "height": h,
-     "caption": str or null}
+     "caption": str or null, "masks": {...}, "boxes": {...}}
+
+``masks`` and ``boxes`` are present only when given (format in ``_overlays.py``).
     {"_type": "images", "items": [<image value>, ...]}
 
 The pixels are copied when the Image is made (calling thread); conversion
@@ -32,7 +34,8 @@ _CHANNELS = (1, 3, 4)
 _FILE_SUFFIXES = {"PNG": ".png", "JPEG": ".jpg", "GIF": ".gif", "WEBP": ".webp"}
 _ARRAY_ROOTS = ("numpy", "torch", "jax", "jaxlib")
 _FLOAT_KINDS = ("float16", "bfloat16", "float32", "float64")
-_TORCH_DTYPES = frozenset({"uint8", "bool", *_FLOAT_KINDS})
+_INT_KINDS = ("int8", "int16", "int32", "int64", "uint16", "uint32", "uint64")
+_TORCH_DTYPES = frozenset({"uint8", "bool", *_FLOAT_KINDS, *_INT_KINDS})
 
 
 def _pil_image() -> Any:
@@ -66,16 +69,43 @@ class Image(Deferred):
 
     Arrays may be (H, W), (H, W, C) or (C, H, W) with C = 1, 3 or 4 channels
     (torch tensors are read as (C, H, W) when both would fit, other arrays as
-    (H, W, C)), of dtype uint8 (0-255), bool, or float in [0, 1] (clipped;
-    NaN becomes 0).  ``mode`` ("L", "LA", "RGB" or "RGBA") converts the image.
+    (H, W, C)), of dtype uint8 (0-255), bool, integers (clipped to 0-255) or
+    float: in [0, 1] when no value exceeds 1, else 0-255 as wandb reads them
+    (clipped; NaN becomes 0).  ``mode`` ("L", "LA", "RGB" or "RGBA") converts
+    the image.  ``masks`` and ``boxes`` take wandb's segmentation masks and
+    bounding boxes (see ``_overlays.py``).
     Files in PNG, JPEG, GIF or WebP are stored as they are; other inputs are
     stored as PNG.
     """
 
-    __slots__ = ("_data", "_kind", "_nbytes", "_resolved", "caption", "height", "mode", "width")
+    __slots__ = (
+        "_boxes",
+        "_data",
+        "_kind",
+        "_masks",
+        "_nbytes",
+        "_resolved",
+        "caption",
+        "height",
+        "mode",
+        "width",
+    )
     _data: Any  # an ArraySnapshot, a PIL image or a file path, until resolved
 
-    def __init__(self, data: Any, caption: str | None = None, mode: str | None = None) -> None:
+    def __init__(
+        self,
+        data: Any,
+        caption: str | None = None,
+        mode: str | None = None,
+        *,
+        masks: Any = None,
+        boxes: Any = None,
+        **wandb_only: Any,
+    ) -> None:
+        if wandb_only:  # grouping, classes, file_type, normalize: accepted, no effect
+            unknown = set(wandb_only) - {"grouping", "classes", "file_type", "normalize"}
+            if unknown:
+                raise UsageError(f"wisp.Image() got unexpected argument(s) {sorted(unknown)}")
         if caption is not None and not isinstance(caption, str):
             raise UsageError(f"wisp.Image(caption=...) must be a string, got {caption!r}")
         if mode is not None and mode not in MODES:
@@ -100,6 +130,15 @@ class Image(Deferred):
                 f"wisp.Image(data) has type {type(data).__name__}; expected a numpy/torch/JAX "
                 "array, a PIL image or the path of an image file"
             )
+        self._masks: Any = None
+        self._boxes: Any = None
+        if masks is not None or boxes is not None:
+            from wisp.media import _overlays
+
+            if masks is not None:
+                self._masks = _overlays.check_masks(masks, self.height, self.width)
+            if boxes is not None:
+                self._boxes = _overlays.check_boxes(boxes)
 
     def _from_array(self, data: Any, prefer_chw: bool) -> None:
         shape = tuple(getattr(data, "shape", ()))
@@ -108,15 +147,13 @@ class Image(Deferred):
             raise UsageError(f"wisp.Image(data) has shape {shape}; it holds no pixels")
         dt: Any = getattr(data, "dtype", None)
         kind = getattr(dt, "kind", None)
-        if kind is not None:  # a numpy dtype: .kind and .itemsize are cheap, str() is not
-            ok = kind in "bf" or (kind == "u" and dt.itemsize == 1)
-        else:  # torch: str() is cheap
-            ok = str(dt).removeprefix("torch.") in _TORCH_DTYPES
+        # a numpy dtype: .kind is cheap, str() is not; torch: str() is cheap
+        ok = kind in "bfiu" if kind is not None else str(dt).removeprefix("torch.") in _TORCH_DTYPES
         if not ok:
             dtype = str(dt).removeprefix("torch.")
             raise UsageError(
-                f"wisp.Image(data) has dtype {dtype}; expected uint8 (0-255), bool, or float "
-                "in [0, 1]"
+                f"wisp.Image(data) has dtype {dtype}; expected uint8 (0-255), bool, integers "
+                "or float"
             )
         self._kind = "chw" if chw else "hwc"
         self._data = snapshot(data, "wisp.Image(data)")
@@ -170,6 +207,13 @@ class Image(Deferred):
                 "height": self.height,
                 "caption": self.caption,
             }
+            if self._masks is not None:
+                from wisp.media._overlays import resolve_masks
+
+                self._resolved["masks"] = resolve_masks(self._masks, ctx)
+                self._masks = None
+            if self._boxes is not None:
+                self._resolved["boxes"] = self._boxes
         return self._resolved
 
     def _array_pixels(self) -> Any:
@@ -183,8 +227,15 @@ class Image(Deferred):
         if a.dtype == np.bool_:
             a = a.astype(np.uint8) * np.uint8(255)
         elif a.dtype.kind == "f":
-            a = np.nan_to_num(a, nan=0.0, posinf=1.0, neginf=0.0)
-            a = (np.clip(a, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+            finite = a[np.isfinite(a)]
+            if finite.size and float(finite.max()) > 1.0:  # 0-255, as wandb reads it
+                a = np.nan_to_num(a, nan=0.0, posinf=255.0, neginf=0.0)
+                a = (np.clip(a, 0.0, 255.0) + 0.5).astype(np.uint8)
+            else:
+                a = np.nan_to_num(a, nan=0.0, posinf=1.0, neginf=0.0)
+                a = (np.clip(a, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+        elif a.dtype.kind in "iu" and a.dtype != np.uint8:
+            a = np.clip(a, 0, 255).astype(np.uint8)
         elif a.dtype != np.uint8:
             raise UsageError(f"wisp.Image(data) has dtype {a.dtype}; expected uint8 or float")
         return np.ascontiguousarray(a)

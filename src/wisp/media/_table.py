@@ -76,8 +76,9 @@ class Table(Deferred):
     """A table logged as one value: ``Table(columns=[...], data=[[...], ...])``.
 
     Or ``Table(dataframe=df)`` from pandas.  ``add_data(*cells)`` appends a
-    row.  ``log()`` stores the rows the table holds at that moment; rows added
-    later go into the next ``log()``.
+    row, ``add_column(name, cells)`` a column; ``get_column(name)`` reads one.
+    ``log()`` stores the rows the table holds at that moment; rows added later go
+    into the next ``log()``.
     """
 
     __slots__ = ("_columns", "_image_max", "_nbytes", "_rows")
@@ -178,6 +179,63 @@ class Table(Deferred):
             size += nbytes
         self._rows.append(tuple(row))
         self._nbytes += size
+
+    def add_column(self, name: str, data: Any, optional: bool = False) -> None:
+        """Append a column (wandb's ``Table.add_column``): one cell per existing row.
+
+        An empty table takes as many rows as ``data`` has.  ``optional`` is accepted
+        for wandb compatibility (any cell may be None).
+        """
+        if not isinstance(name, str) or not name or name in self._columns:
+            raise UsageError(
+                f"wisp.Table.add_column() name must be a new, non-empty string, got {name!r}"
+            )
+        if hasattr(data, "tolist") and getattr(data, "ndim", 1) == 1:
+            data = data.tolist()
+        if not isinstance(data, (list, tuple)):
+            raise UsageError(
+                f"wisp.Table.add_column({name!r}) data must be a list, got {type(data).__name__}"
+            )
+        if self._rows and len(data) != len(self._rows):
+            raise UsageError(
+                f"wisp.Table.add_column({name!r}) has {len(data)} cells; the table has "
+                f"{len(self._rows)} rows"
+            )
+        if not self._rows:
+            self._check_room(len(data))
+        if len(self._columns) + 1 > MAX_COLUMNS:
+            raise ValueLimitError(f"wisp.Table holds at most {MAX_COLUMNS} columns")
+        cells = []
+        size = 0
+        for i, value in enumerate(data):
+            cell, nbytes = _cell(value, name, i)
+            if isinstance(cell, Image):
+                self._image_max = max(self._image_max, cell.estimate_bytes())
+            cells.append(cell)
+            size += nbytes
+        if self._rows:
+            self._rows = [(*row, cell) for row, cell in zip(self._rows, cells, strict=True)]
+        else:
+            blank = (None,) * len(self._columns)  # other columns of a table with no rows yet
+            self._rows = [(*blank, cell) for cell in cells]
+        self._columns.append(name)
+        self._nbytes += size + len(name) + 3
+
+    def get_column(self, name: str, convert_to: str | None = None) -> Any:
+        """The cells of column ``name`` as a list, or a numpy array with ``convert_to="numpy"``."""
+        if name not in self._columns:
+            raise UsageError(
+                f"wisp.Table has no column {name!r} (columns: {', '.join(self._columns)})"
+            )
+        i = self._columns.index(name)
+        cells = [row[i] for row in self._rows]
+        if convert_to is None:
+            return cells
+        if convert_to != "numpy":
+            raise UsageError(f"get_column() convert_to must be None or 'numpy', got {convert_to!r}")
+        import numpy as np
+
+        return np.array(cells)
 
     def __len__(self) -> int:
         return len(self._rows)
