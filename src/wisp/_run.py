@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, MutableMapping
 
 from wisp import _runfile
 from wisp._config import Config
+from wisp._protocol import MAX_STEP, key_problem, step_problem
 from wisp._rundir import META_FILE, RUN_FILE, write_meta
 from wisp._runfile import RecordType
 from wisp._settings import Settings
@@ -295,6 +296,8 @@ class Run:
                         stacklevel=2,
                     )
                     return
+                if step >= MAX_STEP:  # the server stores steps as signed 64-bit (protocol)
+                    raise UsageError(f"log() step {step_problem(step)}")
                 if self._pending is not None:
                     self._commit_pending()
                 self._step = cur = step
@@ -346,15 +349,20 @@ class Run:
         hidden: bool = False,
     ) -> None:
         """Describe metrics matching ``name`` (a glob like ``"val/*"``): x axis and summary."""
-        if not isinstance(name, str) or not name:
-            raise UsageError(f"define_metric() name must be a non-empty string, got {name!r}")
+        if not isinstance(name, str) or key_problem(name) is not None:
+            raise UsageError(
+                f"define_metric() name must be a metric key, got {name!r}: "
+                f"{key_problem(name) if isinstance(name, str) else 'not a string'}"
+            )
         if summary not in _SUMMARY_KINDS:
             raise UsageError(
                 f"define_metric({name!r}) summary must be one of {', '.join(_SUMMARY_KINDS)}, "
                 f"got {summary!r}"
             )
-        if step_metric is not None and (not isinstance(step_metric, str) or not step_metric):
-            raise UsageError(f"define_metric({name!r}) step_metric must be a metric name")
+        if step_metric is not None and (
+            not isinstance(step_metric, str) or key_problem(step_metric) is not None
+        ):
+            raise UsageError(f"define_metric({name!r}) step_metric must be a metric key")
         spec = {"name": name, "step_metric": step_metric, "summary": summary, "hidden": hidden}
         if self.mode == "disabled":
             return
@@ -518,6 +526,14 @@ class Run:
                 f"run {self.id}: the writer did not finish within "
                 f"{self._settings.finish_timeout}s; {len(w.queue)} queued items "
                 f"are not in {self.path}"
+            )
+        left_out = w.failures.get("value", 0)
+        if left_out:
+            warnings.warn(
+                f"wisp: run {self.id}: {left_out} logged value(s) could not be written and were "
+                "left out (WARNING records in the run file name each one; wisp doctor lists them)",
+                WispWarning,
+                stacklevel=2,
             )
         if w.first_error is not None:
             counts = ", ".join(f"{k}: {v}" for k, v in w.failures.items())

@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable
 
 from wisp._deferred import Deferred
+from wisp._protocol import clean_text, step_problem
 from wisp._rundir import MEDIA_DIR
 from wisp._runfile import HEADER, RecordType, encode_history, encode_record
 
@@ -44,6 +45,14 @@ _BUFFER_LIMIT = 1024 * 1024
 SLICE = 256
 _IDLE_MIN = 0.005
 _IDLE_MAX = 0.1  # rows encoded per GIL hold, keeps the caller's p99 low
+_MAX_WARNING_RECORDS = 100  # WARNING records per kind; the count goes on in the finish record
+_DROP = object()  # what _salvage() leaves out
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
 _dumps = json.JSONEncoder(allow_nan=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -236,7 +245,14 @@ class Writer:
         return out
 
     def _write_rows(self, rows: list[list[Any]]) -> None:
-        self._append_raw(RecordType.HISTORY, encode_history(rows))
+        try:
+            payload = encode_history(rows)
+        except Exception:  # noqa: BLE001 - one bad row must not lose the batch: isolate it
+            rows = self._isolate(rows)
+            if not rows:
+                return
+            payload = encode_history(rows)
+        self._append_raw(RecordType.HISTORY, payload)
         self.rows_written += len(rows)
         self.last_step = rows[-1][0]
         summary = self.summary
@@ -247,6 +263,55 @@ class Writer:
             for row in rows:
                 summary.update(row[2])
         self._summary_dirty = True
+
+    def _isolate(self, rows: list[list[Any]]) -> list[list[Any]]:
+        """The rows of a batch that failed to encode, without what made it fail.
+
+        Row by row, then value by value inside a failing row: every value that
+        encodes is kept; a value (or a row whose step is invalid) that does not is
+        counted under ``failures["value"]`` and recorded as a WARNING record.
+        """
+        good = []
+        for row in rows:
+            step = row[0]
+            if type(step) is not int or step_problem(step) is not None:
+                why = step_problem(step) if type(step) is int else "not an int"
+                self.reject("value", f"row at step {step!r}", f"invalid step: {why}")
+                continue
+            try:
+                encode_history([row])
+            except Exception:  # noqa: BLE001 - find the value(s) at fault
+                values = {}
+                for key, value in row[2].items():
+                    try:
+                        encode_history([[step, row[1], {key: value}]])
+                    except Exception as exc:  # noqa: BLE001
+                        self.reject("value", f"{key!r} at step {step}", _describe(exc))
+                    else:
+                        values[key] = value
+                if values:
+                    good.append([step, row[1], values])
+            else:
+                good.append(row)
+        return good
+
+    def reject(self, what: str, where: str, reason: str) -> None:
+        """Count one piece of data that could not be written, warn once, and leave a WARNING
+        record in the run (``{"kind", "where", "reason", "count"}``) so nothing goes silently."""
+        n = self.count_failure(what)
+        if n == 1:
+            import logging
+
+            logging.getLogger("wisp").warning(
+                "wisp: %s %s could not be written (%s); it is left out, further such failures "
+                "are counted and finish() reports them",
+                what,
+                where,
+                reason,
+            )
+        if n <= _MAX_WARNING_RECORDS:
+            rec = {"kind": what, "where": clean_text(where), "reason": reason, "count": n}
+            self._append_raw(RecordType.WARNING, _dumps(rec).encode("utf-8"))
 
     def _spec_for(self, key: str) -> dict[str, Any] | None:
         try:
@@ -311,8 +376,40 @@ class Writer:
             self._summary_dirty = False
 
     def append(self, rtype: int, obj: Any) -> None:
-        """Append one JSON record (writer thread only: from a queued call or a Deferred)."""
-        self._append_raw(rtype, _dumps(obj).encode("utf-8"))
+        """Append one JSON record (writer thread only: from a queued call or a Deferred).
+
+        A record with a piece that cannot be encoded (a lone surrogate, an integer past
+        Python's conversion limit, a non-JSON object) is written without that piece: strings
+        are sanitised (``clean_text``), other bad pieces left out and reported (``reject``).
+        """
+        try:
+            data = _dumps(obj).encode("utf-8")
+        except (ValueError, TypeError, RecursionError):
+            name = RecordType.NAMES.get(rtype, str(rtype))
+            obj = self._salvage(obj, name)
+            data = _dumps(obj).encode("utf-8")
+        self._append_raw(rtype, data)
+
+    def _salvage(self, obj: Any, where: str) -> Any:
+        try:
+            _dumps(obj).encode("utf-8")
+            return obj
+        except (ValueError, TypeError, RecursionError) as exc:
+            if type(obj) is str:
+                return clean_text(obj)
+            if isinstance(obj, dict):
+                out = {}
+                for k, v in obj.items():
+                    key = clean_text(k) if type(k) is str else k
+                    v = self._salvage(v, f"{where}.{key}")
+                    if v is not _DROP:
+                        out[key] = v
+                return out
+            if isinstance(obj, (list, tuple)):
+                items = (self._salvage(v, f"{where}[{i}]") for i, v in enumerate(obj))
+                return [v for v in items if v is not _DROP]
+            self.reject("value", where, _describe(exc))
+            return _DROP
 
     def _append_raw(self, rtype: int, payload: bytes) -> None:
         data = encode_record(rtype, payload)
