@@ -56,6 +56,7 @@ __all__ = [
     "key_problem",
     "name_problem",
     "project_problem",
+    "row_problem",
     "step_problem",
     "text_problem",
 ]
@@ -290,3 +291,25 @@ def clean_json(value: Any, field: str, *, sanitise: bool = True, depth: int = 0)
             out[k] = clean_json(v, f"{field}.{k}", sanitise=sanitise, depth=depth + 1)
         return out
     raise Invalid(field, f"unsupported JSON value of type {t.__name__}")
+
+
+def row_problem(row: Any) -> str | None:
+    """Why a history row ``[step, timestamp, {key: value}]`` (JSON, as uploaded) would be
+    refused, or None: the step, each key, and each non-number value by :func:`clean_json`."""
+    if type(row) is not list or len(row) != 3 or type(row[2]) is not dict:
+        return "expected [step, timestamp, {key: value}]"
+    step = row[0]
+    if type(step) is not int:
+        return "step: expected an integer"
+    problem = step_problem(step)
+    if problem is not None:
+        return f"step {problem}"
+    for key, value in row[2].items():
+        if type(key) is not str or key_problem(key) is not None:
+            return f"key {key!r}: {key_problem(key) if type(key) is str else 'not a string'}"
+        if type(value) is not float and type(value) is not bool and value is not None:
+            try:
+                clean_json(value, key, sanitise=False)
+            except Invalid as exc:
+                return str(exc)
+    return None

@@ -12,6 +12,8 @@ Every module that names a file in a run directory takes the name from here::
         files/...             files saved with wisp.save()
         upload.json           the upload cursor (format version 1, see :class:`Cursor`)
         upload.lock           flock'ed by whoever uploads the run
+        rejected.jsonl        records the server refused (422), set aside by the uploader:
+                              one JSON object per line (see :func:`add_rejected`)
 
 *Fully synced* (:func:`sync_status`) has one definition, used by ``wisp sync``
 to skip a run and by ``wisp gc`` to delete one: the cursor (for the given
@@ -24,6 +26,7 @@ file is what a resume continues from.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -41,9 +44,11 @@ __all__ = [
     "LOCK_FILE",
     "MEDIA_DIR",
     "META_FILE",
+    "REJECTED_FILE",
     "RUNS_DIR",
     "RUN_FILE",
     "Cursor",
+    "add_rejected",
     "dir_name",
     "find_by_id",
     "is_run_dir",
@@ -52,11 +57,13 @@ __all__ = [
     "rank_file_names",
     "rank_files",
     "read_meta",
+    "read_rejected",
     "run_dirs_in",
     "run_dirs_under",
     "sync_status",
     "unlock_uploads",
     "write_meta",
+    "write_rejected",
 ]
 
 RUNS_DIR = "wisp"  # under the ``dir`` setting
@@ -64,6 +71,7 @@ RUN_FILE = "run.wisp"
 META_FILE = "run.json"
 CURSOR_FILE = "upload.json"
 LOCK_FILE = "upload.lock"
+REJECTED_FILE = "rejected.jsonl"
 MEDIA_DIR = "media"
 FILES_DIR = "files"
 _RANK_PREFIX, _RUN_SUFFIX, _META_SUFFIX = "run.rank", ".wisp", ".json"
@@ -248,6 +256,62 @@ class Cursor:
 
     def save(self, run_dir: str) -> None:
         _replace_json(os.path.join(run_dir, CURSOR_FILE), self.as_dict())
+
+
+# -- records set aside --------------------------------------------------------------------------
+
+
+def add_rejected(run_dir: str, entry: dict[str, Any]) -> None:
+    """Append one set-aside record to ``rejected.jsonl`` (under the upload lock).
+
+    An entry is ``{"writer_id", "seq", "offset", "type", "reason", "field", "status",
+    "rejected_at", "data"}``: where the record is in the run file and in its writer's
+    sequence, what the server answered, and the record as it was sent (``data``,
+    JSON), so ``wisp sync --retry-rejected`` can send it again.
+    """
+    line = json.dumps(entry, ensure_ascii=True, allow_nan=True) + "\n"
+    fd = os.open(
+        os.path.join(run_dir, REJECTED_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
+    )
+    try:
+        os.write(fd, line.encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_rejected(run_dir: str) -> list[dict[str, Any]]:
+    """The entries of ``rejected.jsonl`` (a torn last line is skipped); [] when none."""
+    try:
+        with open(os.path.join(run_dir, REJECTED_FILE), encoding="ascii") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for ln in lines:
+        try:
+            entry = json.loads(ln)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
+    return out
+
+
+def write_rejected(run_dir: str, entries: list[dict[str, Any]]) -> None:
+    """Replace ``rejected.jsonl`` with ``entries`` atomically (removed when empty)."""
+    path = os.path.join(run_dir, REJECTED_FILE)
+    if not entries:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="ascii") as f:
+        for e in entries:
+            f.write(json.dumps(e, ensure_ascii=True, allow_nan=True) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def mark_not_done(run_dir: str) -> None:

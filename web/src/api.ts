@@ -33,6 +33,8 @@ export interface RunDetail extends RunRow {
   metadata: Record<string, unknown>;
   metric_keys: string[];
   metrics: MetricSpec[];
+  /** records the run's uploader set aside because the server refused them (422) */
+  rejected?: number;
 }
 
 export interface Series {

@@ -21,9 +21,14 @@ uploader.
 
 Failures: connection errors, timeouts, 429 and 5xx are retried with
 exponential backoff and full jitter (``Retry-After`` is honoured); 413 halves
-the batch; 409 rewinds to what the server has; any other 4xx stops the upload
-(``FatalApiError``), which the run reports at ``finish()``.  Nothing here ever
-raises into the training loop.
+the batch; 409 rewinds to what the server has; 422 (a record the server refuses)
+splits the batch until the refused record is alone, then *sets it aside*: the
+record goes to ``rejected.jsonl`` in the run directory with the server's reason
+(:func:`wisp._rundir.add_rejected`) and a WARNING record ``{"kind": "rejected",
+...}`` takes its place in the upload (same seq), so the server counts it and every
+other record still arrives.  Any other 4xx (401, 403, 404 of a run that cannot be
+registered) stops the upload (``FatalApiError``), which the run reports at
+``finish()``.  Nothing here ever raises into the training loop.
 """
 
 from __future__ import annotations
@@ -40,12 +45,16 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from wisp._protocol import row_problem
 from wisp._rundir import (
     CURSOR_FILE,
     RUN_FILE,
     Cursor,
+    add_rejected,
     lock_uploads,
+    read_rejected,
     unlock_uploads,
+    write_rejected,
 )
 from wisp._runfile import (
     FRAME_SIZE,
@@ -103,6 +112,13 @@ def describe_run(path: str, *, crashed: bool = False) -> tuple[str, dict[str, An
     return first["run_id"], body
 
 
+def _placeholder(entry: dict[str, Any]) -> bytes:
+    """The WARNING record sent in place of a set-aside record (the server counts these)."""
+    reason = str(entry.get("reason", ""))[:1000]
+    doc = {"kind": "rejected", "type": entry.get("type"), "seq": entry.get("seq"), "reason": reason}
+    return _dumps(doc).encode("utf-8")
+
+
 class Uploader:
     """Uploads one run directory.  Use :meth:`start` (a thread) or :meth:`run` (here)."""
 
@@ -158,6 +174,21 @@ class Uploader:
         self._stop = False
         self._last_contact = clock()
         self._lock_fd: int | None = None
+        # records set aside (422): file offset -> the WARNING payload sent in their place
+        # (a history record with some bad rows: its good rows); loaded from rejected.jsonl
+        self._set_aside: dict[int, tuple[int, bytes]] = {}
+        for e in read_rejected(run_dir):
+            if "offset" not in e:
+                continue
+            if e.get("type") == RecordType.HISTORY and e.get("good") is not None:
+                good = _dumps(e["good"]).encode("utf-8")
+                self._set_aside[e["offset"]] = (RecordType.HISTORY, good)
+            else:
+                self._set_aside[e["offset"]] = (RecordType.WARNING, _placeholder(e))
+        self.rejected = 0  # records set aside by this uploader
+        self.retry_rejected = False  # send set-aside records again before marking done
+        self.recovered = 0  # set-aside records the server took on a retry
+        self._max_records: int | None = None  # while bisecting a refused batch
 
     # -- control -----------------------------------------------------------------------------
 
@@ -310,6 +341,8 @@ class Uploader:
             self._last_contact = self.clock()
 
     def _mark_done(self) -> None:
+        if self.retry_rejected:
+            self._retry_rejected()
         if self.crashed and self.run_id is not None:
             # the run records said "running": tell the server no finish record will come
             self._register()
@@ -336,7 +369,17 @@ class Uploader:
         except FileNotFoundError:
             return False  # the RUN record is not on disk yet
         self.run_id = run_id
-        self.client.put_run(run_id, body)
+        try:
+            self.client.put_run(run_id, body)
+        except FatalApiError as exc:
+            if exc.status != 422:
+                raise
+            # the config or metadata read from the file holds what the server refuses: register
+            # the run without them (the CONFIG records follow; a refused one is set aside)
+            log.info("wisp: run %s registered without config/metadata (%s)", run_id, exc)
+            self.client.put_run(
+                run_id, {k: v for k, v in body.items() if k not in ("config", "metadata")}
+            )
         self._last_contact = self.clock()
         self.registered.set()
         return True
@@ -359,8 +402,11 @@ class Uploader:
         first_seq = pending[0][1]
         batch: list[Record] = []
         size = 0
+        limit = self._max_records
         for wid, _seq, rec in pending:
             if wid != writer_id or (batch and size + len(rec.payload) > self.batch_bytes):
+                break
+            if limit is not None and len(batch) >= limit:
                 break
             batch.append(rec)
             size += len(rec.payload) + 24
@@ -369,6 +415,12 @@ class Uploader:
         try:
             answer = self.client.post_records(self.run_id, body, gzip=self.compress)
         except FatalApiError as exc:
+            if exc.status == 422:
+                if len(batch) > 1:  # bisect: the refused record(s) end up alone
+                    self._max_records = len(batch) // 2
+                    return
+                self._set_aside_record(writer_id, first_seq, batch[0], exc)
+                return
             if exc.status == 413 and len(batch) > 1:
                 self.batch_bytes = max(1, min(self.batch_bytes, size) // 2)
                 log.info(
@@ -391,6 +443,10 @@ class Uploader:
             raise RetryableApiError(
                 f"server acknowledged seq {answer} for a batch {first_seq}..{last_seq}"
             )
+        if self._max_records is not None:  # past the refused record: grow back
+            self._max_records *= 2
+            if self._max_records >= 1 << 16:
+                self._max_records = None
         last = batch[n_acked - 1]
         del pending[:n_acked]
         self.records_sent += n_acked
@@ -401,6 +457,94 @@ class Uploader:
         c.acked_seq = acked
         c.done = False
         c.save(self.run_dir)
+
+    def _set_aside_record(self, writer_id: str, seq: int, rec: Record, exc: FatalApiError) -> None:
+        """The server refused ``rec`` alone: keep it in ``rejected.jsonl``, send a WARNING
+        record in its place (same seq) and go on.
+
+        A history record is first split by the protocol's row rule
+        (:func:`wisp._protocol.row_problem`): its good rows are sent in its place and only
+        the bad rows set aside; if the server refuses the good rows too, all of it is.
+        """
+        try:
+            data = json.loads(self._wire(rec))
+        except ValueError:
+            data = None
+        override = None
+        if (
+            rec.type == RecordType.HISTORY
+            and rec.offset not in self._set_aside
+            and isinstance(data, dict)
+            and isinstance(data.get("rows"), list)
+        ):
+            bad = [r for r in data["rows"] if row_problem(r) is not None]
+            good = [r for r in data["rows"] if row_problem(r) is None]
+            if bad and good:
+                override = (RecordType.HISTORY, _dumps({"rows": good}).encode("utf-8"))
+                data = {"rows": bad}
+                exc = FatalApiError(f"{exc} [rows: {row_problem(bad[0])}]", status=exc.status)
+        entry = {
+            "writer_id": writer_id,
+            "seq": seq,
+            "offset": rec.offset,
+            "type": rec.type,
+            "status": exc.status,
+            "reason": str(exc),
+            "rejected_at": time.time(),
+            "data": data,
+        }
+        if override is not None:  # the rows sent in its place, for a later uploader
+            entry["good"] = json.loads(override[1])
+        add_rejected(self.run_dir, entry)
+        self._set_aside[rec.offset] = override or (RecordType.WARNING, _placeholder(entry))
+        if override is not None and self.run_id is not None:
+            # the good rows take the record's seq: tell the server in a segment of its own
+            side = {
+                "writer_id": f"rejected-{writer_id[:32]}-{seq}",
+                "first_seq": 0,
+                "records": [{"type": RecordType.WARNING, "data": json.loads(_placeholder(entry))}],
+            }
+            self.client.post_records(self.run_id, _dumps(side).encode("utf-8"), gzip=False)
+        self.rejected += 1
+        log.warning(
+            "wisp: the server refused a %s record of run %s (%s); it is set aside in %s "
+            "and the upload goes on (`wisp sync --retry-rejected` sends it again)",
+            RecordType.NAMES.get(rec.type, rec.type),
+            self.run_id,
+            exc,
+            os.path.join(self.run_dir, "rejected.jsonl"),
+        )
+
+    def _retry_rejected(self) -> None:
+        """Send each set-aside record again, as a writer segment of its own
+        (``retry-<writer>-<seq>``, so resending is harmless), followed by a WARNING record
+        ``{"kind": "recovered"}`` the server subtracts from its count; keep the ones still
+        refused (with the new reason) in ``rejected.jsonl``."""
+        assert self.run_id is not None
+        keep = []
+        for e in read_rejected(self.run_dir):
+            wid = f"retry-{str(e.get('writer_id', ''))[:32]}-{e.get('seq')}"
+            note = {"kind": "recovered", "type": e.get("type"), "seq": e.get("seq")}
+            body = _dumps(
+                {
+                    "writer_id": wid,
+                    "first_seq": 0,
+                    "records": [
+                        {"type": e.get("type"), "data": e.get("data")},
+                        {"type": RecordType.WARNING, "data": note},
+                    ],
+                }
+            ).encode("utf-8")
+            try:
+                self.client.post_records(self.run_id, body, gzip=False)
+            except FatalApiError as exc:
+                if exc.status != 422:
+                    raise
+                keep.append({**e, "reason": str(exc), "rejected_at": time.time()})
+                continue
+            self.recovered += 1
+        write_rejected(self.run_dir, keep)
+        self.retry_rejected = False
 
     def _rewind(self, writer_id: str, acked_seq: int) -> None:
         """409: the server has less than we thought: read the file again from the start.
@@ -443,13 +587,13 @@ class Uploader:
             b',"records":[',
         ]
         for i, rec in enumerate(batch):
-            payload = rec.payload
-            if rec.type == RecordType.HISTORY:  # binary columns in the file, JSON on the wire
-                payload = history_json(payload, self._upload_refs if b'"path"' in payload else None)
-            elif b'"path"' in payload:
-                payload = self._with_media(payload)
+            instead = self._set_aside.get(rec.offset) if self._set_aside else None
+            if instead is None:
+                rtype, payload = rec.type, self._wire(rec)
+            else:
+                rtype, payload = instead
             parts.append(
-                b'{"type":%d,"data":' % rec.type if i == 0 else b',{"type":%d,"data":' % rec.type
+                b'{"type":%d,"data":' % rtype if i == 0 else b',{"type":%d,"data":' % rtype
             )
             parts.append(payload)
             parts.append(b"}")
@@ -461,6 +605,15 @@ class Uploader:
 
         z = zlib.compressobj(1, zlib.DEFLATED, 31)  # gzip container, fast level
         return z.compress(raw) + z.flush()
+
+    def _wire(self, rec: Record) -> bytes:
+        """A record's payload as JSON for the server (media uploaded, refs gain sha256)."""
+        payload = rec.payload
+        if rec.type == RecordType.HISTORY:  # binary columns in the file, JSON on the wire
+            return history_json(payload, self._upload_refs if b'"path"' in payload else None)
+        if b'"path"' in payload:
+            return self._with_media(payload)
+        return payload
 
     def _with_media(self, payload: bytes) -> bytes:
         obj = json.loads(payload)
@@ -600,6 +753,18 @@ def finish_upload(
                 shown = True
     if shown and tty:
         out.write("\n")
+    if up.rejected:
+        import warnings
+
+        from wisp.errors import WispWarning
+
+        warnings.warn(
+            f"wisp: run {run.id}: the server refused {up.rejected} record(s); they are set aside "
+            f"in {os.path.join(run.dir or '', 'rejected.jsonl')} with its reason, everything else "
+            f"was uploaded (`wisp sync --retry-rejected {run.dir}` sends them again)",
+            WispWarning,
+            stacklevel=3,
+        )
     if up.done.is_set():
         if shown:
             out.write(f"wisp: run {run.id} uploaded\n")
