@@ -218,3 +218,25 @@ def test_sync_sets_aside_a_refused_history_record_of_an_offline_run(
     ]
     assert entry["type"] == RecordType.HISTORY and "2**62" in entry["reason"]
     assert entry["data"]["rows"][0][0] == 2**62 and len(entry["data"]["rows"]) == 1
+
+
+@pytest.mark.parametrize("key", ["wrong-key", "read"], ids=["401", "403"])
+def test_init_against_a_server_that_refuses_the_run_returns_at_once_offline(
+    server: Server, tmp_path: Path, no_run: None, key: str
+) -> None:
+    """A refused create (bad key, read-only key) ends init() within a second, says why, and sync uploads the run later."""
+    import time
+
+    api_key = server.create_key(scope="read") if key == "read" else key
+    settings = {**_settings(server, tmp_path), "api_key": api_key, "init_timeout": 30}
+    t0 = time.monotonic()
+    with pytest.warns(WispWarning, match="refused run .* recorded offline"):
+        run = wisp.init(project="poison", settings=settings)
+    assert time.monotonic() - t0 < 1.0
+    assert run.mode == "offline" and run.url is None
+    _good(run, 0)
+    _good(run, 100)
+    run.finish()
+    (res,) = wisp.sync([run.dir], server_url=server.url, api_key=server.key)
+    assert res.done
+    _check_good_points(server, run)

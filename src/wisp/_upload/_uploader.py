@@ -160,6 +160,7 @@ class Uploader:
         self._known_media: set[str] = set()
         self.run_id: str | None = None
         self.registered = threading.Event()
+        self.ended = threading.Event()  # the upload thread has stopped (done or failed)
         self.crashed = False  # set by sync for a dead process: register the run as crashed
         # progress and outcome, read by finish()/sync
         self.records_sent = 0
@@ -205,6 +206,8 @@ class Uploader:
         except Exception as exc:  # noqa: BLE001 - a background thread must never raise
             self.error = exc
             self._report(exc)
+        finally:
+            self.ended.set()
 
     def _report(self, exc: BaseException) -> None:
         log.warning(
@@ -700,8 +703,28 @@ def attach(run: Run) -> None:
     run.attach("uploader", up, stop, after_close=True)
     run.barrier(s.init_timeout)  # the run record is on disk: register from it
     up.start()
-    if up.registered.wait(max(0.0, deadline - time.monotonic())):
+    # registered, or refused for good (401/403/422 end the thread at once): never wait out
+    # init_timeout for an answer that has come
+    while not up.registered.is_set() and not up.ended.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        up.registered.wait(min(left, 0.02))
+    if up.registered.is_set():
         run.url = f"{client.server_url}/runs/{run.id}"
+    elif up.error is not None:
+        import warnings
+
+        from wisp.errors import WispWarning
+
+        run.mode = "offline"
+        warnings.warn(
+            f"wisp: server {s.server_url} refused run {run.id} ({up.error}); the run is "
+            f"recorded offline in {run.dir}: fix the cause, then `wisp sync {run.dir}` "
+            "uploads it",
+            WispWarning,
+            stacklevel=4,
+        )
     else:
         log.info(
             "wisp: server %s did not answer within init_timeout=%ss; training goes on, "
