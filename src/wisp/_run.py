@@ -51,7 +51,7 @@ class Summary(_MappingBase):
         if w is None:
             return dict(run._final_summary)
         run._commit_pending()
-        w.barrier(timeout=run._settings.finish_timeout)
+        w.barrier(timeout=run._settings.finish_timeout)  # at once while the disk is full
         return w.summary_view()
 
     def __getitem__(self, key: str) -> Any:
@@ -537,9 +537,11 @@ class Run:
             )
         if w.first_error is not None:
             counts = ", ".join(f"{k}: {v}" for k, v in w.failures.items())
+            lost = w.rows_lost
             raise WriterError(
-                f"run {self.id}: background writes failed ({counts}); first error: "
-                f"{type(w.first_error).__name__}: {w.first_error}"
+                f"run {self.id}: background writes failed ({counts}); "
+                + (f"{lost} rows lost to a full disk ({w.disk_full_error}); " if lost else "")
+                + f"first error: {type(w.first_error).__name__}: {w.first_error}"
             ) from w.first_error
 
     def _write_meta(self, state: str) -> None:

@@ -12,6 +12,8 @@ into the training loop; ``Run.finish()`` raises the first failure as a
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
 import os
@@ -45,6 +47,10 @@ _BUFFER_LIMIT = 1024 * 1024
 SLICE = 256
 _IDLE_MIN = 0.005
 _IDLE_MAX = 0.1  # rows encoded per GIL hold, keeps the caller's p99 low
+_DISK_FULL = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
+_STALL_MIN = 0.05  # back-off between writes to a full disk: 50 ms doubling to 2 s
+_STALL_MAX = 2.0
+_FINISH_RETRY = 5.0  # finish() retries a full disk this long at most, then counts rows lost
 _MAX_WARNING_RECORDS = 100  # WARNING records per kind; the count goes on in the finish record
 _DROP = object()  # what _salvage() leaves out
 
@@ -95,7 +101,16 @@ class Writer:
         # Raw fd + our own buffer: no io object whose lock or buffer a fork could copy.
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC, 0o644)
         self._buf = bytearray()
-        if os.fstat(self.fd).st_size == 0:
+        self._buf_rows = 0  # rows in _buf, not on disk yet
+        self._file_end = os.fstat(self.fd).st_size  # the file ends on a whole record here
+        # disk full (ENOSPC/EDQUOT): the error while writes are held back, else None
+        self.stalled: OSError | None = None
+        self.disk_full_error: OSError | None = None  # the last ENOSPC/EDQUOT, kept after it
+        self._stall_delay = _STALL_MIN
+        self.rows_dropped = 0  # rows log() could not queue while the disk was full
+        self.rows_given_up = 0  # rows still unwritten when finish() gave up on a full disk
+        self._give_up_at: float | None = None
+        if self._file_end == 0:
             self._buf += HEADER
             self._write_out()
         self.thread = threading.Thread(target=self._main, name="wisp-writer", daemon=True)
@@ -126,7 +141,23 @@ class Writer:
         self._wake.set()
 
     def wait_for_space(self) -> None:
-        """Backpressure: block the caller until the queue has room, and count it."""
+        """Backpressure: block the caller until the queue has room, and count it.
+
+        While the disk is full the caller never waits: the row just queued is dropped
+        and counted (``rows_dropped``), so memory stays bounded by ``queue_size``.
+        """
+        if self.stalled is not None:
+            try:
+                item = self.queue.pop()
+            except IndexError:
+                return
+            if item[0] == ROW or item[0] == ROW_DEFERRED:
+                self.rows_dropped += 1
+                if self.first_error is None:
+                    self.first_error = self.stalled
+            else:
+                self.queue.append(item)  # not a row: keep it (records are few)
+            return
         self.backpressure_waits += 1
         self._wake.set()
         limit = self.queue_size
@@ -136,7 +167,12 @@ class Writer:
             delay = min(delay * 2, 0.01)
 
     def barrier(self, timeout: float | None = None) -> bool:
-        """Wait until everything queued before this call is written (not fsynced)."""
+        """Wait until everything queued before this call is written (not fsynced).
+
+        False at once while the disk is full: readers never wait on a stalled writer.
+        """
+        if self.stalled is not None:
+            return False
         if not self.thread.is_alive():
             return not self.queue
         done = threading.Event()
@@ -145,6 +181,9 @@ class Writer:
 
     def close(self, timeout: float | None) -> bool:
         """Drain, flush, fsync (per policy) and stop.  False if the timeout ran out."""
+        if timeout is not None:  # a full disk is retried until shortly before the deadline
+            wait = min(timeout * 0.8 - 0.05, _FINISH_RETRY)
+            self._give_up_at = self._get_time() + max(0.0, wait)
         self._stop = True
         self._wake.set()
         if self.thread.is_alive():
@@ -157,12 +196,26 @@ class Writer:
         next_flush = self._get_time() + self.flush_interval
         idle = _IDLE_MIN
         while True:
+            if self.stalled is not None:
+                if self._stop and (
+                    self._give_up_at is None or self._get_time() >= self._give_up_at
+                ):
+                    self._give_up()
+                    return
+                self._wake.wait(self._stall_delay)
+                self._wake.clear()
+                self._stall_delay = min(self._stall_delay * 2, _STALL_MAX)
+                self._guarded("write", self._write_out)
+                continue
             if self.queue:
                 with self.busy:
                     self._guarded("write", self._drain_slice)
                 time.sleep(0)  # hand the GIL back to the training thread between slices
                 idle = _IDLE_MIN
             elif self._stop:
+                self._guarded("flush", self._flush, self.fsync in ("interval", "finish"))
+                if self.stalled is not None:
+                    continue  # the last write hit a full disk: retry until close()'s deadline
                 break
             else:
                 now = self._get_time()
@@ -175,7 +228,23 @@ class Writer:
                 self._wake.wait(min(idle, next_flush - now))
                 self._wake.clear()
                 idle = min(idle * 2, _IDLE_MAX)
-        self._guarded("flush", self._flush, self.fsync in ("interval", "finish"))
+        self._guarded("close", self._close_fd)
+
+    @property
+    def rows_lost(self) -> int:
+        """Rows that never reached the file because the disk was full."""
+        return self.rows_dropped + self.rows_given_up
+
+    def _give_up(self) -> None:
+        """finish() while the disk is still full: count what is left as lost, keep the file
+        ending on a whole record, close."""
+        left = self._buf_rows + sum(1 for it in self.queue if it[0] == ROW or it[0] == ROW_DEFERRED)
+        self.rows_given_up += left
+        self._buf = bytearray()
+        self._buf_rows = 0
+        self.queue.clear()
+        if self.first_error is None:
+            self.first_error = self.stalled
         self._guarded("close", self._close_fd)
 
     def _guarded(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
@@ -216,7 +285,7 @@ class Writer:
         rows: list[list[Any]] = []
         popleft = queue.popleft
         for _ in range(SLICE):
-            if not queue:
+            if not queue or self.stalled is not None:
                 break
             item = popleft()
             kind = item[0]
@@ -252,7 +321,7 @@ class Writer:
             if not rows:
                 return
             payload = encode_history(rows)
-        self._append_raw(RecordType.HISTORY, payload)
+        self._append_raw(RecordType.HISTORY, payload, len(rows))
         self.rows_written += len(rows)
         self.last_step = rows[-1][0]
         summary = self.summary
@@ -411,15 +480,19 @@ class Writer:
             self.reject("value", where, _describe(exc))
             return _DROP
 
-    def _append_raw(self, rtype: int, payload: bytes) -> None:
+    def _append_raw(self, rtype: int, payload: bytes, rows: int = 0) -> None:
         data = encode_record(rtype, payload)
         self._buf += data
+        self._buf_rows += rows
         self.records_written += 1
         self.bytes_written += len(data)
-        if len(self._buf) >= _BUFFER_LIMIT:
+        if len(self._buf) >= _BUFFER_LIMIT and self.stalled is None:
             self._write_out()
 
     def _write_out(self) -> None:
+        """Write the buffer.  A failed write is cut back to the last whole record
+        (``ftruncate``) and the buffer kept; ENOSPC/EDQUOT stall the writer (retried with
+        back-off by the main loop, which holds the queue meanwhile); other errors raise."""
         buf = self._buf
         if not buf:
             return
@@ -428,9 +501,39 @@ class Writer:
         try:
             while done < len(buf):
                 done += os.write(self.fd, view[done:])
+        except OSError as exc:
+            if done:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self.fd, self._file_end)
+            if exc.errno not in _DISK_FULL:
+                raise
+            if self.stalled is None:
+                self.stalled = self.disk_full_error = exc
+                self._stall_delay = _STALL_MIN
+                self.count_failure("disk full")
+                import logging
+
+                logging.getLogger("wisp").warning(
+                    "wisp: the disk holding %s is full (%s); writes are held back and "
+                    "retried, log() drops rows (counted) while the queue is full",
+                    self.path,
+                    exc,
+                )
+            return
         finally:
             view.release()
-            del buf[:done]
+        self._file_end += done
+        del buf[:]
+        self._buf_rows = 0
+        if self.stalled is not None:
+            import logging
+
+            logging.getLogger("wisp").warning(
+                "wisp: writing %s again after the disk was full; %d rows were dropped meanwhile",
+                self.path,
+                self.rows_dropped,
+            )
+            self.stalled = None
 
     def _flush(self, sync: bool) -> None:
         self.write_summary()
