@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import warnings
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 else:
     _MappingBase = MutableMapping
 
-__all__ = ["Config", "Run", "Summary", "live_runs", "recent_runs", "register"]
+__all__ = ["Config", "Run", "Summary", "flush", "live_runs", "recent_runs", "register"]
 
 _KNOWN_KEYS_MAX = 10_000  # keys remembered as valid by a run, for the fast path
 # Values log() passes without a closer look; strings take the slow path for the size limit.
@@ -150,6 +151,9 @@ class Run:
         self._stops_after_close: list[Callable[[], None]] = []  # after the file is closed
         self._origin = None if origin is None else dict(origin)
         self._exit_deadline: float | None = None  # set by the exit hook: bounds finish()
+        self._fork_of: int | None = None  # in a forked child: the parent's pid (see fork())
+        self._parent_pid: int | None = None
+        self._segment = False  # this process writes a fork segment, not the run file
         self.created_at = get_time()
         if config:
             self.config.update(config)
@@ -229,7 +233,7 @@ class Run:
         self.record(RecordType.CONFIG, {"config": self.config.as_dict()})
 
     def _send(self, item: tuple[Any, ...]) -> None:
-        if not self._live:
+        if not self._live and not self._start_fork_segment():
             self._inactive("recording")
             return
         self._commit_pending()
@@ -266,10 +270,9 @@ class Run:
         closes the row; it defaults to True without ``step`` and False with it
         (the row closes when a later step arrives, or at finish).
         """
-        if not self._live:
-            if self.mode == "disabled":
-                return
-            self._inactive("log()")
+        if not self._live and (self.mode == "disabled" or not self._start_fork_segment()):
+            if self.mode != "disabled":
+                self._inactive("log()")
             return
         # fast path: a dict of keys already checked once, holding plain numbers
         if type(data) is dict and self._known_keys.issuperset(data):
@@ -317,6 +320,53 @@ class Run:
         else:
             self._pending = row
             self._pending_deferred = deferred
+
+    def _start_fork_segment(self) -> bool:
+        """In a forked child, on its first record: a writer of its own on
+        ``run.fork<PID>.wisp`` (never the parent's file, locks or threads).  False when
+        this process cannot record to the run."""
+        if self._fork_of is None or self._finished or self.dir is None:
+            return False
+        from wisp._rundir import fork_file_name
+
+        self._fork_of = None
+        self._segment = True
+        self._pid = os.getpid()
+        self._file = fork_file_name(self._pid)
+        s = self._settings
+        self._writer = Writer(
+            self.dir,
+            self._file,
+            flush_interval=s.flush_interval,
+            fsync=s.fsync,
+            queue_size=s.queue_size,
+            summaries=False,
+        )
+        self._queue = self._writer.queue
+        self._live = True
+        register(self)
+        self._writer.start()
+        self._writer.put((CALL, self._write_segment_start))
+        mp_util = sys.modules.get("multiprocessing.util")
+        if mp_util is not None:  # a Pool worker ends with os._exit after its finalizers
+            mp_util.Finalize(None, self._close_segment, exitpriority=100)
+        return True
+
+    def _write_segment_start(self) -> None:
+        assert self._writer is not None
+        record = {**self._identity(), "pid": self._pid, "fork_of": self._parent_pid}
+        self._writer.append(RecordType.RUN, record)
+
+    def _close_segment(self, timeout: float | None = None) -> None:
+        """End a fork segment: write what is queued, no summary, no finish record."""
+        with self._lock:
+            if not self._live or self._pid != os.getpid():
+                return
+            self._live = False
+            self._commit_pending()
+            _unregister(self)
+            assert self._writer is not None
+            self._writer.close(self._settings.finish_timeout if timeout is None else timeout)
 
     def _remember_keys(self, data: Mapping[str, Any], row: dict[str, Any]) -> None:
         """Keys prepare_row() accepted as they are (not flattened) skip its key checks next time."""
@@ -487,6 +537,9 @@ class Run:
 
     def finish(self, exit_code: int = 0, *, state: str | None = None) -> None:
         """Flush everything and close the run.  Idempotent; raises WriterError if writes failed."""
+        if self._segment:  # a forked child's part of the run: the parent finishes the run
+            self._close_segment()
+            return
         with self._lock:
             if self._finished or self._pid != os.getpid():
                 return
@@ -629,6 +682,24 @@ def after_fork_in_child() -> None:
     for run in _live_runs:
         run._live = False
         run._lock = threading.RLock()
+        run._pending = None  # the parent's open row stays the parent's
         if run._writer is not None:
             run._writer.after_fork_in_child()
+            run._parent_pid = run._pid
+            run._fork_of = run._pid  # the first log() here starts a segment of its own
     _live_runs.clear()
+
+
+def flush(timeout: float | None = None) -> bool:
+    """Write everything the current run has queued to its file (not fsynced) and wait.
+
+    In a forked child that will leave with ``os._exit`` (which skips the exit hook),
+    call it before exiting: the rows logged since the last flush are otherwise lost.
+    False when ``timeout`` ran out (or the disk is full); True with no run.
+    """
+    import wisp
+
+    run = wisp.run
+    if run is None or not run.live:
+        return True
+    return run.barrier(timeout)

@@ -8,6 +8,8 @@ Every module that names a file in a run directory takes the name from here::
                               "state", "created_at", "pid", "host", "file", "rank",
                               "format_version", "exit_code"}
         run.rank<N>.wisp      rank N > 0 under ranks="all" (and run.rank<N>.json)
+        run.fork<PID>.wisp    what a forked child process PID logged to the run: a writer
+                              segment of its own (no summary, no finish record)
         media/<sha256>.<ext>  media files, by content hash
         files/...             files saved with wisp.save()
         upload.json           the upload cursor (format version 1, see :class:`Cursor`)
@@ -51,6 +53,8 @@ __all__ = [
     "add_rejected",
     "dir_name",
     "find_by_id",
+    "fork_file_name",
+    "fork_files",
     "is_run_dir",
     "lock_uploads",
     "mark_not_done",
@@ -75,6 +79,7 @@ REJECTED_FILE = "rejected.jsonl"
 MEDIA_DIR = "media"
 FILES_DIR = "files"
 _RANK_PREFIX, _RUN_SUFFIX, _META_SUFFIX = "run.rank", ".wisp", ".json"
+_FORK_PREFIX = "run.fork"
 
 
 # -- names and discovery ------------------------------------------------------------------------
@@ -90,6 +95,26 @@ def rank_file_names(rank: int) -> tuple[str, str]:
     if rank == 0:
         return RUN_FILE, META_FILE
     return f"{_RANK_PREFIX}{rank}{_RUN_SUFFIX}", f"{_RANK_PREFIX}{rank}{_META_SUFFIX}"
+
+
+def fork_file_name(pid: int) -> str:
+    """The segment file of forked child ``pid``."""
+    return f"{_FORK_PREFIX}{pid}{_RUN_SUFFIX}"
+
+
+def fork_files(run_dir: str) -> list[str]:
+    """Paths of every ``run.fork<PID>.wisp`` in ``run_dir``, sorted by name."""
+    try:
+        names = os.listdir(run_dir)
+    except FileNotFoundError:
+        return []
+    return [
+        os.path.join(run_dir, n)
+        for n in sorted(names)
+        if n.startswith(_FORK_PREFIX)
+        and n.endswith(_RUN_SUFFIX)
+        and n[len(_FORK_PREFIX) : -len(_RUN_SUFFIX)].isdigit()
+    ]
 
 
 def rank_files(run_dir: str) -> dict[int, str]:

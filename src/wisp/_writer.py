@@ -84,13 +84,16 @@ class Writer:
         fsync: str,
         queue_size: int,
         get_time: Callable[[], float] = time.monotonic,
+        summaries: bool = True,
     ) -> None:
+        """``summaries=False``: never write SUMMARY records (a forked child's segment)."""
         self.run_dir = run_dir
         self.path = os.path.join(run_dir, file_name)
         self.media_dir = os.path.join(run_dir, MEDIA_DIR)
         self.flush_interval = flush_interval
         self.fsync = fsync
         self.queue_size = queue_size
+        self.summaries = summaries
         self.queue: deque[tuple[Any, ...]] = deque()
         self._get_time = get_time
         self._wake = threading.Event()
@@ -440,7 +443,7 @@ class Writer:
             item[1]()
 
     def write_summary(self) -> None:
-        if self._summary_dirty:
+        if self._summary_dirty and self.summaries:
             self.append(RecordType.SUMMARY, {"summary": {**self.summary, **self._summary_user}})
             self._summary_dirty = False
 

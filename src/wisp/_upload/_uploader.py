@@ -51,6 +51,7 @@ from wisp._rundir import (
     RUN_FILE,
     Cursor,
     add_rejected,
+    fork_files,
     lock_uploads,
     read_rejected,
     unlock_uploads,
@@ -63,6 +64,7 @@ from wisp._runfile import (
     RecordTail,
     RecordType,
     history_json,
+    iter_records,
 )
 from wisp._upload._transport import ApiClient, Conflict
 from wisp.errors import FatalApiError, RetryableApiError, UsageError
@@ -344,6 +346,7 @@ class Uploader:
             self._last_contact = self.clock()
 
     def _mark_done(self) -> None:
+        self._upload_segments()
         if self.retry_rejected:
             self._retry_rejected()
         if self.crashed and self.run_id is not None:
@@ -518,6 +521,63 @@ class Uploader:
             os.path.join(self.run_dir, "rejected.jsonl"),
         )
 
+    def _upload_segments(self) -> None:
+        """Send what forked children logged (``run.fork<PID>.wisp``), each file as the
+        writer segment its RUN record names, from seq 0 (the server skips what it has).
+        Their RUN records are not sent (the run exists; a RUN record would mark it running
+        again), nor summaries or finish records (they write none)."""
+        assert self.run_id is not None
+        for path in fork_files(self.run_dir):
+            writer_id = None
+            records: list[Record] = []
+            for rec in iter_records(path):
+                if rec.type == RecordType.RUN:
+                    writer_id = json.loads(rec.payload).get("writer_id")
+                elif rec.type not in (RecordType.SUMMARY, RecordType.FINISH):
+                    records.append(rec)
+            if writer_id is None or not records:
+                continue
+            seq = 0
+            limit = 1 << 30
+            while seq < len(records):
+                batch: list[Record] = []
+                size = 0
+                for rec in records[seq:]:
+                    if batch and (
+                        size + len(rec.payload) > self.batch_bytes or len(batch) >= limit
+                    ):
+                        break
+                    batch.append(rec)
+                    size += len(rec.payload) + 24
+                body = self._encode(writer_id, seq, batch, main=False)
+                try:
+                    answer = self.client.post_records(self.run_id, body, gzip=self.compress)
+                except FatalApiError as exc:
+                    if exc.status != 422:
+                        raise
+                    if len(batch) > 1:  # find the refused record(s): one at a time
+                        limit = 1
+                        continue
+                    entry = {
+                        "file": os.path.basename(path),
+                        "writer_id": writer_id,
+                        "seq": seq,
+                        "type": batch[0].type,
+                        "status": exc.status,
+                        "reason": str(exc),
+                        "rejected_at": time.time(),
+                        "data": json.loads(self._wire(batch[0])),
+                    }
+                    add_rejected(self.run_dir, entry)
+                    self.rejected += 1
+                    stub = Record(RecordType.WARNING, _placeholder(entry), batch[0].offset)
+                    records[seq] = stub
+                    continue
+                if isinstance(answer, Conflict):
+                    seq = answer.acked_seq + 1
+                    continue
+                seq = max(seq + len(batch), answer + 1)
+
     def _retry_rejected(self) -> None:
         """Send each set-aside record again, as a writer segment of its own
         (``retry-<writer>-<seq>``, so resending is harmless), followed by a WARNING record
@@ -581,7 +641,10 @@ class Uploader:
 
     # -- encoding and media ------------------------------------------------------------------
 
-    def _encode(self, writer_id: str, first_seq: int, batch: list[Record]) -> bytes:
+    def _encode(
+        self, writer_id: str, first_seq: int, batch: list[Record], *, main: bool = True
+    ) -> bytes:
+        """A gzip batch body; ``main``: records of the run file (set-aside ones replaced)."""
         parts = [
             b'{"writer_id":',
             _dumps(writer_id).encode(),
@@ -590,7 +653,7 @@ class Uploader:
             b',"records":[',
         ]
         for i, rec in enumerate(batch):
-            instead = self._set_aside.get(rec.offset) if self._set_aside else None
+            instead = self._set_aside.get(rec.offset) if main and self._set_aside else None
             if instead is None:
                 rtype, payload = rec.type, self._wire(rec)
             else:
