@@ -240,3 +240,28 @@ def test_init_against_a_server_that_refuses_the_run_returns_at_once_offline(
     (res,) = wisp.sync([run.dir], server_url=server.url, api_key=server.key)
     assert res.done
     _check_good_points(server, run)
+
+
+def test_forked_childrens_segments_reach_the_server(
+    server: Server, tmp_path: Path, no_run: None
+) -> None:
+    """Values logged by 5 forked children (each leaving by os._exit after wisp.flush()) are uploaded with the run."""
+    import os
+
+    run = wisp.init(project="forks", settings=_settings(server, tmp_path))
+    _good(run, 0)
+    pids = []
+    for c in range(5):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            wisp.log({f"child{c}": float(c)})
+            wisp.flush()
+            os._exit(0)
+        pids.append(pid)
+    for pid in pids:
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    _good(run, 100)
+    run.finish()
+    _check_good_points(server, run)
+    for c in range(5):
+        assert [v for _, v in server.points(run.id, f"child{c}")] == [float(c)]
