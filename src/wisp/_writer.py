@@ -105,6 +105,7 @@ class Writer:
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC, 0o644)
         self._buf = bytearray()
         self._buf_rows = 0  # rows in _buf, not on disk yet
+        self._buf_marks: list[tuple[int, int]] = []  # (end of a record in _buf, its rows)
         self._file_end = os.fstat(self.fd).st_size  # the file ends on a whole record here
         # disk full (ENOSPC/EDQUOT): the error while writes are held back, else None
         self.stalled: OSError | None = None
@@ -149,25 +150,26 @@ class Writer:
         While the disk is full the caller never waits: the row just queued is dropped
         and counted (``rows_dropped``), so memory stays bounded by ``queue_size``.
         """
-        if self.stalled is not None:
-            try:
-                item = self.queue.pop()
-            except IndexError:
+        if self.stalled is None:
+            self.backpressure_waits += 1
+            self._wake.set()
+            limit = self.queue_size
+            delay = 0.0002
+            while len(self.queue) >= limit and self.thread.is_alive() and self.stalled is None:
+                time.sleep(delay)
+                delay = min(delay * 2, 0.01)
+            if self.stalled is None or len(self.queue) < limit:
                 return
-            if item[0] == ROW or item[0] == ROW_DEFERRED:
-                self.rows_dropped += 1
-                if self.first_error is None:
-                    self.first_error = self.stalled
-            else:
-                self.queue.append(item)  # not a row: keep it (records are few)
+        try:
+            item = self.queue.pop()
+        except IndexError:
             return
-        self.backpressure_waits += 1
-        self._wake.set()
-        limit = self.queue_size
-        delay = 0.0002
-        while len(self.queue) >= limit and self.thread.is_alive():
-            time.sleep(delay)
-            delay = min(delay * 2, 0.01)
+        if item[0] == ROW or item[0] == ROW_DEFERRED:
+            self.rows_dropped += 1
+            if self.first_error is None:
+                self.first_error = self.stalled
+        else:
+            self.queue.append(item)  # not a row: keep it (records are few)
 
     def barrier(self, timeout: float | None = None) -> bool:
         """Wait until everything queued before this call is written (not fsynced).
@@ -245,6 +247,7 @@ class Writer:
         self.rows_given_up += left
         self._buf = bytearray()
         self._buf_rows = 0
+        self._buf_marks = []
         self.queue.clear()
         if self.first_error is None:
             self.first_error = self.stalled
@@ -487,6 +490,7 @@ class Writer:
         data = encode_record(rtype, payload)
         self._buf += data
         self._buf_rows += rows
+        self._buf_marks.append((len(self._buf), rows))
         self.records_written += 1
         self.bytes_written += len(data)
         if len(self._buf) >= _BUFFER_LIMIT and self.stalled is None:
@@ -505,9 +509,19 @@ class Writer:
             while done < len(buf):
                 done += os.write(self.fd, view[done:])
         except OSError as exc:
-            if done:
+            view.release()  # before the buffer is resized
+            if done:  # keep the whole records that made it, cut the torn one off
+                keep, rows, n = 0, 0, 0
+                for end, r in self._buf_marks:
+                    if end > done:
+                        break
+                    keep, rows, n = end, rows + r, n + 1
                 with contextlib.suppress(OSError):
-                    os.ftruncate(self.fd, self._file_end)
+                    os.ftruncate(self.fd, self._file_end + keep)
+                self._file_end += keep
+                del buf[:keep]
+                self._buf_rows -= rows
+                self._buf_marks = [(end - keep, r) for end, r in self._buf_marks[n:]]
             if exc.errno not in _DISK_FULL:
                 raise
             if self.stalled is None:
@@ -528,6 +542,7 @@ class Writer:
         self._file_end += done
         del buf[:]
         self._buf_rows = 0
+        self._buf_marks = []
         if self.stalled is not None:
             import logging
 
@@ -550,6 +565,7 @@ class Writer:
     def after_fork_in_child(self) -> None:
         """Make this writer inert in a forked child: nothing the child does reaches the file."""
         self._buf = bytearray()
+        self._buf_marks = []
         self.queue = deque()
         self._wake = threading.Event()
         self.busy = threading.Lock()

@@ -18,11 +18,11 @@ pytestmark = pytest.mark.timeout(120)
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 1 MiB tmpfs mounted for this test (needs root, as CI has)."""
+    """A 4 MiB tmpfs mounted for this test (needs root, as CI has)."""
     mnt = tmp_path / "small"
     mnt.mkdir()
     res = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)],
         capture_output=True,
         text=True,
         check=False,
@@ -40,7 +40,7 @@ def test_a_full_disk_drops_counted_rows_keeps_the_file_whole_and_resumes(
 ) -> None:
     """Rows past a full disk are counted as lost, never block log() or reads, and writing resumes once space is freed."""
     filler = small_disk / "filler"
-    filler.write_bytes(b"\0" * (768 * 1024))
+    filler.write_bytes(b"\0" * (3840 * 1024))
     run = wisp.init(
         project="full",
         dir=str(small_disk),
