@@ -61,6 +61,8 @@ SANITISED: list[tuple[str, Callable[[Any], Any], dict[str, Any]]] = [
         lambda r: r.summary.update({"note": "n\x00"}),
         {"summary.note": "n\ufffd"},
     ),
+    # an alert's title and text: sanitised, and the server stores the record (no set-aside)
+    ("NUL in alert text", lambda r: wisp.alert(title="t\x00", text="x\udcff"), {}),
 ]
 
 
