@@ -67,7 +67,7 @@ _LAZY = {
     "Summary": ("wisp._run", "Summary"),
     "Settings": ("wisp._settings", "Settings"),
     "open_run": ("wisp._reader", "open_run"),
-    "flush": ("wisp._run", "flush"),
+    "flush": ("wisp._hooks", "flush"),
     "RunData": ("wisp._reader", "RunData"),
     "doctor": ("wisp._doctor", "doctor"),
     "sync": ("wisp._upload._sync", "sync"),

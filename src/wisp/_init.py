@@ -210,7 +210,7 @@ def start_run(
     if s.mode is None:
         s = s.replace(mode="online" if s.server_url else "offline")
     if s.mode == "online":
-        from wisp._upload._uploader import check_settings
+        from wisp._upload._live import check_settings
 
         check_settings(s)
 
@@ -327,7 +327,7 @@ def start_run(
 
     _extras.start(run)
     if s.mode == "online":
-        from wisp._upload._uploader import attach
+        from wisp._upload._live import attach
 
         attach(run)
     return run

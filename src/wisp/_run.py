@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 else:
     _MappingBase = MutableMapping
 
-__all__ = ["Config", "Run", "Summary", "flush", "live_runs", "recent_runs", "register"]
+__all__ = ["Config", "Run", "Summary", "live_runs", "recent_runs", "register"]
 
 _KNOWN_KEYS_MAX = 10_000  # keys remembered as valid by a run, for the fast path
 # Values log() passes without a closer look; strings take the slow path for the size limit.
@@ -688,18 +688,3 @@ def after_fork_in_child() -> None:
             run._parent_pid = run._pid
             run._fork_of = run._pid  # the first log() here starts a segment of its own
     _live_runs.clear()
-
-
-def flush(timeout: float | None = None) -> bool:
-    """Write everything the current run has queued to its file (not fsynced) and wait.
-
-    In a forked child that will leave with ``os._exit`` (which skips the exit hook),
-    call it before exiting: the rows logged since the last flush are otherwise lost.
-    False when ``timeout`` ran out (or the disk is full); True with no run.
-    """
-    import wisp
-
-    run = wisp.run
-    if run is None or not run.live:
-        return True
-    return run.barrier(timeout)

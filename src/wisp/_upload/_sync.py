@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 
 from wisp._meta import process_alive
 from wisp._rundir import META_FILE, read_meta, read_rejected, run_dirs_under, sync_status
-from wisp._upload._uploader import Uploader, human_size
+from wisp._upload._live import human_size
+from wisp._upload._uploader import Uploader
 from wisp.errors import ApiError, UsageError
 
 __all__ = ["SyncResult", "find_run_dirs", "sync", "writer_gone"]

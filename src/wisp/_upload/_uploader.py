@@ -33,29 +33,24 @@ registered) stops the upload (``FatalApiError``), which the run reports at
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
 import random
-import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from wisp._protocol import row_problem
 from wisp._rundir import (
     CURSOR_FILE,
     RUN_FILE,
     Cursor,
     add_rejected,
-    fork_files,
     lock_uploads,
     read_rejected,
     unlock_uploads,
-    write_rejected,
 )
 from wisp._runfile import (
     FRAME_SIZE,
@@ -64,15 +59,18 @@ from wisp._runfile import (
     RecordTail,
     RecordType,
     history_json,
-    iter_records,
+)
+from wisp._upload._rejected import (
+    placeholder,
+    retry_rejected,
+    set_aside_entry,
+    side_warning,
+    upload_segments,
 )
 from wisp._upload._transport import ApiClient, Conflict
-from wisp.errors import FatalApiError, RetryableApiError, UsageError
+from wisp.errors import FatalApiError, RetryableApiError
 
-if TYPE_CHECKING:
-    from wisp._run import Run
-
-__all__ = ["CURSOR_FILE", "Cursor", "Uploader", "attach", "check_settings", "finish_upload"]
+__all__ = ["CURSOR_FILE", "Cursor", "Uploader", "describe_run"]
 
 log = logging.getLogger("wisp")
 
@@ -112,13 +110,6 @@ def describe_run(path: str, *, crashed: bool = False) -> tuple[str, dict[str, An
         k: v for k, v in first.items() if k not in _RUN_FIELDS and k not in ("run_id", "writer_id")
     }
     return first["run_id"], body
-
-
-def _placeholder(entry: dict[str, Any]) -> bytes:
-    """The WARNING record sent in place of a set-aside record (the server counts these)."""
-    reason = str(entry.get("reason", ""))[:1000]
-    doc = {"kind": "rejected", "type": entry.get("type"), "seq": entry.get("seq"), "reason": reason}
-    return _dumps(doc).encode("utf-8")
 
 
 class Uploader:
@@ -187,7 +178,7 @@ class Uploader:
                 good = _dumps(e["good"]).encode("utf-8")
                 self._set_aside[e["offset"]] = (RecordType.HISTORY, good)
             else:
-                self._set_aside[e["offset"]] = (RecordType.WARNING, _placeholder(e))
+                self._set_aside[e["offset"]] = (RecordType.WARNING, placeholder(e))
         self.rejected = 0  # records set aside by this uploader
         self.retry_rejected = False  # send set-aside records again before marking done
         self.recovered = 0  # set-aside records the server took on a retry
@@ -346,9 +337,19 @@ class Uploader:
             self._last_contact = self.clock()
 
     def _mark_done(self) -> None:
-        self._upload_segments()
+        assert self.run_id is not None
+        self.rejected += upload_segments(
+            self.client,
+            self.run_id,
+            self.run_dir,
+            encode=lambda w, s, b: self._encode(w, s, b, main=False),
+            wire=self._wire,
+            batch_bytes=self.batch_bytes,
+            compress=self.compress,
+        )
         if self.retry_rejected:
-            self._retry_rejected()
+            self.recovered += retry_rejected(self.client, self.run_id, self.run_dir)
+            self.retry_rejected = False
         if self.crashed and self.run_id is not None:
             # the run records said "running": tell the server no finish record will come
             self._register()
@@ -466,148 +467,30 @@ class Uploader:
 
     def _set_aside_record(self, writer_id: str, seq: int, rec: Record, exc: FatalApiError) -> None:
         """The server refused ``rec`` alone: keep it in ``rejected.jsonl``, send a WARNING
-        record in its place (same seq) and go on.
-
-        A history record is first split by the protocol's row rule
-        (:func:`wisp._protocol.row_problem`): its good rows are sent in its place and only
-        the bad rows set aside; if the server refuses the good rows too, all of it is.
-        """
+        record in its place (same seq) and go on (``_rejected.set_aside_entry``: a history
+        record's good rows are sent in its place and only the bad rows set aside)."""
         try:
             data = json.loads(self._wire(rec))
         except ValueError:
             data = None
-        override = None
-        if (
-            rec.type == RecordType.HISTORY
-            and rec.offset not in self._set_aside
-            and isinstance(data, dict)
-            and isinstance(data.get("rows"), list)
-        ):
-            bad = [r for r in data["rows"] if row_problem(r) is not None]
-            good = [r for r in data["rows"] if row_problem(r) is None]
-            if bad and good:
-                override = (RecordType.HISTORY, _dumps({"rows": good}).encode("utf-8"))
-                data = {"rows": bad}
-                exc = FatalApiError(f"{exc} [rows: {row_problem(bad[0])}]", status=exc.status)
-        entry = {
-            "writer_id": writer_id,
-            "seq": seq,
-            "offset": rec.offset,
-            "type": rec.type,
-            "status": exc.status,
-            "reason": str(exc),
-            "rejected_at": time.time(),
-            "data": data,
-        }
-        if override is not None:  # the rows sent in its place, for a later uploader
-            entry["good"] = json.loads(override[1])
+        split = rec.offset not in self._set_aside  # refused again: set all of it aside
+        entry, good = set_aside_entry(writer_id, seq, rec, data, exc, split=split)
         add_rejected(self.run_dir, entry)
-        self._set_aside[rec.offset] = override or (RecordType.WARNING, _placeholder(entry))
-        if override is not None and self.run_id is not None:
-            # the good rows take the record's seq: tell the server in a segment of its own
-            side = {
-                "writer_id": f"rejected-{writer_id[:32]}-{seq}",
-                "first_seq": 0,
-                "records": [{"type": RecordType.WARNING, "data": json.loads(_placeholder(entry))}],
-            }
-            self.client.post_records(self.run_id, _dumps(side).encode("utf-8"), gzip=False)
+        if good is None:
+            self._set_aside[rec.offset] = (RecordType.WARNING, placeholder(entry))
+        else:
+            self._set_aside[rec.offset] = (RecordType.HISTORY, good)
+            if self.run_id is not None:
+                side_warning(self.client, self.run_id, entry)
         self.rejected += 1
         log.warning(
             "wisp: the server refused a %s record of run %s (%s); it is set aside in %s "
             "and the upload goes on (`wisp sync --retry-rejected` sends it again)",
             RecordType.NAMES.get(rec.type, rec.type),
             self.run_id,
-            exc,
+            entry["reason"],
             os.path.join(self.run_dir, "rejected.jsonl"),
         )
-
-    def _upload_segments(self) -> None:
-        """Send what forked children logged (``run.fork<PID>.wisp``), each file as the
-        writer segment its RUN record names, from seq 0 (the server skips what it has).
-        Their RUN records are not sent (the run exists; a RUN record would mark it running
-        again), nor summaries or finish records (they write none)."""
-        assert self.run_id is not None
-        for path in fork_files(self.run_dir):
-            writer_id = None
-            records: list[Record] = []
-            for rec in iter_records(path):
-                if rec.type == RecordType.RUN:
-                    writer_id = json.loads(rec.payload).get("writer_id")
-                elif rec.type not in (RecordType.SUMMARY, RecordType.FINISH):
-                    records.append(rec)
-            if writer_id is None or not records:
-                continue
-            seq = 0
-            limit = 1 << 30
-            while seq < len(records):
-                batch: list[Record] = []
-                size = 0
-                for rec in records[seq:]:
-                    if batch and (
-                        size + len(rec.payload) > self.batch_bytes or len(batch) >= limit
-                    ):
-                        break
-                    batch.append(rec)
-                    size += len(rec.payload) + 24
-                body = self._encode(writer_id, seq, batch, main=False)
-                try:
-                    answer = self.client.post_records(self.run_id, body, gzip=self.compress)
-                except FatalApiError as exc:
-                    if exc.status != 422:
-                        raise
-                    if len(batch) > 1:  # find the refused record(s): one at a time
-                        limit = 1
-                        continue
-                    entry = {
-                        "file": os.path.basename(path),
-                        "writer_id": writer_id,
-                        "seq": seq,
-                        "type": batch[0].type,
-                        "status": exc.status,
-                        "reason": str(exc),
-                        "rejected_at": time.time(),
-                        "data": json.loads(self._wire(batch[0])),
-                    }
-                    add_rejected(self.run_dir, entry)
-                    self.rejected += 1
-                    stub = Record(RecordType.WARNING, _placeholder(entry), batch[0].offset)
-                    records[seq] = stub
-                    continue
-                if isinstance(answer, Conflict):
-                    seq = answer.acked_seq + 1
-                    continue
-                seq = max(seq + len(batch), answer + 1)
-
-    def _retry_rejected(self) -> None:
-        """Send each set-aside record again, as a writer segment of its own
-        (``retry-<writer>-<seq>``, so resending is harmless), followed by a WARNING record
-        ``{"kind": "recovered"}`` the server subtracts from its count; keep the ones still
-        refused (with the new reason) in ``rejected.jsonl``."""
-        assert self.run_id is not None
-        keep = []
-        for e in read_rejected(self.run_dir):
-            wid = f"retry-{str(e.get('writer_id', ''))[:32]}-{e.get('seq')}"
-            note = {"kind": "recovered", "type": e.get("type"), "seq": e.get("seq")}
-            body = _dumps(
-                {
-                    "writer_id": wid,
-                    "first_seq": 0,
-                    "records": [
-                        {"type": e.get("type"), "data": e.get("data")},
-                        {"type": RecordType.WARNING, "data": note},
-                    ],
-                }
-            ).encode("utf-8")
-            try:
-                self.client.post_records(self.run_id, body, gzip=False)
-            except FatalApiError as exc:
-                if exc.status != 422:
-                    raise
-                keep.append({**e, "reason": str(exc), "rejected_at": time.time()})
-                continue
-            self.recovered += 1
-        write_rejected(self.run_dir, keep)
-        self.retry_rejected = False
 
     def _rewind(self, writer_id: str, acked_seq: int) -> None:
         """409: the server has less than we thought: read the file again from the start.
@@ -730,145 +613,3 @@ class Uploader:
             return  # not a table we can read: send it as it is
         if isinstance(table, dict):
             self._upload_refs(table.get("data"))
-
-
-# -- online runs: the hooks called by init() and Run.finish() --------------------------------
-
-
-def check_settings(settings: Any) -> None:
-    """Refuse ``mode="online"`` without a server before any run directory exists."""
-    if not settings.server_url:
-        raise UsageError(
-            "mode 'online' needs a server: set WISP_SERVER_URL (and WISP_API_KEY) or pass "
-            "settings={'server_url': ..., 'api_key': ...}"
-        )
-    from wisp._upload._transport import HttpTransport
-
-    HttpTransport(settings.server_url)  # checks the URL
-
-
-def attach(run: Run) -> None:
-    """Start uploading a new online run; wait at most ``init_timeout`` for it to register.
-
-    The uploader is attached to the run as its ``"uploader"`` part: ``finish()``
-    waits for it (:func:`finish_upload`) once the run file is closed.
-    """
-    s = run.settings
-    assert run.dir is not None
-    deadline = time.monotonic() + s.init_timeout
-    client = ApiClient(s.server_url, s.api_key, timeout=10.0)
-    up = Uploader(run.dir, client, heartbeat_interval=s.heartbeat_interval)
-
-    def stop() -> None:
-        wait, why = run.upload_wait()
-        finish_upload(run, wait, limit=why)
-
-    run.attach("uploader", up, stop, after_close=True)
-    run.barrier(s.init_timeout)  # the run record is on disk: register from it
-    up.start()
-    # registered, or refused for good (401/403/422 end the thread at once): never wait out
-    # init_timeout for an answer that has come
-    while not up.registered.is_set() and not up.ended.is_set():
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        up.registered.wait(min(left, 0.02))
-    if up.registered.is_set():
-        run.url = f"{client.server_url}/runs/{run.id}"
-    elif up.error is not None:
-        import warnings
-
-        from wisp.errors import WispWarning
-
-        run.mode = "offline"
-        warnings.warn(
-            f"wisp: server {s.server_url} refused run {run.id} ({up.error}); the run is "
-            f"recorded offline in {run.dir}: fix the cause, then `wisp sync {run.dir}` "
-            "uploads it",
-            WispWarning,
-            stacklevel=4,
-        )
-    else:
-        log.info(
-            "wisp: server %s did not answer within init_timeout=%ss; training goes on, "
-            "uploads will catch up",
-            s.server_url,
-            s.init_timeout,
-        )
-
-
-def human_size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)  # pragma: no cover
-
-
-def finish_upload(
-    run: Run, timeout: float, *, stream: Any = None, limit: str = "upload_timeout"
-) -> None:
-    """Wait up to ``timeout`` s for the run's uploads; say what is left if time runs out.
-
-    ``limit`` names the setting that set ``timeout``, for the message.
-    """
-    up: Uploader | None = run.part("uploader")
-    if up is None or up.thread is None:
-        return
-    out = stream if stream is not None else sys.stderr
-    up.finish()
-    start = time.monotonic()
-    deadline = start + timeout
-    tty = bool(getattr(out, "isatty", lambda: False)())
-    shown = False
-    while up.thread.is_alive():
-        now = time.monotonic()
-        if now >= deadline:
-            break
-        up.thread.join(min(0.25, deadline - now))
-        if up.thread.is_alive() and time.monotonic() - start > 1.0:
-            left = up.pending_bytes()
-            if tty:
-                out.write(f"\rwisp: uploading run {run.id}: {human_size(left)} left ...  ")
-                shown = True
-            elif not shown:
-                out.write(
-                    f"wisp: uploading run {run.id}: {human_size(left)} left, waiting up to "
-                    f"{timeout:.0f}s\n"
-                )
-                shown = True
-    if shown and tty:
-        out.write("\n")
-    if up.rejected:
-        import warnings
-
-        from wisp.errors import WispWarning
-
-        warnings.warn(
-            f"wisp: run {run.id}: the server refused {up.rejected} record(s); they are set aside "
-            f"in {os.path.join(run.dir or '', 'rejected.jsonl')} with its reason, everything else "
-            f"was uploaded (`wisp sync --retry-rejected {run.dir}` sends them again)",
-            WispWarning,
-            stacklevel=3,
-        )
-    if up.done.is_set():
-        if shown:
-            out.write(f"wisp: run {run.id} uploaded\n")
-        return
-    up.stop()
-    left = up.pending_bytes()
-    if up.error is not None:
-        why = f"the upload stopped: {type(up.error).__name__}: {up.error}"
-    elif up.last_error is not None:
-        why = (
-            f"the server could not be reached within {limit}={timeout:.3g}s "
-            f"(last error: {up.last_error})"
-        )
-    else:
-        why = f"{limit}={timeout:.3g}s ran out"
-    out.write(
-        f"wisp: run {run.id}: {human_size(left)} of {run.path} not uploaded ({why}); it is safe "
-        f"on disk, run `wisp sync {run.dir}` to finish uploading\n"
-    )
-    with contextlib.suppress(OSError, ValueError):
-        out.flush()
