@@ -46,6 +46,17 @@ def test_long_lines_round_trip() -> None:
     assert len(lines) == 1 and lines[0][2] == piece * 100
 
 
+def test_nul_and_lone_surrogates_are_replaced_and_huge_lines_split() -> None:
+    """Console text is made storable by the protocol's clean_text, and a line over the string cap becomes pieces."""
+    from wisp._protocol import MAX_STRING_LENGTH
+
+    lines, shown = _feed(["a\x00b\n", "\udcff\n"])
+    assert shown == "a\x00b\n\udcff\n"  # shown unchanged
+    assert [t for _, _, t in lines] == ["a\ufffdb", "\ufffd"]
+    big, _ = _feed(["x" * (MAX_STRING_LENGTH + 5) + "\n"], max_bytes=1 << 30)
+    assert [len(t) for _, _, t in big] == [MAX_STRING_LENGTH, 5]
+
+
 def test_capture_is_bounded() -> None:
     """Past max_bytes one marker line is recorded and nothing more."""
     lines, shown = _feed(["x" * 50 + "\n"] * 100, max_bytes=1000)

@@ -91,3 +91,111 @@ def test_protocol_is_cheap_to_import() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert set(json.loads(out.stdout)) <= {"wisp", "wisp._protocol", "wisp.errors", "__future__"}
+
+
+# -- one definition of what is valid: what the SDK accepts, the server accepts ------------------
+
+_BAD_TEXT = ["a\x00b", "\ud800", "x\udcff", "y" * (P.MAX_STRING_LENGTH + 1)]
+
+
+@pytest.mark.parametrize("text", [*_BAD_TEXT, "ok", "é😀"])
+def test_text_rule_is_the_servers_rule(text: str) -> None:
+    """text_problem() refuses exactly what the server's clean_str answers 422 for."""
+    from wisp.server._problem import Problem, clean_str
+
+    try:
+        clean_str(text, "f")
+        server_ok = True
+    except Problem:
+        server_ok = False
+    assert (P.text_problem(text) is None) is server_ok
+
+
+@pytest.mark.parametrize("text", [*_BAD_TEXT[:3], "ok�", "😀"])
+def test_clean_text_makes_every_string_storable(text: str) -> None:
+    """clean_text() replaces NUL and each lone surrogate with one U+FFFD and keeps the rest."""
+    out = P.clean_text(text)
+    assert P.text_problem(out) is None
+    assert len(out) == len(text)
+    assert out == text or P.REPLACEMENT in out
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ({"a": 1 << 64}, "integer out of range"),
+        ({"a": "x" * (P.MAX_STRING_LENGTH + 1)}, "over the limit"),
+        ({"k\x00": 1}, "NUL"),
+        ({"k" * (P.MAX_JSON_KEY_LENGTH + 1): 1}, "over the limit"),
+        ({1: 1}, "keys must be strings"),
+        ({"a": object()}, "unsupported JSON value"),
+    ],
+)
+def test_clean_json_refuses_what_the_server_refuses(
+    value: dict[object, object], reason: str
+) -> None:
+    """The SDK's JSON check and the server's clean_json refuse the same values, naming the field."""
+    from wisp.server._problem import Problem, clean_json
+
+    with pytest.raises(P.Invalid, match=reason) as got:
+        P.clean_json(value, "config")
+    assert got.value.field.startswith("config")
+    with pytest.raises(Problem):
+        clean_json(value, "config")
+
+
+def test_clean_json_refuses_nesting_past_the_depth_limit() -> None:
+    """A config nested 100 deep is refused by both sides; 64 deep is accepted by both."""
+    from wisp.server._problem import Problem, clean_json
+
+    def nest(n: int) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for _ in range(n):
+            out = {"a": out}
+        return out
+
+    with pytest.raises(P.Invalid, match="nested deeper"):
+        P.clean_json(nest(100), "config")
+    with pytest.raises(Problem):
+        clean_json(nest(100), "config")
+    assert P.clean_json(nest(P.MAX_DEPTH), "c") == clean_json(nest(P.MAX_DEPTH), "c")
+
+
+def test_sanitised_json_is_accepted_by_the_server() -> None:
+    """NUL and lone surrogates in JSON strings are replaced by the SDK, and the result passes the server."""
+    from wisp.server._problem import clean_json
+
+    value = {"a": ["x\x00", {"b": "\udcff"}], "c": "ok"}
+    cleaned = P.clean_json(value, "config")
+    assert cleaned == {"a": ["x\ufffd", {"b": "\ufffd"}], "c": "ok"}
+    assert clean_json(cleaned, "config") == cleaned
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("proj", True),
+        ("a/b", False),
+        ("a\nb", False),
+        ("", False),
+        ("  ", False),
+        ("p" * 129, False),
+    ],
+)
+def test_project_rule_is_the_servers_rule(value: str, ok: bool) -> None:
+    """project_problem() and the server's check_project accept the same project names."""
+    from wisp.server._ingest import check_project
+    from wisp.server._problem import Problem
+
+    assert (P.project_problem(value) is None) is ok
+    if ok:
+        assert check_project(value, "p") == value
+    else:
+        with pytest.raises(Problem):
+            check_project(value, "p")
+
+
+def test_step_rule_matches_the_servers_column() -> None:
+    """Steps 0 .. 2**62-1 are valid; 2**62 and -1 are not (the server's signed 64-bit column)."""
+    assert P.step_problem(0) is None and P.step_problem(P.MAX_STEP - 1) is None
+    assert P.step_problem(P.MAX_STEP) is not None and P.step_problem(-1) is not None

@@ -216,7 +216,7 @@ def test_full_queue_applies_backpressure_and_loses_nothing() -> None:
 
 def test_writer_failure_never_raises_in_log_and_surfaces_at_finish() -> None:
     """A disk that fails under the writer (/dev/full) is counted, not raised in log(), and raised by finish()."""
-    run = wisp.init()
+    run = wisp.init(settings={"finish_timeout": 1.0})
     writer = run._writer
     assert writer is not None
     full = os.open("/dev/full", os.O_WRONLY)

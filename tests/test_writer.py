@@ -163,3 +163,40 @@ def test_an_existing_file_is_appended_to(tmp_path: Path) -> None:
     w2.put((RECORD, RecordType.RUN, {"run_id": "a", "segment": 1}))
     assert w2.close(5)
     assert [p for _, p in _records(tmp_path)] == [{"run_id": "a"}, {"run_id": "a", "segment": 1}]
+
+
+def test_one_unencodable_row_keeps_every_good_row_of_its_batch(tmp_path: Path) -> None:
+    """A batch holding a lone-surrogate key, a 5000-digit integer and a step past int64 loses only those."""
+    w = _writer(tmp_path, flush_interval=3600.0)
+    with w.busy:  # hold the writer so all rows land in one slice
+        for i in range(100):
+            w.put((ROW, i, 1.0, {"a": float(i)}))
+        w.put((ROW, 100, 1.0, {"\ud800": 1.0, "a": 100.0}))
+        w.put((ROW, 101, 1.0, {"big": 10**5000, "a": 101.0}))
+        w.put((ROW, 2**63, 1.0, {"a": -1.0}))
+        for i in range(102, 202):
+            w.put((ROW, i, 1.0, {"a": float(i)}))
+    assert w.close(5)
+    recs = _records(tmp_path)
+    rows = [r for t, p in recs if t == RecordType.HISTORY for r in p]
+    assert [r[0] for r in rows] == list(range(202))
+    assert [r[2]["a"] for r in rows] == [float(i) for i in range(202)]
+    warns = [p for t, p in recs if t == RecordType.WARNING]
+    assert [w_["count"] for w_ in warns] == [1, 2, 3]
+    assert "'big' at step 101" in warns[1]["where"] and "step" in warns[2]["reason"]
+    assert w.failures == {"value": 3} and w.first_error is None
+
+
+def test_a_record_with_one_bad_piece_is_written_without_it(tmp_path: Path) -> None:
+    """A config with a lone surrogate and an unconvertible integer keeps its other keys; the string is sanitised."""
+    w = _writer(tmp_path)
+    w.put((RECORD, RecordType.CONFIG, {"config": {"lr": 0.1, "s": "x\udcff", "n": 10**5000}}))
+    w.put(
+        (RECORD, RecordType.CONSOLE, {"lines": [[1.0, "stdout", "ok"], [1.0, "stdout", "\ud800"]]})
+    )
+    assert w.close(5)
+    recs = dict(_records(tmp_path))
+    assert recs[RecordType.CONFIG] == {"config": {"lr": 0.1, "s": "x\ufffd"}}
+    assert recs[RecordType.CONSOLE]["lines"] == [[1.0, "stdout", "ok"], [1.0, "stdout", "\ufffd"]]
+    assert recs[RecordType.WARNING]["where"] == "config.config.n"
+    assert w.failures == {"value": 1}

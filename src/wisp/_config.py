@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, MutableMapping
 
-from wisp._protocol import RecordType
+from wisp._protocol import Invalid, RecordType, clean_json
 from wisp.errors import UsageError
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
@@ -33,6 +33,29 @@ def key_str(key: Any) -> str:
     if isinstance(key, float):
         return repr(key)
     return str(key)
+
+
+def _checked(key: str, value: Any) -> Any:
+    """A config value converted (``_jsonable``) and checked against the protocol's JSON rules
+    (depth, key and string sizes, integer range); NUL and lone surrogates in strings are
+    replaced (``wisp._protocol.clean_text``)."""
+    try:
+        return clean_json(_jsonable(key, value), f"config[{key!r}]")
+    except Invalid as exc:
+        raise UsageError(f"{exc.field} {exc.reason}") from None
+    except RecursionError:
+        raise UsageError(f"config[{key!r}] is nested too deeply (or refers to itself)") from None
+
+
+def _check_key(key: Any) -> str:
+    from wisp._protocol import MAX_JSON_KEY_LENGTH, text_problem
+
+    if not isinstance(key, str) or not key:
+        raise UsageError(f"config keys must be non-empty strings, got {key!r}")
+    problem = text_problem(key, MAX_JSON_KEY_LENGTH)
+    if problem is not None:
+        raise UsageError(f"config key {key!r} {problem}")
+    return key
 
 
 def _jsonable(key: str, value: Any) -> Any:
@@ -94,7 +117,7 @@ class Config(_MappingBase):
         if other is not None and not isinstance(other, Mapping) and hasattr(other, "__dict__"):
             other = vars(other)  # argparse.Namespace and friends
         items = {**dict(other or ()), **kwargs}
-        converted = {key_str(k): _jsonable(key_str(k), v) for k, v in items.items()}
+        converted = {_check_key(key_str(k)): _checked(key_str(k), v) for k, v in items.items()}
         self._data.update(converted)
         if converted:
             self._changed()
@@ -116,10 +139,7 @@ class Config(_MappingBase):
         return self._data[key]
 
     def __setitem__(self, key: str, value: Any) -> None:
-        key = key_str(key)
-        if not key:
-            raise UsageError(f"config keys must be non-empty strings, got {key!r}")
-        self._data[key] = _jsonable(key, value)
+        self._data[_check_key(key_str(key))] = _checked(key_str(key), value)
         self._changed()
 
     def __delitem__(self, key: str) -> None:

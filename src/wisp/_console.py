@@ -25,6 +25,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from wisp._protocol import MAX_STRING_LENGTH, clean_text
+
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
 if TYPE_CHECKING:
     from typing import Any, TextIO
@@ -177,8 +179,18 @@ class ConsoleCapture:
             self.failures += 1
 
     def _take(self) -> list[list[Any]]:
+        """The lines held, each made storable: NUL and lone surrogates replaced (the protocol's
+        ``clean_text``), a line over MAX_STRING_LENGTH split into pieces of that size."""
         batch, self._lines = self._lines, []
-        return batch
+        out = []
+        for ts, stream, text in batch:
+            text = clean_text(text)
+            if len(text) <= MAX_STRING_LENGTH:
+                out.append([ts, stream, text])
+            else:
+                for i in range(0, len(text), MAX_STRING_LENGTH):
+                    out.append([ts, stream, text[i : i + MAX_STRING_LENGTH]])
+        return out
 
     def flush(self, *, partial: bool = False) -> None:
         """Emit the lines held back (and, with ``partial``, unfinished lines too)."""

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from wisp._run import Run
 
-__all__ = ["install", "installed", "process_state", "warn_once"]
+__all__ = ["flush", "install", "installed", "process_state", "warn_once"]
 
 
 _installed = False
@@ -242,3 +242,18 @@ def installed() -> bool:
 def process_state() -> dict[str, Any]:
     """The process now and at wisp's first init (for doctor)."""
     return {"now": _snapshot(), "first_init": dict(_first_init), "hooks": _installed}
+
+
+def flush(timeout: float | None = None) -> bool:
+    """Write everything the current run has queued to its file (not fsynced) and wait.
+
+    In a forked child that will leave with ``os._exit`` (which skips the exit hook),
+    call it before exiting: the rows logged since the last flush are otherwise lost.
+    False when ``timeout`` ran out (or the disk is full); True with no run.
+    """
+    import wisp
+
+    run = wisp.run
+    if run is None or not run.live:
+        return True
+    return run.barrier(timeout)

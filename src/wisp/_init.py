@@ -7,7 +7,16 @@ import time
 from collections.abc import Mapping
 
 from wisp import _run, _rundir
-from wisp._protocol import is_valid_id
+from wisp._protocol import (
+    MAX_NAME_LENGTH,
+    MAX_NOTES_LENGTH,
+    MAX_PROJECT_LENGTH,
+    MAX_TAG_LENGTH,
+    MAX_TAGS,
+    is_valid_id,
+    name_problem,
+    project_problem,
+)
 from wisp._run import Run
 from wisp._settings import Settings
 from wisp.errors import UsageError
@@ -127,11 +136,14 @@ def _default_name(run_id: str, *, shared: bool = False) -> str:
     return f"{_ADJECTIVES[raw[0] % len(_ADJECTIVES)]}-{_NOUNS[raw[1] % len(_NOUNS)]}-{run_id[:4]}"
 
 
-def _check_str(what: str, value: Any) -> str | None:
+def _check_str(what: str, value: Any, max_len: int = MAX_NAME_LENGTH) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
         raise UsageError(f"init() {what} must be a string, got {type(value).__name__} {value!r}")
+    problem = name_problem(value, max_len)  # the server refuses these run fields (protocol)
+    if problem is not None:
+        raise UsageError(f"init() {what} {problem}")
     return value
 
 
@@ -213,7 +225,7 @@ def start_run(
     if s.mode is None:
         s = s.replace(mode="online" if s.server_url else "offline")
     if s.mode == "online":
-        from wisp._upload._uploader import check_settings
+        from wisp._upload._live import check_settings
 
         check_settings(s)
 
@@ -221,9 +233,13 @@ def start_run(
         from wisp.sweeps._hook import sweep_args
 
         id, config, project = sweep_args(id, config, project)  # noqa: A001
-    project = _check_str("project", project) or env.get("project") or "uncategorized"
+    project = (
+        _check_str("project", project, MAX_PROJECT_LENGTH) or env.get("project") or "uncategorized"
+    )
+    if project_problem(project) is not None:
+        raise UsageError(f"init() project {project!r} {project_problem(project)}")
     name = _check_str("name", name)
-    notes = _check_str("notes", notes)
+    notes = _check_str("notes", notes, MAX_NOTES_LENGTH)
     group = _check_str("group", group)
     job_type = _check_str("job_type", job_type)
     if id is not None:
@@ -235,6 +251,10 @@ def start_run(
         if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
             raise UsageError(f"init() tags must be a list of strings, got {tags!r}")
         tag_list = list(dict.fromkeys(tags))
+        if len(tag_list) > MAX_TAGS:
+            raise UsageError(f"init() tags: at most {MAX_TAGS} tags, got {len(tag_list)}")
+        for t in tag_list:
+            _check_str(f"tag {t[:40]!r}", t, MAX_TAG_LENGTH)
     if config is not None and not isinstance(config, Mapping):
         if hasattr(config, "__dict__"):
             config = vars(config)
@@ -332,7 +352,7 @@ def start_run(
 
     _extras.start(run)
     if s.mode == "online":
-        from wisp._upload._uploader import attach
+        from wisp._upload._live import attach
 
         attach(run)
     return run

@@ -77,12 +77,19 @@ def merge(
     overwrite: Any,
 ) -> dict[str, Any]:
     """The spec of ``name`` after this call, merged with ``previous`` unless ``overwrite``."""
-    if not isinstance(name, str) or not name:
-        raise UsageError(f"define_metric() name must be a non-empty string, got {name!r}")
+    from wisp._protocol import key_problem
+
+    if not isinstance(name, str) or key_problem(name) is not None:
+        raise UsageError(
+            f"define_metric() name must be a metric key, got {name!r}: "
+            f"{key_problem(name) if isinstance(name, str) else 'not a string'}"
+        )
     if isinstance(step_metric, Metric):
         step_metric = step_metric.name
-    if step_metric is not None and (not isinstance(step_metric, str) or not step_metric):
-        raise UsageError(f"define_metric({name!r}) step_metric must be a metric name")
+    if step_metric is not None and (
+        not isinstance(step_metric, str) or key_problem(step_metric) is not None
+    ):
+        raise UsageError(f"define_metric({name!r}) step_metric must be a metric key")
     for what, value in (("step_sync", step_sync), ("hidden", hidden), ("overwrite", overwrite)):
         if value is not None and not isinstance(value, bool):
             raise UsageError(f"define_metric({name!r}) {what} must be a bool, got {value!r}")

@@ -17,6 +17,10 @@ in the SDK, a 422 ``Problem`` on the server).
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # no typing at run time (import cost)
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = [
     "DEFAULT_MAX_VALUE_BYTES",
     "ID_CHARS",
@@ -25,6 +29,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_EXIT_CODE",
     "MAX_ID_LENGTH",
+    "MAX_INT",
     "MAX_JSON_KEY_LENGTH",
     "MAX_KEY_LENGTH",
     "MAX_LIST_ITEMS",
@@ -39,12 +44,21 @@ __all__ = [
     "MAX_TAGS",
     "MAX_TAG_LENGTH",
     "PROTOCOL_VERSION",
+    "REPLACEMENT",
     "RUN_STATES",
+    "Invalid",
     "RecordType",
     "RunState",
+    "clean_json",
+    "clean_text",
     "id_problem",
     "is_valid_id",
     "key_problem",
+    "name_problem",
+    "project_problem",
+    "row_problem",
+    "step_problem",
+    "text_problem",
 ]
 
 PROTOCOL_VERSION = 1
@@ -128,6 +142,11 @@ MAX_MEDIA_KIND_LENGTH = 64
 MAX_STREAM_LENGTH = 16
 #: ``exit_code`` is a signed 32-bit integer: abs(code) < MAX_EXIT_CODE.
 MAX_EXIT_CODE = 1 << 31
+#: Integers in JSON values (config, summary, logged lists and non-numeric columns):
+#: -MAX_INT < i < MAX_INT.  Larger ones are refused (log them as float).
+MAX_INT = 1 << 64
+#: What NUL and lone surrogates become where a string *value* is sanitised (see clean_text).
+REPLACEMENT = "\ufffd"
 #: The default of the ``max_value_bytes`` setting (bytes one logged value may store).
 DEFAULT_MAX_VALUE_BYTES = 4 * 1024 * 1024
 
@@ -151,8 +170,146 @@ def id_problem(value: object) -> str | None:
     return None if is_valid_id(value) else f"expected {ID_RULE}"
 
 
+# -- strings, names and JSON values ------------------------------------------------------------
+#
+# Two kinds of text.  *Names* (metric keys, JSON keys, project, run name, group, job type,
+# tags, notes, stream names) identify things: a NUL or a lone surrogate in one is refused
+# (SDK: UsageError at the call; server: 422).  *Values* (logged strings, strings in config
+# and summary, console text, alert text) are data: the SDK sanitises them with clean_text()
+# (NUL and each lone surrogate become U+FFFD), as wandb accepts them, and the server refuses
+# what was not sanitised.  Lengths are refused on both kinds.
+
+
+def _bad_unicode(s: str) -> bool:
+    """True when ``s`` holds a lone surrogate (cannot be encoded as UTF-8)."""
+    if s.isascii():
+        return False
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def text_problem(s: str, max_len: int = MAX_STRING_LENGTH) -> str | None:
+    """Why string ``s`` cannot be stored as it is, or None when it can."""
+    if len(s) > max_len:
+        return f"is {len(s)} characters long, over the limit of {max_len}"
+    if "\x00" in s:
+        return "contains a NUL character"
+    if _bad_unicode(s):
+        return "is not valid Unicode (it holds a lone surrogate)"
+    return None
+
+
+def clean_text(s: str) -> str:
+    """``s`` with NUL and every lone surrogate replaced by U+FFFD (the one sanitising rule)."""
+    if "\x00" in s:
+        s = s.replace("\x00", REPLACEMENT)
+    if _bad_unicode(s):
+        s = "".join(REPLACEMENT if "\ud800" <= c <= "\udfff" else c for c in s)
+    return s
+
+
 def key_problem(key: str) -> str | None:
     """Why ``key`` (a string) cannot be a metric key, or None when it can."""
     if not key or len(key) > MAX_KEY_LENGTH:
         return f"must be 1 to {MAX_KEY_LENGTH} characters long"
+    return text_problem(key)
+
+
+def name_problem(value: str, max_len: int = MAX_NAME_LENGTH) -> str | None:
+    """Why ``value`` cannot be a run name, group, job type, tag or notes; None when it can."""
+    return text_problem(value, max_len)
+
+
+def project_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a project name: 1-128 printable characters, no ``/``."""
+    problem = text_problem(value, MAX_PROJECT_LENGTH)
+    if problem is None and (not value.strip() or "/" in value or not value.isprintable()):
+        problem = "must be printable characters without '/' or line breaks, and not blank"
+    return problem
+
+
+def step_problem(step: int) -> str | None:
+    """Why ``step`` (an int) cannot be a step: 0 <= step < 2**62."""
+    if 0 <= step < MAX_STEP:
+        return None
+    return f"must be >= 0 and < 2**62, got {step}"
+
+
+class Invalid(ValueError):
+    """A value breaks a rule: ``field`` is where (``a.b[2]``), ``reason`` which rule."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+def clean_json(value: Any, field: str, *, sanitise: bool = True, depth: int = 0) -> Any:
+    """A checked copy of JSON value ``value`` (dicts with str keys, lists, scalars).
+
+    Raises :class:`Invalid` for: nesting deeper than MAX_DEPTH, a key that is not a
+    string or breaks :func:`text_problem` (MAX_JSON_KEY_LENGTH), a string over
+    MAX_STRING_LENGTH, an integer outside +-MAX_INT, a type JSON has no form for.
+    Strings holding NUL or lone surrogates are replaced by :func:`clean_text` when
+    ``sanitise`` (the SDK) and refused otherwise (the server).  Non-finite floats stay.
+    """
+    if depth > MAX_DEPTH:
+        raise Invalid(field, f"nested deeper than {MAX_DEPTH} levels")
+    t = type(value)
+    if t is str:
+        s: str = value
+        if len(s) > MAX_STRING_LENGTH:
+            raise Invalid(field, text_problem(s) or "")
+        if sanitise:
+            return clean_text(s)
+        problem = text_problem(s)
+        if problem is not None:
+            raise Invalid(field, problem)
+        return s
+    if t is int:
+        if -MAX_INT < value < MAX_INT:
+            return value
+        raise Invalid(field, "integer out of range (+-2**64); log it as a float")
+    if value is None or t is bool or t is float:
+        return value
+    if t is list or t is tuple:
+        return [
+            clean_json(v, f"{field}[{i}]", sanitise=sanitise, depth=depth + 1)
+            for i, v in enumerate(value)
+        ]
+    if t is dict:
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise Invalid(f"{field}.<key>", f"keys must be strings, got {type(k).__name__}")
+            problem = text_problem(k, MAX_JSON_KEY_LENGTH)
+            if problem is not None:
+                raise Invalid(f"{field}.{k!r}", f"key {problem}")
+            out[k] = clean_json(v, f"{field}.{k}", sanitise=sanitise, depth=depth + 1)
+        return out
+    raise Invalid(field, f"unsupported JSON value of type {t.__name__}")
+
+
+def row_problem(row: Any) -> str | None:
+    """Why a history row ``[step, timestamp, {key: value}]`` (JSON, as uploaded) would be
+    refused, or None: the step, each key, and each non-number value by :func:`clean_json`."""
+    if type(row) is not list or len(row) != 3 or type(row[2]) is not dict:
+        return "expected [step, timestamp, {key: value}]"
+    step = row[0]
+    if type(step) is not int:
+        return "step: expected an integer"
+    problem = step_problem(step)
+    if problem is not None:
+        return f"step {problem}"
+    for key, value in row[2].items():
+        if type(key) is not str or key_problem(key) is not None:
+            return f"key {key!r}: {key_problem(key) if type(key) is str else 'not a string'}"
+        if type(value) is not float and type(value) is not bool and value is not None:
+            try:
+                clean_json(value, key, sanitise=False)
+            except Invalid as exc:
+                return str(exc)
     return None

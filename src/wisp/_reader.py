@@ -10,6 +10,11 @@ one run file per rank in its directory (``run.wisp`` for rank 0,
 :class:`RunData` whose history keys, summary keys and metric names are
 prefixed ``rank<N>/`` (every rank, 0 included) so per-rank series stay
 distinct; ``RunData.ranks`` maps each rank to its own, unprefixed RunData.
+
+Rows that forked child processes logged to the run are in segment files of their
+own (``run.fork<PID>.wisp``); ``open_run(dir)`` yields them after the run's own
+rows, child by child, with their keys unchanged; ``RunData.forks`` maps each pid
+to its segment.  Summary and state are the run's own.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import os
 from collections.abc import Iterator
 
 from wisp._meta import process_alive
-from wisp._rundir import RUN_FILE, rank_files
+from wisp._rundir import RUN_FILE, fork_files, rank_files
 from wisp._runfile import RecordType, decode_history, iter_records, scan
 from wisp.errors import RunFileError
 
@@ -65,6 +70,8 @@ class RunData:
         self.finish: dict[str, Any] | None = None
         self.records: dict[str, list[Any]] = {}
         self._history_payloads: list[bytes] = []
+        self._extra_rows: list[Any] | None = None
+        self.forks: dict[int, RunData] = {}
         with open(path, "rb") as f:
             data = f.read()
         info = scan(data)
@@ -127,6 +134,9 @@ class RunData:
 
     def _rows(self) -> Iterator[Any]:
         """(step, timestamp, values) in logged order; a merged run goes rank by rank."""
+        if self._extra_rows is not None:  # merged with forked children's segments
+            yield from self._extra_rows
+            return
         if self.ranks:
             for rank in sorted(self.ranks):
                 for step, ts, values in self.ranks[rank]._rows():
@@ -279,5 +289,24 @@ def open_run(path: str | os.PathLike[str]) -> RunData:
         if ranks:
             if os.path.exists(os.path.join(p, RUN_FILE)):
                 ranks[0] = os.path.join(p, RUN_FILE)
-            return _merge_ranks(ranks)
+            return _with_forks(_merge_ranks(ranks), p)
+        return _with_forks(RunData(file), p)
     return RunData(file)
+
+
+def _with_forks(data: RunData, run_dir: str) -> RunData:
+    """Add the rows forked children logged (``run.fork<PID>.wisp``) after the run's own,
+    child by child; ``data.forks`` maps each child's pid to its own RunData."""
+    paths = fork_files(run_dir)
+    data.forks = {}
+    if not paths:
+        return data
+    data._extra_rows = list(data._rows())
+    for path in paths:
+        part = RunData(path)
+        pid = int(os.path.basename(path)[len("run.fork") : -len(".wisp")])
+        data.forks[pid] = part
+        data._extra_rows.extend(part._rows())
+        data.record_count += part.record_count
+        data.ignored_bytes += part.ignored_bytes
+    return data

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import warnings
@@ -10,6 +11,7 @@ from collections.abc import Callable, Mapping
 
 from wisp import _runfile
 from wisp._config import Config
+from wisp._protocol import MAX_STEP, step_problem
 from wisp._run_wandb import WandbRunApi
 from wisp._rundir import META_FILE, RUN_FILE, write_meta
 from wisp._runfile import RecordType
@@ -103,6 +105,9 @@ class Run(WandbRunApi):
         self._exit_deadline: float | None = None  # set by the exit hook: bounds finish()
         self._metric_specs: dict[str, dict[str, Any]] = {}  # define_metric, merged by name
         self._segment: dict[str, Any] | None = None  # this segment's RUN record (writer thread)
+        self._fork_of: int | None = None  # in a forked child: the parent's pid (see fork())
+        self._parent_pid: int | None = None
+        self._fork_segment = False  # this process writes a fork segment, not the run file
         self.created_at = get_time()
         self.sweep_id = os.environ.get("WISP_SWEEP_ID") or None  # set by a sweep agent
         if config:
@@ -201,7 +206,7 @@ class Run(WandbRunApi):
         self.record(RecordType.CONFIG, {"config": self.config.as_dict()})
 
     def _send(self, item: tuple[Any, ...]) -> None:
-        if not self._live:
+        if not self._live and not self._start_fork_segment():
             self._inactive("recording")
             return
         self._commit_pending()
@@ -238,10 +243,9 @@ class Run(WandbRunApi):
         closes the row; it defaults to True without ``step`` and False with it
         (the row closes when a later step arrives, or at finish).
         """
-        if not self._live:
-            if self.mode == "disabled":
-                return
-            self._inactive("log()")
+        if not self._live and (self.mode == "disabled" or not self._start_fork_segment()):
+            if self.mode != "disabled":
+                self._inactive("log()")
             return
         # fast path: a dict of keys already checked once, holding plain numbers
         if type(data) is dict and self._known_keys.issuperset(data):
@@ -268,6 +272,8 @@ class Run(WandbRunApi):
                         stacklevel=2,
                     )
                     return
+                if step >= MAX_STEP:  # the server stores steps as signed 64-bit (protocol)
+                    raise UsageError(f"log() step {step_problem(step)}")
                 if self._pending is not None:
                     self._commit_pending()
                 self._step = cur = step
@@ -287,6 +293,53 @@ class Run(WandbRunApi):
         else:
             self._pending = row
             self._pending_deferred = deferred
+
+    def _start_fork_segment(self) -> bool:
+        """In a forked child, on its first record: a writer of its own on
+        ``run.fork<PID>.wisp`` (never the parent's file, locks or threads).  False when
+        this process cannot record to the run."""
+        if self._fork_of is None or self._finished or self.dir is None:
+            return False
+        from wisp._rundir import fork_file_name
+
+        self._fork_of = None
+        self._fork_segment = True
+        self._pid = os.getpid()
+        self._file = fork_file_name(self._pid)
+        s = self._settings
+        self._writer = Writer(
+            self.dir,
+            self._file,
+            flush_interval=s.flush_interval,
+            fsync=s.fsync,
+            queue_size=s.queue_size,
+            summaries=False,
+        )
+        self._queue = self._writer.queue
+        self._live = True
+        register(self)
+        self._writer.start()
+        self._writer.put((CALL, self._write_segment_start))
+        mp_util = sys.modules.get("multiprocessing.util")
+        if mp_util is not None:  # a Pool worker ends with os._exit after its finalizers
+            mp_util.Finalize(None, self._close_segment, exitpriority=100)
+        return True
+
+    def _write_segment_start(self) -> None:
+        assert self._writer is not None
+        self._segment = {**self._identity(), "pid": self._pid, "fork_of": self._parent_pid}
+        self._writer.append(RecordType.RUN, self._segment)
+
+    def _close_segment(self, timeout: float | None = None) -> None:
+        """End a fork segment: write what is queued, no summary, no finish record."""
+        with self._lock:
+            if not self._live or self._pid != os.getpid():
+                return
+            self._live = False
+            self._commit_pending()
+            _unregister(self)
+            assert self._writer is not None
+            self._writer.close(self._settings.finish_timeout if timeout is None else timeout)
 
     def _remember_keys(self, data: Mapping[str, Any], row: dict[str, Any]) -> None:
         """Keys prepare_row() accepted as they are (not flattened) skip its key checks next time."""
@@ -476,6 +529,9 @@ class Run(WandbRunApi):
 
     def finish(self, exit_code: int = 0, *, state: str | None = None) -> None:
         """Flush everything and close the run.  Idempotent; raises WriterError if writes failed."""
+        if self._fork_segment:  # a forked child's part of the run: the parent finishes the run
+            self._close_segment()
+            return
         with self._lock:
             if self._finished or self._pid != os.getpid():
                 return
@@ -516,11 +572,21 @@ class Run(WandbRunApi):
                 f"{self._settings.finish_timeout}s; {len(w.queue)} queued items "
                 f"are not in {self.path}"
             )
+        left_out = w.failures.get("value", 0)
+        if left_out:
+            warnings.warn(
+                f"wisp: run {self.id}: {left_out} logged value(s) could not be written and were "
+                "left out (WARNING records in the run file name each one; wisp doctor lists them)",
+                WispWarning,
+                stacklevel=2,
+            )
         if w.first_error is not None:
             counts = ", ".join(f"{k}: {v}" for k, v in w.failures.items())
+            lost = w.rows_lost
             raise WriterError(
-                f"run {self.id}: background writes failed ({counts}); first error: "
-                f"{type(w.first_error).__name__}: {w.first_error}"
+                f"run {self.id}: background writes failed ({counts}); "
+                + (f"{lost} rows lost to a full disk ({w.disk_full_error}); " if lost else "")
+                + f"first error: {type(w.first_error).__name__}: {w.first_error}"
             ) from w.first_error
 
     def _write_meta(self, state: str) -> None:
@@ -613,6 +679,9 @@ def after_fork_in_child() -> None:
     for run in _live_runs:
         run._live = False
         run._lock = threading.RLock()
+        run._pending = None  # the parent's open row stays the parent's
         if run._writer is not None:
             run._writer.after_fork_in_child()
+            run._parent_pid = run._pid
+            run._fork_of = run._pid  # the first log() here starts a segment of its own
     _live_runs.clear()

@@ -8,10 +8,14 @@ Every module that names a file in a run directory takes the name from here::
                               "state", "created_at", "pid", "host", "file", "rank",
                               "format_version", "exit_code"}
         run.rank<N>.wisp      rank N > 0 under ranks="all" (and run.rank<N>.json)
+        run.fork<PID>.wisp    what a forked child process PID logged to the run: a writer
+                              segment of its own (no summary, no finish record)
         media/<sha256>.<ext>  media files, by content hash
         files/...             files saved with wisp.save()
         upload.json           the upload cursor (format version 1, see :class:`Cursor`)
         upload.lock           flock'ed by whoever uploads the run
+        rejected.jsonl        records the server refused (422), set aside by the uploader:
+                              one JSON object per line (see :func:`add_rejected`)
         anything else         the user's own files (wandb's ``run.dir``): saved into
                               files/ at finish (:func:`user_files`)
 
@@ -26,6 +30,7 @@ file is what a resume continues from.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -43,23 +48,29 @@ __all__ = [
     "LOCK_FILE",
     "MEDIA_DIR",
     "META_FILE",
+    "REJECTED_FILE",
     "RUNS_DIR",
     "RUN_FILE",
     "Cursor",
+    "add_rejected",
     "dir_name",
     "find_by_id",
+    "fork_file_name",
+    "fork_files",
     "is_run_dir",
     "lock_uploads",
     "mark_not_done",
     "rank_file_names",
     "rank_files",
     "read_meta",
+    "read_rejected",
     "run_dirs_in",
     "run_dirs_under",
     "sync_status",
     "unlock_uploads",
     "user_files",
     "write_meta",
+    "write_rejected",
 ]
 
 RUNS_DIR = "wisp"  # under the ``dir`` setting
@@ -67,9 +78,11 @@ RUN_FILE = "run.wisp"
 META_FILE = "run.json"
 CURSOR_FILE = "upload.json"
 LOCK_FILE = "upload.lock"
+REJECTED_FILE = "rejected.jsonl"
 MEDIA_DIR = "media"
 FILES_DIR = "files"
 _RANK_PREFIX, _RUN_SUFFIX, _META_SUFFIX = "run.rank", ".wisp", ".json"
+_FORK_PREFIX = "run.fork"
 
 
 # -- names and discovery ------------------------------------------------------------------------
@@ -87,11 +100,31 @@ def rank_file_names(rank: int) -> tuple[str, str]:
     return f"{_RANK_PREFIX}{rank}{_RUN_SUFFIX}", f"{_RANK_PREFIX}{rank}{_META_SUFFIX}"
 
 
+def fork_file_name(pid: int) -> str:
+    """The segment file of forked child ``pid``."""
+    return f"{_FORK_PREFIX}{pid}{_RUN_SUFFIX}"
+
+
+def fork_files(run_dir: str) -> list[str]:
+    """Paths of every ``run.fork<PID>.wisp`` in ``run_dir``, sorted by name."""
+    try:
+        names = os.listdir(run_dir)
+    except FileNotFoundError:
+        return []
+    return [
+        os.path.join(run_dir, n)
+        for n in sorted(names)
+        if n.startswith(_FORK_PREFIX)
+        and n.endswith(_RUN_SUFFIX)
+        and n[len(_FORK_PREFIX) : -len(_RUN_SUFFIX)].isdigit()
+    ]
+
+
 def _is_own(name: str) -> bool:
     """True for a top-level name of ``run_dir`` that wisp writes (see the layout above)."""
-    if name in (RUN_FILE, META_FILE, CURSOR_FILE, LOCK_FILE, MEDIA_DIR, FILES_DIR):
+    if name in (RUN_FILE, META_FILE, CURSOR_FILE, LOCK_FILE, MEDIA_DIR, FILES_DIR, REJECTED_FILE):
         return True
-    if name.startswith(_RANK_PREFIX) and name.endswith((_RUN_SUFFIX, _META_SUFFIX)):
+    if name.startswith((_RANK_PREFIX, _FORK_PREFIX)) and name.endswith((_RUN_SUFFIX, _META_SUFFIX)):
         return True
     return ".tmp" in name  # atomic replaces in flight
 
@@ -276,6 +309,62 @@ class Cursor:
 
     def save(self, run_dir: str) -> None:
         _replace_json(os.path.join(run_dir, CURSOR_FILE), self.as_dict())
+
+
+# -- records set aside --------------------------------------------------------------------------
+
+
+def add_rejected(run_dir: str, entry: dict[str, Any]) -> None:
+    """Append one set-aside record to ``rejected.jsonl`` (under the upload lock).
+
+    An entry is ``{"writer_id", "seq", "offset", "type", "reason", "field", "status",
+    "rejected_at", "data"}``: where the record is in the run file and in its writer's
+    sequence, what the server answered, and the record as it was sent (``data``,
+    JSON), so ``wisp sync --retry-rejected`` can send it again.
+    """
+    line = json.dumps(entry, ensure_ascii=True, allow_nan=True) + "\n"
+    fd = os.open(
+        os.path.join(run_dir, REJECTED_FILE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
+    )
+    try:
+        os.write(fd, line.encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_rejected(run_dir: str) -> list[dict[str, Any]]:
+    """The entries of ``rejected.jsonl`` (a torn last line is skipped); [] when none."""
+    try:
+        with open(os.path.join(run_dir, REJECTED_FILE), encoding="ascii") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for ln in lines:
+        try:
+            entry = json.loads(ln)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
+    return out
+
+
+def write_rejected(run_dir: str, entries: list[dict[str, Any]]) -> None:
+    """Replace ``rejected.jsonl`` with ``entries`` atomically (removed when empty)."""
+    path = os.path.join(run_dir, REJECTED_FILE)
+    if not entries:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="ascii") as f:
+        for e in entries:
+            f.write(json.dumps(e, ensure_ascii=True, allow_nan=True) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def mark_not_done(run_dir: str) -> None:

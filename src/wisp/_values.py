@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from wisp._deferred import Deferred
-from wisp._protocol import DEFAULT_MAX_VALUE_BYTES, MAX_KEY_LENGTH, MAX_LIST_ITEMS, key_problem
+from wisp._protocol import (
+    DEFAULT_MAX_VALUE_BYTES,
+    MAX_INT,
+    MAX_KEY_LENGTH,
+    MAX_LIST_ITEMS,
+    MAX_STRING_LENGTH,
+    clean_text,
+    key_problem,
+)
 from wisp.errors import UsageError, ValueLimitError
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
@@ -76,6 +84,27 @@ def _numpy_value(key: str, value: Any) -> Any:
 
 
 _SMALL = frozenset({float, int, bool, type(None)})
+
+
+def _plain(key: str, value: Any) -> Any:
+    """The protocol's rules for a plain value: strings sanitised (clean_text) and at most
+    MAX_STRING_LENGTH characters, integers within +-MAX_INT; lists item by item."""
+    t = type(value)
+    if t is str:
+        if len(value) > MAX_STRING_LENGTH:
+            raise ValueLimitError(
+                f"log() value for {key!r} is a string of {len(value):,} characters, over the "
+                f"limit of {MAX_STRING_LENGTH:,} (save it as a file or log a wisp.Table)"
+            )
+        return clean_text(value)
+    if t is int and not -MAX_INT < value < MAX_INT:
+        raise UsageError(
+            f"log() value for {key!r} is an integer of {value.bit_length()} bits, outside "
+            "+-2**64; log it as a float"
+        )
+    if t is list:
+        return [_plain(f"{key}[{i}]", v) for i, v in enumerate(value)]
+    return value
 
 
 def convert_value(key: str, value: Any) -> Any:
@@ -171,7 +200,7 @@ def prepare_row(
                     continue
                 walk(value, full + "/")
                 continue
-            value = convert_value(full, value)
+            value = _plain(full, convert_value(full, value))
             if type(value) not in _SMALL:
                 check_size(full, value, max_value_bytes)
             if full in out:

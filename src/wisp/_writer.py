@@ -12,6 +12,8 @@ into the training loop; ``Run.finish()`` raises the first failure as a
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import threading
@@ -21,6 +23,7 @@ from collections.abc import Callable
 
 from wisp._deferred import Deferred
 from wisp._metric import StepSync, update_summary
+from wisp._protocol import clean_text, step_problem
 from wisp._rundir import MEDIA_DIR
 from wisp._runfile import HEADER, RecordType, encode_history, encode_record
 
@@ -44,6 +47,18 @@ _BUFFER_LIMIT = 1024 * 1024
 SLICE = 256
 _IDLE_MIN = 0.005
 _IDLE_MAX = 0.1  # rows encoded per GIL hold, keeps the caller's p99 low
+_DISK_FULL = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
+_STALL_MIN = 0.05  # back-off between writes to a full disk: 50 ms doubling to 2 s
+_STALL_MAX = 2.0
+_FINISH_RETRY = 5.0  # finish() retries a full disk this long at most, then counts rows lost
+_MAX_WARNING_RECORDS = 100  # WARNING records per kind; the count goes on in the finish record
+_DROP = object()  # what _salvage() leaves out
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
 _dumps = json.JSONEncoder(allow_nan=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -59,13 +74,16 @@ class Writer:
         fsync: str,
         queue_size: int,
         get_time: Callable[[], float] = time.monotonic,
+        summaries: bool = True,
     ) -> None:
+        """``summaries=False``: never write SUMMARY records (a forked child's segment)."""
         self.run_dir = run_dir
         self.path = os.path.join(run_dir, file_name)
         self.media_dir = os.path.join(run_dir, MEDIA_DIR)
         self.flush_interval = flush_interval
         self.fsync = fsync
         self.queue_size = queue_size
+        self.summaries = summaries
         self.queue: deque[tuple[Any, ...]] = deque()
         self._get_time = get_time
         self._wake = threading.Event()
@@ -76,7 +94,17 @@ class Writer:
         # Raw fd + our own buffer: no io object whose lock or buffer a fork could copy.
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC, 0o644)
         self._buf = bytearray()
-        if os.fstat(self.fd).st_size == 0:
+        self._buf_rows = 0  # rows in _buf, not on disk yet
+        self._buf_marks: list[tuple[int, int]] = []  # (end of a record in _buf, its rows)
+        self._file_end = os.fstat(self.fd).st_size  # the file ends on a whole record here
+        # disk full (ENOSPC/EDQUOT): the error while writes are held back, else None
+        self.stalled: OSError | None = None
+        self.disk_full_error: OSError | None = None  # the last ENOSPC/EDQUOT, kept after it
+        self._stall_delay = _STALL_MIN
+        self.rows_dropped = 0  # rows log() could not queue while the disk was full
+        self.rows_given_up = 0  # rows still unwritten when finish() gave up on a full disk
+        self._give_up_at: float | None = None
+        if self._file_end == 0:
             self._buf += HEADER
             self._write_out()
         self.thread = threading.Thread(target=self._main, name="wisp-writer", daemon=True)
@@ -108,17 +136,39 @@ class Writer:
         self._wake.set()
 
     def wait_for_space(self) -> None:
-        """Backpressure: block the caller until the queue has room, and count it."""
-        self.backpressure_waits += 1
-        self._wake.set()
-        limit = self.queue_size
-        delay = 0.0002
-        while len(self.queue) >= limit and self.thread.is_alive():
-            time.sleep(delay)
-            delay = min(delay * 2, 0.01)
+        """Backpressure: block the caller until the queue has room, and count it.
+
+        While the disk is full the caller never waits: the row just queued is dropped
+        and counted (``rows_dropped``), so memory stays bounded by ``queue_size``.
+        """
+        if self.stalled is None:
+            self.backpressure_waits += 1
+            self._wake.set()
+            limit = self.queue_size
+            delay = 0.0002
+            while len(self.queue) >= limit and self.thread.is_alive() and self.stalled is None:
+                time.sleep(delay)
+                delay = min(delay * 2, 0.01)
+            if self.stalled is None or len(self.queue) < limit:
+                return
+        try:
+            item = self.queue.pop()
+        except IndexError:
+            return
+        if item[0] == ROW or item[0] == ROW_DEFERRED:
+            self.rows_dropped += 1
+            if self.first_error is None:
+                self.first_error = self.stalled
+        else:
+            self.queue.append(item)  # not a row: keep it (records are few)
 
     def barrier(self, timeout: float | None = None) -> bool:
-        """Wait until everything queued before this call is written (not fsynced)."""
+        """Wait until everything queued before this call is written (not fsynced).
+
+        False at once while the disk is full: readers never wait on a stalled writer.
+        """
+        if self.stalled is not None:
+            return False
         if not self.thread.is_alive():
             return not self.queue
         done = threading.Event()
@@ -127,6 +177,9 @@ class Writer:
 
     def close(self, timeout: float | None) -> bool:
         """Drain, flush, fsync (per policy) and stop.  False if the timeout ran out."""
+        if timeout is not None:  # a full disk is retried until shortly before the deadline
+            wait = min(timeout * 0.8 - 0.05, _FINISH_RETRY)
+            self._give_up_at = self._get_time() + max(0.0, wait)
         self._stop = True
         self._wake.set()
         if self.thread.is_alive():
@@ -139,12 +192,26 @@ class Writer:
         next_flush = self._get_time() + self.flush_interval
         idle = _IDLE_MIN
         while True:
+            if self.stalled is not None:
+                if self._stop and (
+                    self._give_up_at is None or self._get_time() >= self._give_up_at
+                ):
+                    self._give_up()
+                    return
+                self._wake.wait(self._stall_delay)
+                self._wake.clear()
+                self._stall_delay = min(self._stall_delay * 2, _STALL_MAX)
+                self._guarded("write", self._write_out)
+                continue
             if self.queue:
                 with self.busy:
                     self._guarded("write", self._drain_slice)
                 time.sleep(0)  # hand the GIL back to the training thread between slices
                 idle = _IDLE_MIN
             elif self._stop:
+                self._guarded("flush", self._flush, self.fsync in ("interval", "finish"))
+                if self.stalled is not None:
+                    continue  # the last write hit a full disk: retry until close()'s deadline
                 break
             else:
                 now = self._get_time()
@@ -157,7 +224,24 @@ class Writer:
                 self._wake.wait(min(idle, next_flush - now))
                 self._wake.clear()
                 idle = min(idle * 2, _IDLE_MAX)
-        self._guarded("flush", self._flush, self.fsync in ("interval", "finish"))
+        self._guarded("close", self._close_fd)
+
+    @property
+    def rows_lost(self) -> int:
+        """Rows that never reached the file because the disk was full."""
+        return self.rows_dropped + self.rows_given_up
+
+    def _give_up(self) -> None:
+        """finish() while the disk is still full: count what is left as lost, keep the file
+        ending on a whole record, close."""
+        left = self._buf_rows + sum(1 for it in self.queue if it[0] == ROW or it[0] == ROW_DEFERRED)
+        self.rows_given_up += left
+        self._buf = bytearray()
+        self._buf_rows = 0
+        self._buf_marks = []
+        self.queue.clear()
+        if self.first_error is None:
+            self.first_error = self.stalled
         self._guarded("close", self._close_fd)
 
     def _guarded(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
@@ -198,7 +282,7 @@ class Writer:
         rows: list[list[Any]] = []
         popleft = queue.popleft
         for _ in range(SLICE):
-            if not queue:
+            if not queue or self.stalled is not None:
                 break
             item = popleft()
             kind = item[0]
@@ -230,7 +314,14 @@ class Writer:
         if self._step_sync.names:
             for row in rows:
                 self._step_sync.apply(row[2], self._spec_for)
-        self._append_raw(RecordType.HISTORY, encode_history(rows))
+        try:
+            payload = encode_history(rows)
+        except Exception:  # noqa: BLE001 - one bad row must not lose the batch: isolate it
+            rows = self._isolate(rows)
+            if not rows:
+                return
+            payload = encode_history(rows)
+        self._append_raw(RecordType.HISTORY, payload, len(rows))
         self.rows_written += len(rows)
         self.last_step = rows[-1][0]
         summary = self.summary
@@ -241,6 +332,55 @@ class Writer:
             for row in rows:
                 summary.update(row[2])
         self._summary_dirty = True
+
+    def _isolate(self, rows: list[list[Any]]) -> list[list[Any]]:
+        """The rows of a batch that failed to encode, without what made it fail.
+
+        Row by row, then value by value inside a failing row: every value that
+        encodes is kept; a value (or a row whose step is invalid) that does not is
+        counted under ``failures["value"]`` and recorded as a WARNING record.
+        """
+        good = []
+        for row in rows:
+            step = row[0]
+            if type(step) is not int or step_problem(step) is not None:
+                why = step_problem(step) if type(step) is int else "not an int"
+                self.reject("value", f"row at step {step!r}", f"invalid step: {why}")
+                continue
+            try:
+                encode_history([row])
+            except Exception:  # noqa: BLE001 - find the value(s) at fault
+                values = {}
+                for key, value in row[2].items():
+                    try:
+                        encode_history([[step, row[1], {key: value}]])
+                    except Exception as exc:  # noqa: BLE001
+                        self.reject("value", f"{key!r} at step {step}", _describe(exc))
+                    else:
+                        values[key] = value
+                if values:
+                    good.append([step, row[1], values])
+            else:
+                good.append(row)
+        return good
+
+    def reject(self, what: str, where: str, reason: str) -> None:
+        """Count one piece of data that could not be written, warn once, and leave a WARNING
+        record in the run (``{"kind", "where", "reason", "count"}``) so nothing goes silently."""
+        n = self.count_failure(what)
+        if n == 1:
+            import logging
+
+            logging.getLogger("wisp").warning(
+                "wisp: %s %s could not be written (%s); it is left out, further such failures "
+                "are counted and finish() reports them",
+                what,
+                where,
+                reason,
+            )
+        if n <= _MAX_WARNING_RECORDS:
+            rec = {"kind": what, "where": clean_text(where), "reason": reason, "count": n}
+            self._append_raw(RecordType.WARNING, _dumps(rec).encode("utf-8"))
 
     def _spec_for(self, key: str) -> dict[str, Any] | None:
         try:
@@ -290,23 +430,60 @@ class Writer:
             item[1]()
 
     def write_summary(self) -> None:
-        if self._summary_dirty:
+        if self._summary_dirty and self.summaries:
             self.append(RecordType.SUMMARY, {"summary": {**self.summary, **self._summary_user}})
             self._summary_dirty = False
 
     def append(self, rtype: int, obj: Any) -> None:
-        """Append one JSON record (writer thread only: from a queued call or a Deferred)."""
-        self._append_raw(rtype, _dumps(obj).encode("utf-8"))
+        """Append one JSON record (writer thread only: from a queued call or a Deferred).
 
-    def _append_raw(self, rtype: int, payload: bytes) -> None:
+        A record with a piece that cannot be encoded (a lone surrogate, an integer past
+        Python's conversion limit, a non-JSON object) is written without that piece: strings
+        are sanitised (``clean_text``), other bad pieces left out and reported (``reject``).
+        """
+        try:
+            data = _dumps(obj).encode("utf-8")
+        except (ValueError, TypeError, RecursionError):
+            name = RecordType.NAMES.get(rtype, str(rtype))
+            obj = self._salvage(obj, name)
+            data = _dumps(obj).encode("utf-8")
+        self._append_raw(rtype, data)
+
+    def _salvage(self, obj: Any, where: str) -> Any:
+        try:
+            _dumps(obj).encode("utf-8")
+            return obj
+        except (ValueError, TypeError, RecursionError) as exc:
+            if type(obj) is str:
+                return clean_text(obj)
+            if isinstance(obj, dict):
+                out = {}
+                for k, v in obj.items():
+                    key = clean_text(k) if type(k) is str else k
+                    v = self._salvage(v, f"{where}.{key}")
+                    if v is not _DROP:
+                        out[key] = v
+                return out
+            if isinstance(obj, (list, tuple)):
+                items = (self._salvage(v, f"{where}[{i}]") for i, v in enumerate(obj))
+                return [v for v in items if v is not _DROP]
+            self.reject("value", where, _describe(exc))
+            return _DROP
+
+    def _append_raw(self, rtype: int, payload: bytes, rows: int = 0) -> None:
         data = encode_record(rtype, payload)
         self._buf += data
+        self._buf_rows += rows
+        self._buf_marks.append((len(self._buf), rows))
         self.records_written += 1
         self.bytes_written += len(data)
-        if len(self._buf) >= _BUFFER_LIMIT:
+        if len(self._buf) >= _BUFFER_LIMIT and self.stalled is None:
             self._write_out()
 
     def _write_out(self) -> None:
+        """Write the buffer.  A failed write is cut back to the last whole record
+        (``ftruncate``) and the buffer kept; ENOSPC/EDQUOT stall the writer (retried with
+        back-off by the main loop, which holds the queue meanwhile); other errors raise."""
         buf = self._buf
         if not buf:
             return
@@ -315,9 +492,50 @@ class Writer:
         try:
             while done < len(buf):
                 done += os.write(self.fd, view[done:])
+        except OSError as exc:
+            view.release()  # before the buffer is resized
+            if done:  # keep the whole records that made it, cut the torn one off
+                keep, rows, n = 0, 0, 0
+                for end, r in self._buf_marks:
+                    if end > done:
+                        break
+                    keep, rows, n = end, rows + r, n + 1
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self.fd, self._file_end + keep)
+                self._file_end += keep
+                del buf[:keep]
+                self._buf_rows -= rows
+                self._buf_marks = [(end - keep, r) for end, r in self._buf_marks[n:]]
+            if exc.errno not in _DISK_FULL:
+                raise
+            if self.stalled is None:
+                self.stalled = self.disk_full_error = exc
+                self._stall_delay = _STALL_MIN
+                self.count_failure("disk full")
+                import logging
+
+                logging.getLogger("wisp").warning(
+                    "wisp: the disk holding %s is full (%s); writes are held back and "
+                    "retried, log() drops rows (counted) while the queue is full",
+                    self.path,
+                    exc,
+                )
+            return
         finally:
             view.release()
-            del buf[:done]
+        self._file_end += done
+        del buf[:]
+        self._buf_rows = 0
+        self._buf_marks = []
+        if self.stalled is not None:
+            import logging
+
+            logging.getLogger("wisp").warning(
+                "wisp: writing %s again after the disk was full; %d rows were dropped meanwhile",
+                self.path,
+                self.rows_dropped,
+            )
+            self.stalled = None
 
     def _flush(self, sync: bool) -> None:
         self.write_summary()
@@ -331,6 +549,7 @@ class Writer:
     def after_fork_in_child(self) -> None:
         """Make this writer inert in a forked child: nothing the child does reaches the file."""
         self._buf = bytearray()
+        self._buf_marks = []
         self.queue = deque()
         self._wake = threading.Event()
         self.busy = threading.Lock()

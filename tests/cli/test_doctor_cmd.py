@@ -95,3 +95,32 @@ def test_doctor_reports_background_failures(tmp_path: Path) -> None:
     checks = _checks(wisp_cli("doctor", "--json", cwd=tmp_path))
     assert checks["last runs"]["status"] == "warn"
     assert checks["last runs"]["detail"] == "flaky: write: 3, 7 backpressure waits"
+
+
+def test_doctor_reports_left_out_values_and_set_aside_records(tmp_path: Path) -> None:
+    """WARNING records (values the writer left out) and rejected.jsonl entries of a recent run are counted."""
+    from wisp._rundir import add_rejected
+    from wisp._runfile import HEADER, RecordType, encode_record
+
+    run = tmp_path / "wisp" / "run-20250101_000000-abd"
+    run.mkdir(parents=True)
+    recs = [
+        (RecordType.RUN, {"run_id": "abd", "name": "poisoned", "project": "p", "created_at": 1.0}),
+        (
+            RecordType.WARNING,
+            {"kind": "value", "where": "'n' at step 3", "reason": "x", "count": 1},
+        ),
+        (
+            RecordType.WARNING,
+            {"kind": "value", "where": "'n' at step 4", "reason": "x", "count": 2},
+        ),
+        (RecordType.FINISH, {"state": "finished", "exit_code": 0, "failures": {"value": 2}}),
+    ]
+    data = HEADER + b"".join(encode_record(t, json.dumps(p).encode()) for t, p in recs)
+    (run / "run.wisp").write_bytes(data)
+    add_rejected(str(run), {"offset": 10, "type": 2, "reason": "422: NUL", "data": None})
+    checks = _checks(wisp_cli("doctor", "--json", cwd=tmp_path))
+    detail = checks["last runs"]["detail"]
+    assert checks["last runs"]["status"] == "warn"
+    assert "value: 2" in detail and "2 warning record(s) (value)" in detail
+    assert "1 record(s) refused by the server" in detail

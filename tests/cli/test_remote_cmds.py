@@ -106,3 +106,28 @@ def test_ui_serves_local_runs_and_prints_its_url(tmp_path: Path) -> None:
         assert proc.stdout is not None and proc.stderr is not None
         proc.stdout.close()
         proc.stderr.close()
+
+
+def test_sync_sets_aside_a_refused_record_and_retry_rejected_keeps_it(
+    tmp_path: Path, server: tuple[str, str]
+) -> None:
+    """`wisp sync` uploads a run holding a record the server refuses, says it set one aside; --retry-rejected tries it again."""
+    url, key = server
+    body = (
+        "for i in range(20):\n"
+        "    wisp.log({'loss': float(i)})\n"
+        "run.on_writer(lambda: run.writer.append(7, {'lines': [[1.0, 'stdout', 'a\\x00b']]}))\n"
+        "for i in range(20, 40):\n"
+        "    wisp.log({'loss': float(i)})"
+    )
+    run = make_run(tmp_path, body)
+    res = wisp_cli("sync", str(run), "--server", url, "--key", key, cwd=tmp_path, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "1 record(s) refused by the server are set aside" in res.stdout
+    assert len((run / "rejected.jsonl").read_text().splitlines()) == 1
+    res = wisp_cli(
+        "sync", str(run), "--retry-rejected", "--server", url, "--key", key, cwd=tmp_path
+    )
+    assert res.returncode == 0, res.stderr
+    assert "1 record(s) refused" in res.stdout  # still refused: kept for a later retry
+    assert len((run / "rejected.jsonl").read_text().splitlines()) == 1

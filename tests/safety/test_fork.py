@@ -18,7 +18,8 @@ import wisp
 
 
 def task(i):
-    wisp.log({"child": i})  # parent's run (fork) or no run (spawn/forkserver): a no-op
+    # fork: the parent's run, in a segment file of this worker's own; spawn/forkserver: no run
+    wisp.log({"child": i})
     return i * i
 
 
@@ -31,8 +32,10 @@ if __name__ == "__main__":
     if method == "none":
         results = [task_i * task_i for task_i in range(100)]
     else:
-        with mp.get_context(method).Pool(2) as pool:
-            results = pool.map(task, range(100), chunksize=5)
+        pool = mp.get_context(method).Pool(2)
+        results = pool.map(task, range(100), chunksize=5)
+        pool.close()
+        pool.join()
     for r in results:
         wisp.log({"result": r})
     run.summary["total"] = sum(results)
@@ -40,7 +43,8 @@ if __name__ == "__main__":
 """
 
 
-def _pool_run(base: Path, method: str) -> list[dict[str, object]]:
+def _pool_run(base: Path, method: str) -> tuple[list[dict[str, object]], list[object]]:
+    """The parent's own rows, and the ``child`` values the merged run holds."""
     base.mkdir()
     proc = run_script(base, POOL_SCRIPT, method, timeout=90)
     assert proc.returncode == 0, proc.stderr
@@ -49,16 +53,18 @@ def _pool_run(base: Path, method: str) -> list[dict[str, object]]:
     assert data.state == "finished"
     assert data.ignored_bytes == 0
     assert data.summary["total"] == sum(i * i for i in range(100))
-    return rows(data)
+    own = wisp.open_run(data.path)  # the run file alone
+    return rows(own), [r["child"] for r in data.history() if "child" in r]
 
 
 @pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
 def test_pool_children_logging_leave_parent_run_identical(tmp_path: Path, method: str) -> None:
-    """A Pool of 100 tasks whose children call wisp.log neither hangs nor changes the parent's run."""
-    baseline = _pool_run(tmp_path / "baseline", "none")
-    with_pool = _pool_run(tmp_path / method, method)
+    """A Pool of 100 tasks whose children call wisp.log neither hangs nor changes the parent's file; fork workers' values are all kept."""
+    baseline, _ = _pool_run(tmp_path / "baseline", "none")
+    with_pool, children = _pool_run(tmp_path / method, method)
     assert len(baseline) == 150
     assert with_pool == baseline
+    assert sorted(children) == (list(range(100)) if method == "fork" else [])
 
 
 FORK_STRESS = """
@@ -78,7 +84,7 @@ for n in range(200):
     t0 = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        wisp.log({"n": -1})  # the parent's run: an inert no-op in the child
+        wisp.log({"n": -1})  # the parent's run: a segment file of the child's own
         if n % 50 == 0:  # a fresh, independent run of the child's own
             child = wisp.init(project="child", settings={"signals": False})
             child.log({"child_of": n})
@@ -110,8 +116,64 @@ def test_200_forks_while_writer_busy_every_child_exits(tmp_path: Path) -> None:
     assert len(parents) == 1 and len(children) == 4, every
     data = parents[0]
     assert data.state == "finished" and data.ignored_bytes == 0
-    values = [r["step_value"] for r in data.history()]
-    assert values == list(range(200 * 300))  # nothing lost, duplicated or from a child
+    values = [r["step_value"] for r in data.history() if "step_value" in r]
+    assert values == list(range(200 * 300))  # nothing lost or duplicated
+    # children's rows are in their own segments, never in the parent's file
+    assert all("step_value" in r for r in wisp.open_run(data.path).history())
     for child in children:
         assert child.state == "finished"
         assert [r["child_of"] for r in child.history()] in ([0], [50], [100], [150])
+
+
+FORK_VALUES = """
+import multiprocessing as mp
+import os
+import sys
+
+import wisp
+
+
+def task(i):
+    wisp.log({"task": i})
+    return i
+
+
+if __name__ == "__main__":
+    run = wisp.init(project="forks", settings={"flush_interval": 0.05})
+    for i in range(10):
+        wisp.log({"loss": float(i)})
+    pids = []
+    for c in range(20):
+        pid = os.fork()
+        if pid == 0:
+            wisp.log({"child": c})
+            if c % 2:
+                wisp.flush()  # then os._exit: nothing flushed is lost
+                os._exit(0)
+            sys.exit(0)  # the exit hook closes the child's segment
+        pids.append(pid)
+    for pid in pids:
+        assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    pool = mp.get_context("fork").Pool(4)
+    assert sorted(pool.map(task, range(100))) == list(range(100))
+    pool.close()
+    pool.join()
+    wisp.log({"loss": 10.0})
+    run.finish()
+    print("run dir:", run.dir)
+"""
+
+
+def test_forked_children_and_pool_workers_record_every_value(tmp_path: Path) -> None:
+    """20 os.fork() children (half leaving by os._exit after wisp.flush()) and Pool(4).map over 100 tasks: 20/20 and 100/100 recorded."""
+    proc = run_script(tmp_path, FORK_VALUES, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    data = only_run(tmp_path)
+    assert data.state == "finished" and data.ignored_bytes == 0
+    got = list(data.history())
+    assert sorted(r["child"] for r in got if "child" in r) == list(range(20))
+    assert sorted(r["task"] for r in got if "task" in r) == list(range(100))
+    assert [r["loss"] for r in got if "loss" in r] == [float(i) for i in range(11)]
+    own = wisp.open_run(data.path)  # the parent's file holds only the parent's rows
+    assert [set(r) - {"_step", "_timestamp"} for r in own.history()] == [{"loss"}] * 11
+    assert len(data.forks) >= 21 and data.summary == own.summary

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import wisp
+
 from ._proc import only_run, run_script
 
 DATALOADER = """
@@ -20,7 +22,7 @@ class Squares(Dataset):
         return 512
 
     def __getitem__(self, i):
-        wisp.log({"worker_item": i})  # the parent's run, in a forked worker: a no-op
+        wisp.log({"worker_item": i})  # the parent's run, in the worker's own segment file
         return torch.tensor([float(i)]), torch.tensor([float(i * i)])
 
 
@@ -47,15 +49,20 @@ if __name__ == "__main__":
 
 
 def test_dataloader_fork_workers_while_logging(tmp_path: Path) -> None:
-    """A 4-worker fork DataLoader iterated while logging every batch completes, workers exit 0."""
+    """A 4-worker fork DataLoader iterated while logging every batch completes, workers exit 0, and all 512 worker values are recorded."""
     proc = run_script(tmp_path, DATALOADER, timeout=180)
     assert proc.returncode == 0, proc.stderr
     assert "seen 512 codes [0, 0, 0, 0]" in proc.stdout
     data = only_run(tmp_path)
     assert data.state == "finished"
     got = list(data.history())
-    assert [r["batch_first"] for r in got] == [float(8 * b) for b in range(64)]
-    assert all("worker_item" not in r for r in got)
+    assert [r["batch_first"] for r in got if "batch_first" in r] == [
+        float(8 * b) for b in range(64)
+    ]
+    assert sorted(r["worker_item"] for r in got if "worker_item" in r) == list(range(512))
+    assert len(data.forks) == 4
+    # the parent's file: no worker row in it
+    assert all("worker_item" not in r for r in wisp.open_run(data.path).history())
 
 
 UNTOUCHED = """

@@ -177,16 +177,25 @@ def _hand_made_run(tmp_path: Path, rows: list[Any]) -> Path:
 
 
 def test_a_4xx_that_cannot_succeed_is_not_retried(server: Server, tmp_path: Path) -> None:
-    """A batch the server refuses as invalid (4xx) is sent once, then sync names the failure."""
+    """A record the server refuses (422) is set aside after one try; a refused key (403) stops the upload at once."""
     run_dir = _hand_made_run(tmp_path, [[-5, 1.0e9, {"loss": 1.0}]])  # negative step: invalid
     with FlakyProxy(server.url, share=0) as proxy:
         client = ApiClient(proxy.url, server.key)
         up = Uploader(str(run_dir), client, sleep=lambda s: pytest.fail("must not retry"))
-        with pytest.raises(FatalApiError) as info:
-            up.run(final=lambda: True)
-        assert 400 <= (info.value.status or 0) < 500
-        assert proxy.forwarded == 2  # PUT run, then the one POST
-    assert Cursor.load(str(run_dir), proxy.url).offset == len(HEADER)
+        assert up.run(final=lambda: True)
+        assert up.rejected == 1
+        # PUT run; [run, history] refused; [run] alone; [history] refused; its placeholder
+        assert proxy.forwarded == 5
+    assert (run_dir / "rejected.jsonl").exists()
+    read_only = server.create_key(scope="read")
+    run_dir2 = _hand_made_run(tmp_path / "2", [[0, 1.0e9, {"loss": 1.0}]])
+    up = Uploader(
+        str(run_dir2), ApiClient(server.url, read_only), sleep=lambda s: pytest.fail("retry")
+    )
+    with pytest.raises(FatalApiError) as info:
+        up.run(final=lambda: True)
+    assert info.value.status == 403
+    assert Cursor.load(str(run_dir2), server.url).offset == len(HEADER)
 
 
 def test_retry_after_is_honoured(server: Server, tmp_path: Path) -> None:

@@ -493,6 +493,8 @@ export interface components {
             name: string | null;
             notes: string | null;
             project: string;
+            /** @default 0 */
+            rejected?: number;
             /** @enum {unknown} */
             state: "crashed" | "failed" | "finished" | "killed" | "running";
             summary: {

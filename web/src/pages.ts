@@ -69,6 +69,7 @@ function overview(run: RunDetail): HTMLElement {
     ["git", git ? `${git.branch ?? ""} ${git.commit ?? ""}`.trim() : ""],
     ["command", Array.isArray(m.argv) ? (m.argv as string[]).join(" ") : ""],
     ["notes", run.notes ?? ""],
+    ["rejected records", run.rejected ? `${run.rejected} refused by the server, set aside in rejected.jsonl (wisp sync --retry-rejected)` : ""],
   ];
   return h(
     "div",

@@ -15,8 +15,9 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from wisp._meta import process_alive
-from wisp._rundir import META_FILE, read_meta, run_dirs_under, sync_status
-from wisp._upload._uploader import Uploader, human_size
+from wisp._rundir import META_FILE, read_meta, read_rejected, run_dirs_under, sync_status
+from wisp._upload._live import human_size
+from wisp._upload._uploader import Uploader
 from wisp.errors import ApiError, UsageError
 
 __all__ = ["SyncResult", "find_run_dirs", "sync", "writer_gone"]
@@ -33,6 +34,7 @@ class SyncResult(NamedTuple):
     done: bool  # the whole run is on the server
     skipped: str | None  # why nothing was tried (e.g. "up to date")
     error: str | None
+    rejected: int = 0  # records the server refused, set aside in rejected.jsonl (all so far)
 
 
 def find_run_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
@@ -98,6 +100,7 @@ def sync(
     give_up_after: float = 60.0,
     progress: bool | None = None,
     transport: Any = None,
+    retry_rejected: bool = False,
 ) -> list[SyncResult]:
     """Upload run directories to a server; resumes each from its cursor.
 
@@ -107,7 +110,10 @@ def sync(
     process dies.  ``give_up_after``: seconds without progress (server unreachable)
     before a run is given up.  Raises :class:`~wisp.errors.ApiError` naming every run
     that could not be uploaded, after trying them all; returns one
-    :class:`SyncResult` per run otherwise.
+    :class:`SyncResult` per run otherwise.  A record the server refuses (422) is set
+    aside in the run's ``rejected.jsonl`` and the rest uploaded, as a live run does;
+    ``retry_rejected`` sends the set-aside records again (after a server upgrade) and
+    keeps only those still refused.
     """
     from wisp._settings import Settings
     from wisp._upload._transport import ApiClient
@@ -135,11 +141,12 @@ def sync(
     results: list[SyncResult] = []
     server = server.rstrip("/")
     for run_dir in run_dirs:
-        if sync_status(run_dir, server)[0]:
+        if sync_status(run_dir, server)[0] and not (retry_rejected and read_rejected(run_dir)):
             results.append(SyncResult(run_dir, None, 0, 0, 0, True, "up to date", None))
             continue
         client = ApiClient(server, key, transport=transport)
         up = Uploader(run_dir, client)
+        up.retry_rejected = retry_rejected
         up.crashed = writer_gone(run_dir)  # a run file without finish record: crashed
 
         def final(up: Uploader = up, run_dir: str = run_dir) -> bool:
@@ -153,7 +160,10 @@ def sync(
             error = "its own process is uploading it (try again after it finishes)"
         except ApiError as exc:
             error = f"{type(exc).__name__}: {exc}"
+        rejected = len(read_rejected(run_dir))
         status = "uploaded" if done else f"failed: {error}"
+        if rejected:
+            status += f", {rejected} record(s) refused by the server set aside in rejected.jsonl"
         bar.end(
             f"{os.path.basename(run_dir)}: {status} ({up.records_sent} records, "
             f"{human_size(up.bytes_sent)})"
@@ -168,6 +178,7 @@ def sync(
                 done,
                 None,
                 error,
+                rejected,
             )
         )
     failed = [r for r in results if r.error]

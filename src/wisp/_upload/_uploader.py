@@ -21,30 +21,35 @@ uploader.
 
 Failures: connection errors, timeouts, 429 and 5xx are retried with
 exponential backoff and full jitter (``Retry-After`` is honoured); 413 halves
-the batch; 409 rewinds to what the server has; any other 4xx stops the upload
-(``FatalApiError``), which the run reports at ``finish()``.  Nothing here ever
-raises into the training loop.
+the batch; 409 rewinds to what the server has; 422 (a record the server refuses)
+splits the batch until the refused record is alone, then *sets it aside*: the
+record goes to ``rejected.jsonl`` in the run directory with the server's reason
+(:func:`wisp._rundir.add_rejected`) and a WARNING record ``{"kind": "rejected",
+...}`` takes its place in the upload (same seq), so the server counts it and every
+other record still arrives.  Any other 4xx (401, 403, 404 of a run that cannot be
+registered) stops the upload (``FatalApiError``), which the run reports at
+``finish()``.  Nothing here ever raises into the training loop.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
 import random
-import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from wisp._rundir import (
     CURSOR_FILE,
     RUN_FILE,
     Cursor,
+    add_rejected,
     lock_uploads,
+    read_rejected,
     unlock_uploads,
 )
 from wisp._runfile import (
@@ -55,14 +60,18 @@ from wisp._runfile import (
     RecordType,
     history_json,
 )
+from wisp._upload._rejected import (
+    placeholder,
+    retry_rejected,
+    set_aside_entry,
+    side_warning,
+    upload_segments,
+)
 from wisp._upload._transport import ApiClient, Conflict
 from wisp._wire import RUN_RECORD_FIELDS, RunBody
-from wisp.errors import FatalApiError, RetryableApiError, UsageError
+from wisp.errors import FatalApiError, RetryableApiError
 
-if TYPE_CHECKING:
-    from wisp._run import Run
-
-__all__ = ["CURSOR_FILE", "Cursor", "Uploader", "attach", "check_settings", "finish_upload"]
+__all__ = ["CURSOR_FILE", "Cursor", "Uploader", "describe_run"]
 
 log = logging.getLogger("wisp")
 
@@ -149,6 +158,7 @@ class Uploader:
         self._known_media: set[str] = set()
         self.run_id: str | None = None
         self.registered = threading.Event()
+        self.ended = threading.Event()  # the upload thread has stopped (done or failed)
         self.crashed = False  # set by sync for a dead process: register the run as crashed
         # progress and outcome, read by finish()/sync
         self.records_sent = 0
@@ -163,6 +173,21 @@ class Uploader:
         self._stop = False
         self._last_contact = clock()
         self._lock_fd: int | None = None
+        # records set aside (422): file offset -> the WARNING payload sent in their place
+        # (a history record with some bad rows: its good rows); loaded from rejected.jsonl
+        self._set_aside: dict[int, tuple[int, bytes]] = {}
+        for e in read_rejected(run_dir):
+            if "offset" not in e:
+                continue
+            if e.get("type") == RecordType.HISTORY and e.get("good") is not None:
+                good = _dumps(e["good"]).encode("utf-8")
+                self._set_aside[e["offset"]] = (RecordType.HISTORY, good)
+            else:
+                self._set_aside[e["offset"]] = (RecordType.WARNING, placeholder(e))
+        self.rejected = 0  # records set aside by this uploader
+        self.retry_rejected = False  # send set-aside records again before marking done
+        self.recovered = 0  # set-aside records the server took on a retry
+        self._max_records: int | None = None  # while bisecting a refused batch
 
     # -- control -----------------------------------------------------------------------------
 
@@ -179,6 +204,8 @@ class Uploader:
         except Exception as exc:  # noqa: BLE001 - a background thread must never raise
             self.error = exc
             self._report(exc)
+        finally:
+            self.ended.set()
 
     def _report(self, exc: BaseException) -> None:
         log.warning(
@@ -315,6 +342,19 @@ class Uploader:
             self._last_contact = self.clock()
 
     def _mark_done(self) -> None:
+        assert self.run_id is not None
+        self.rejected += upload_segments(
+            self.client,
+            self.run_id,
+            self.run_dir,
+            encode=lambda w, s, b: self._encode(w, s, b, main=False),
+            wire=self._wire,
+            batch_bytes=self.batch_bytes,
+            compress=self.compress,
+        )
+        if self.retry_rejected:
+            self.recovered += retry_rejected(self.client, self.run_id, self.run_dir)
+            self.retry_rejected = False
         if self.crashed and self.run_id is not None:
             # the run records said "running": tell the server no finish record will come
             self._register()
@@ -341,7 +381,16 @@ class Uploader:
         except FileNotFoundError:
             return False  # the RUN record is not on disk yet
         self.run_id = run_id
-        self.client.put_run(run_id, body)
+        try:
+            self.client.put_run(run_id, body)
+        except FatalApiError as exc:
+            if exc.status != 422:
+                raise
+            # the config or metadata read from the file holds what the server refuses: register
+            # the run without them (the CONFIG records follow; a refused one is set aside)
+            log.info("wisp: run %s registered without config/metadata (%s)", run_id, exc)
+            bare = {k: v for k, v in body.items() if k not in ("config", "metadata")}
+            self.client.put_run(run_id, cast("RunBody", bare))
         self._last_contact = self.clock()
         self.registered.set()
         return True
@@ -364,8 +413,11 @@ class Uploader:
         first_seq = pending[0][1]
         batch: list[Record] = []
         size = 0
+        limit = self._max_records
         for wid, _seq, rec in pending:
             if wid != writer_id or (batch and size + len(rec.payload) > self.batch_bytes):
+                break
+            if limit is not None and len(batch) >= limit:
                 break
             batch.append(rec)
             size += len(rec.payload) + 24
@@ -374,6 +426,12 @@ class Uploader:
         try:
             answer = self.client.post_records(self.run_id, body, gzip=self.compress)
         except FatalApiError as exc:
+            if exc.status == 422:
+                if len(batch) > 1:  # bisect: the refused record(s) end up alone
+                    self._max_records = len(batch) // 2
+                    return
+                self._set_aside_record(writer_id, first_seq, batch[0], exc)
+                return
             if exc.status == 413 and len(batch) > 1:
                 self.batch_bytes = max(1, min(self.batch_bytes, size) // 2)
                 log.info(
@@ -396,6 +454,10 @@ class Uploader:
             raise RetryableApiError(
                 f"server acknowledged seq {answer} for a batch {first_seq}..{last_seq}"
             )
+        if self._max_records is not None:  # past the refused record: grow back
+            self._max_records *= 2
+            if self._max_records >= 1 << 16:
+                self._max_records = None
         last = batch[n_acked - 1]
         del pending[:n_acked]
         self.records_sent += n_acked
@@ -406,6 +468,33 @@ class Uploader:
         c.acked_seq = acked
         c.done = False
         c.save(self.run_dir)
+
+    def _set_aside_record(self, writer_id: str, seq: int, rec: Record, exc: FatalApiError) -> None:
+        """The server refused ``rec`` alone: keep it in ``rejected.jsonl``, send a WARNING
+        record in its place (same seq) and go on (``_rejected.set_aside_entry``: a history
+        record's good rows are sent in its place and only the bad rows set aside)."""
+        try:
+            data = json.loads(self._wire(rec))
+        except ValueError:
+            data = None
+        split = rec.offset not in self._set_aside  # refused again: set all of it aside
+        entry, good = set_aside_entry(writer_id, seq, rec, data, exc, split=split)
+        add_rejected(self.run_dir, entry)
+        if good is None:
+            self._set_aside[rec.offset] = (RecordType.WARNING, placeholder(entry))
+        else:
+            self._set_aside[rec.offset] = (RecordType.HISTORY, good)
+            if self.run_id is not None:
+                side_warning(self.client, self.run_id, entry)
+        self.rejected += 1
+        log.warning(
+            "wisp: the server refused a %s record of run %s (%s); it is set aside in %s "
+            "and the upload goes on (`wisp sync --retry-rejected` sends it again)",
+            RecordType.NAMES.get(rec.type, rec.type),
+            self.run_id,
+            entry["reason"],
+            os.path.join(self.run_dir, "rejected.jsonl"),
+        )
 
     def _rewind(self, writer_id: str, acked_seq: int) -> None:
         """409: the server has less than we thought: read the file again from the start.
@@ -439,8 +528,11 @@ class Uploader:
 
     # -- encoding and media ------------------------------------------------------------------
 
-    def _encode(self, writer_id: str, first_seq: int, batch: list[Record]) -> bytes:
-        """A ``wisp._wire.RecordsBody``, written byte by byte (payloads are JSON already)."""
+    def _encode(
+        self, writer_id: str, first_seq: int, batch: list[Record], *, main: bool = True
+    ) -> bytes:
+        """A ``wisp._wire.RecordsBody``, written byte by byte (payloads are JSON already);
+        ``main``: records of the run file (set-aside ones replaced)."""
         parts = [
             b'{"writer_id":',
             _dumps(writer_id).encode(),
@@ -449,13 +541,13 @@ class Uploader:
             b',"records":[',
         ]
         for i, rec in enumerate(batch):
-            payload = rec.payload
-            if rec.type == RecordType.HISTORY:  # binary columns in the file, JSON on the wire
-                payload = history_json(payload, self._upload_refs if b'"path"' in payload else None)
-            elif b'"path"' in payload:
-                payload = self._with_media(payload)
+            instead = self._set_aside.get(rec.offset) if main and self._set_aside else None
+            if instead is None:
+                rtype, payload = rec.type, self._wire(rec)
+            else:
+                rtype, payload = instead
             parts.append(
-                b'{"type":%d,"data":' % rec.type if i == 0 else b',{"type":%d,"data":' % rec.type
+                b'{"type":%d,"data":' % rtype if i == 0 else b',{"type":%d,"data":' % rtype
             )
             parts.append(payload)
             parts.append(b"}")
@@ -467,6 +559,15 @@ class Uploader:
 
         z = zlib.compressobj(1, zlib.DEFLATED, 31)  # gzip container, fast level
         return z.compress(raw) + z.flush()
+
+    def _wire(self, rec: Record) -> bytes:
+        """A record's payload as JSON for the server (media uploaded, refs gain sha256)."""
+        payload = rec.payload
+        if rec.type == RecordType.HISTORY:  # binary columns in the file, JSON on the wire
+            return history_json(payload, self._upload_refs if b'"path"' in payload else None)
+        if b'"path"' in payload:
+            return self._with_media(payload)
+        return payload
 
     def _with_media(self, payload: bytes) -> bytes:
         obj = json.loads(payload)
@@ -517,113 +618,3 @@ class Uploader:
             return  # not a table we can read: send it as it is
         if isinstance(table, dict):
             self._upload_refs(table.get("data"))
-
-
-# -- online runs: the hooks called by init() and Run.finish() --------------------------------
-
-
-def check_settings(settings: Any) -> None:
-    """Refuse ``mode="online"`` without a server before any run directory exists."""
-    if not settings.server_url:
-        raise UsageError(
-            "mode 'online' needs a server: set WISP_SERVER_URL (and WISP_API_KEY) or pass "
-            "settings={'server_url': ..., 'api_key': ...}"
-        )
-    from wisp._upload._transport import HttpTransport
-
-    HttpTransport(settings.server_url)  # checks the URL
-
-
-def attach(run: Run) -> None:
-    """Start uploading a new online run; wait at most ``init_timeout`` for it to register.
-
-    The uploader is attached to the run as its ``"uploader"`` part: ``finish()``
-    waits for it (:func:`finish_upload`) once the run file is closed.
-    """
-    s = run.settings
-    assert run.dir is not None
-    deadline = time.monotonic() + s.init_timeout
-    client = ApiClient(s.server_url, s.api_key, timeout=10.0)
-    up = Uploader(run.dir, client, heartbeat_interval=s.heartbeat_interval)
-
-    def stop() -> None:
-        wait, why = run.upload_wait()
-        finish_upload(run, wait, limit=why)
-
-    run.attach("uploader", up, stop, after_close=True)
-    run.barrier(s.init_timeout)  # the run record is on disk: register from it
-    up.start()
-    if up.registered.wait(max(0.0, deadline - time.monotonic())):
-        run.url = f"{client.server_url}/runs/{run.id}"
-    else:
-        log.info(
-            "wisp: server %s did not answer within init_timeout=%ss; training goes on, "
-            "uploads will catch up",
-            s.server_url,
-            s.init_timeout,
-        )
-
-
-def human_size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)  # pragma: no cover
-
-
-def finish_upload(
-    run: Run, timeout: float, *, stream: Any = None, limit: str = "upload_timeout"
-) -> None:
-    """Wait up to ``timeout`` s for the run's uploads; say what is left if time runs out.
-
-    ``limit`` names the setting that set ``timeout``, for the message.
-    """
-    up: Uploader | None = run.part("uploader")
-    if up is None or up.thread is None:
-        return
-    out = stream if stream is not None else sys.stderr
-    up.finish()
-    start = time.monotonic()
-    deadline = start + timeout
-    tty = bool(getattr(out, "isatty", lambda: False)())
-    shown = False
-    while up.thread.is_alive():
-        now = time.monotonic()
-        if now >= deadline:
-            break
-        up.thread.join(min(0.25, deadline - now))
-        if up.thread.is_alive() and time.monotonic() - start > 1.0:
-            left = up.pending_bytes()
-            if tty:
-                out.write(f"\rwisp: uploading run {run.id}: {human_size(left)} left ...  ")
-                shown = True
-            elif not shown:
-                out.write(
-                    f"wisp: uploading run {run.id}: {human_size(left)} left, waiting up to "
-                    f"{timeout:.0f}s\n"
-                )
-                shown = True
-    if shown and tty:
-        out.write("\n")
-    if up.done.is_set():
-        if shown:
-            out.write(f"wisp: run {run.id} uploaded\n")
-        return
-    up.stop()
-    left = up.pending_bytes()
-    if up.error is not None:
-        why = f"the upload stopped: {type(up.error).__name__}: {up.error}"
-    elif up.last_error is not None:
-        why = (
-            f"the server could not be reached within {limit}={timeout:.3g}s "
-            f"(last error: {up.last_error})"
-        )
-    else:
-        why = f"{limit}={timeout:.3g}s ran out"
-    out.write(
-        f"wisp: run {run.id}: {human_size(left)} of {run.file_path} not uploaded ({why}); it is "
-        f"safe on disk, run `wisp sync {run.dir}` to finish uploading\n"
-    )
-    with contextlib.suppress(OSError, ValueError):
-        out.flush()

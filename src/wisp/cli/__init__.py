@@ -85,6 +85,11 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("paths", nargs="*", metavar="PATH", help="run directories")
     sp.add_argument("--all", action="store_true", help="every run under --dir")
     sp.add_argument("--follow", action="store_true", help="keep uploading while runs grow")
+    sp.add_argument(
+        "--retry-rejected",
+        action="store_true",
+        help="send records the server refused (set aside in rejected.jsonl) again",
+    )
     sp.add_argument("--server", default=None, help="server URL (default: the configured one)")
     sp.add_argument("--key", default=None, help="API key (default: the configured one)")
     dir_opt(sp)

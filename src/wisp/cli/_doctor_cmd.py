@@ -347,6 +347,7 @@ def check_last_runs(base: str) -> list[Check]:
     if not runs:
         return [Check("last runs", "ok", "no local runs yet")]
     from wisp._reader import open_run
+    from wisp._rundir import read_rejected
     from wisp.errors import WispError
 
     problems = []
@@ -364,8 +365,17 @@ def check_last_runs(base: str) -> list[Check]:
             bits.append("crashed")
         if data.ignored_bytes:
             bits.append(f"{data.ignored_bytes} torn bytes")
+        kinds: dict[str, int] = {}
         for rec in data.records.get("warning", []):
-            bits.append(str(rec.get("kind") or rec.get("message") or "warning"))
+            kind = str(rec.get("kind") or rec.get("message") or "warning")
+            kinds[kind] = kinds.get(kind, 0) + 1
+        bits += [f"{n} warning record(s) ({k})" for k, n in kinds.items()]
+        rejected = len(read_rejected(d))
+        if rejected:
+            bits.append(
+                f"{rejected} record(s) refused by the server, set aside in rejected.jsonl "
+                "(`wisp sync --retry-rejected`)"
+            )
         if bits:
             problems.append(f"{data.name}: {', '.join(bits)}")
     if problems:

@@ -220,9 +220,11 @@ def cmd_sync(args: argparse.Namespace) -> int:
         server_url=args.server,
         api_key=args.key,
         progress=sys.stderr.isatty(),
+        retry_rejected=args.retry_rejected or None,
     )
-    uploaded = skipped = 0
+    uploaded = skipped = rejected = 0
     for r in results or ():
+        rejected += getattr(r, "rejected", 0)
         if getattr(r, "skipped", None):
             skipped += 1
         else:
@@ -231,6 +233,11 @@ def cmd_sync(args: argparse.Namespace) -> int:
         f"synced {uploaded} run(s), {skipped} already up to date, "
         f"in {time.monotonic() - started:.1f}s"
     )
+    if rejected:
+        print(
+            f"{rejected} record(s) refused by the server are set aside (rejected.jsonl in "
+            "their run directories); `wisp sync --retry-rejected` sends them again"
+        )
     if args.all:  # offline sweeps under --dir go along with their runs (docs/sweeps.md)
         from wisp.sweeps._sync import push_local_sweeps
 

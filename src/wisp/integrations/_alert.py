@@ -108,6 +108,15 @@ def alert(
         raise UsageError(f"alert() title must be a non-empty string, got {title!r}")
     if not isinstance(text, str):
         raise UsageError(f"alert() text must be a string, got {type(text).__name__}")
+    from wisp._protocol import MAX_STRING_LENGTH, clean_text
+
+    for what, value in (("title", title), ("text", text)):
+        if len(value) > MAX_STRING_LENGTH:
+            raise UsageError(
+                f"alert() {what} is {len(value)} characters long, over the limit of "
+                f"{MAX_STRING_LENGTH}"
+            )
+    title, text = clean_text(title), clean_text(text)  # NUL, lone surrogates -> U+FFFD
     try:
         lvl = AlertLevel(level or AlertLevel.INFO)
     except ValueError:

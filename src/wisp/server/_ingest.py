@@ -24,13 +24,13 @@ from wisp._protocol import (
     MAX_MEDIA_KIND_LENGTH,
     MAX_NAME_LENGTH,
     MAX_NOTES_LENGTH,
-    MAX_PROJECT_LENGTH,
     MAX_STEP,
     MAX_STREAM_LENGTH,
     MAX_TAG_LENGTH,
     MAX_TAGS,
     RUN_STATES,
     RecordType,
+    project_problem,
 )
 from wisp.server._problem import Problem, clean_json, clean_str, invalid
 from wisp.server._routes import convert
@@ -156,10 +156,12 @@ def _num(value: Any, fld: str) -> float:
 
 
 def check_project(value: Any, fld: str) -> str:
-    s = clean_str(value, fld, MAX_PROJECT_LENGTH)
-    if not s.strip() or "/" in s or not s.isprintable():
-        raise invalid(fld, f"expected 1-{MAX_PROJECT_LENGTH} printable characters without '/'")
-    return s
+    if not isinstance(value, str):
+        raise invalid(fld, f"expected a string, got {type(value).__name__}")
+    problem = project_problem(value)
+    if problem is not None:
+        raise invalid(fld, problem)
+    return value
 
 
 def check_tags(value: Any, fld: str) -> list[str]:

@@ -14,8 +14,10 @@ from wisp._protocol import (
     ID_PATTERN,
     ID_RULE,
     MAX_DEPTH,
+    MAX_INT,
     MAX_JSON_KEY_LENGTH,
     MAX_STRING_LENGTH,
+    text_problem,
 )
 
 __all__ = ["MAX_DEPTH", "Problem", "check_id", "clean_json", "clean_str"]
@@ -64,15 +66,9 @@ def clean_str(value: Any, field: str, max_len: int = MAX_STRING_LENGTH) -> str:
     """A string storable in every backend: no NUL, no lone surrogates, bounded length."""
     if not isinstance(value, str):
         raise invalid(field, f"expected a string, got {type(value).__name__}")
-    if len(value) > max_len:
-        raise invalid(field, f"longer than {max_len} characters")
-    if "\x00" in value:
-        raise invalid(field, "NUL characters are not allowed")
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise invalid(field, "not valid Unicode (lone surrogate)") from None
+    problem = text_problem(value, max_len)
+    if problem is not None:  # the rule the SDK checks too (wisp._protocol)
+        raise invalid(field, problem)
     return value
 
 
@@ -91,7 +87,11 @@ def clean_json(value: Any, field: str, depth: int = 0) -> Any:
         if math.isfinite(value):
             return value
         return "NaN" if value != value else _NONFINITE[value]
-    if value is None or t is bool or t is int:
+    if t is int:
+        if -MAX_INT < value < MAX_INT:
+            return value
+        raise invalid(field, "integer out of range (+-2**64)")
+    if value is None or t is bool:
         return value
     if t is list:
         return [clean_json(v, f"{field}[{i}]", depth + 1) for i, v in enumerate(value)]

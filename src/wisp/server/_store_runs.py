@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from sqlalchemy import and_, case, func, select, update
 from sqlalchemy.engine import Connection
 
+from wisp._protocol import RecordType
 from wisp.server import _schema as S
 from wisp.server._db import Db
 from wisp.server._problem import Problem
@@ -112,6 +114,7 @@ class RunStore:
                 ).scalars()
             )
             out["metric_keys"] = sorted(mkeys)
+            out["rejected"] = self._rejected(conn, run_id)
             out["metrics"] = list(
                 conn.execute(
                     select(S.run_metrics.c.spec)
@@ -120,6 +123,22 @@ class RunStore:
                 ).scalars()
             )
         return out
+
+    def _rejected(self, conn: Connection, run_id: str) -> int:
+        """Records of the run its uploader set aside because this server refused them: the
+        WARNING records ``{"kind": "rejected"}`` sent in their place, less those sent again
+        successfully (``{"kind": "recovered"}``)."""
+        e = S.events.c
+        n = 0
+        for text in conn.execute(
+            select(e.data).where(e.run_id == run_id, e.type == RecordType.WARNING)
+        ).scalars():
+            try:
+                kind = json.loads(text).get("kind")
+            except (ValueError, AttributeError):
+                continue
+            n += 1 if kind == "rejected" else -1 if kind == "recovered" else 0
+        return max(n, 0)
 
     def heartbeat(self, run_id: str) -> bool:
         with self.db.tx() as conn:

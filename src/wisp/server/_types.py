@@ -222,6 +222,8 @@ class RunDetail(RunRow):
     metadata: Json
     metric_keys: list[str]
     metrics: list[MetricSpec]
+    #: records the run's uploader set aside because the server refused them (422)
+    rejected: int = 0
 
 
 class RunPut(msgspec.Struct):
