@@ -23,12 +23,14 @@ if TYPE_CHECKING:
     from wisp._reader import RunData, open_run
     from wisp._run import Config, Run, Summary
     from wisp._settings import Settings
+    from wisp.api import Api
     from wisp.media import Histogram, Image, Table
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AlertLevel",
+    "Api",
     "Config",
     "Histogram",
     "Image",
@@ -66,6 +68,7 @@ _LAZY = {
     "Summary": ("wisp._run", "Summary"),
     "Settings": ("wisp._settings", "Settings"),
     "open_run": ("wisp._reader", "open_run"),
+    "Api": ("wisp.api", "Api"),
     "RunData": ("wisp._reader", "RunData"),
     "doctor": ("wisp._doctor", "doctor"),
     "sync": ("wisp._upload._sync", "sync"),

@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from wisp.server._api import Api
 from wisp.server._blobs import BlobStore, open_blob_store
+from wisp.server._export import routes as export_routes
 from wisp.server._http import json_response
 from wisp.server._openapi import openapi_document
 from wisp.server._settings import ServerSettings
@@ -66,6 +67,7 @@ def create_app(
         Route(f"{v1}/projects/{{project}}/runs", ep("read", api.project_runs), methods=["GET"]),
         Route(f"{v1}/series", ep("read", api.series), methods=["GET"]),
         Route(f"{v1}/filter/parse", ep("read", api.filter_parse), methods=["GET"]),
+        *export_routes(api, v1),
         Route("/api/{rest:path}", _api_not_found),
         Route("/{path:path}", _static_handler(Path(settings.static_dir)), methods=["GET", "HEAD"]),
     ]

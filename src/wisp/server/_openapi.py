@@ -244,6 +244,10 @@ def openapi_document() -> dict[str, Any]:
             )
         },
     }
+    from wisp.server._export import openapi_paths
+
+    for path, ops in openapi_paths(v1, _op, _ok, run_id).items():
+        paths.setdefault(path, {}).update(ops)
     return {
         "openapi": "3.0.3",
         "info": {

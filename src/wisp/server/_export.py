@@ -1,0 +1,403 @@
+"""Bulk reads and run edits for ``wisp.Api()``: history export, PATCH/DELETE run, files.
+
+``POST /api/v1/export/histories`` streams the numeric histories of many runs as one long
+table, columns ``run_id``, ``step``, then one float column per key (format version 1):
+
+- ``format: "arrow"`` — an Arrow IPC *stream* (``application/vnd.apache.arrow.stream``),
+  record batches with ``lz4`` buffer compression; an absent value is null, a logged NaN/inf
+  is that float.  Needs pyarrow on the server (``pip install 'wisp[export]'``); without it
+  the answer is a 422 naming the fix and clients fall back to JSON lines.
+- ``format: "jsonl"`` — one object per (run, step): ``{"run_id", "step", key: value...}``,
+  absent keys left out, ``NaN``/``Infinity``/``-Infinity`` tokens; gzip-compressed when the
+  request accepts it.
+
+Memory stays bounded: runs are read one at a time, each in windows of steps holding about
+``page_points`` points, and each window is encoded and sent before the next is read
+(uvicorn applies back-pressure while the client is slower than the database).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+from sqlalchemy import func, select
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from wisp._protocol import MAX_KEY_LENGTH, MAX_NAME_LENGTH, MAX_NOTES_LENGTH, MAX_STEP
+from wisp.server import _schema as S
+from wisp.server._http import json_response, read_json
+from wisp.server._ingest import check_tags
+from wisp.server._problem import Problem, check_id, clean_json, clean_str, invalid
+from wisp.server._store_edit import delete_run, edit_run, run_files
+
+__all__ = ["EXPORT_VERSION", "ExportRequest", "RunEdit", "openapi_paths", "routes"]
+
+EXPORT_VERSION = 1
+MAX_EXPORT_RUNS = 1000
+MAX_EXPORT_KEYS = 2000
+_NFV = {1: math.nan, 2: math.inf, 3: -math.inf}
+ARROW_TYPE = "application/vnd.apache.arrow.stream"
+
+
+class RunEdit(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """``PATCH /runs/{id}`` body: the fields to set (``summary`` replaces the whole summary)."""
+
+    name: str | None = None
+    tags: list[str] | None = None
+    notes: str | None = None
+    summary: dict[str, Any] | None = None
+
+
+class ExportRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """``POST /export/histories`` body."""
+
+    runs: list[str]
+    keys: list[str] | None = None
+    format: str = "arrow"
+    min_step: int | None = None
+    max_step: int | None = None
+    page_points: int = 1_000_000
+
+
+class RunFile(msgspec.Struct):
+    name: str
+    size: int | None
+    sha256: str | None
+    kind: str
+
+
+class RunFiles(msgspec.Struct):
+    files: list[RunFile]
+
+
+class Deleted(msgspec.Struct):
+    deleted: str
+
+
+def _convert(body: Any, typ: type[Any]) -> Any:
+    try:
+        return msgspec.convert(body, typ)
+    except msgspec.ValidationError as exc:
+        msg = str(exc)
+        where = msg.rpartition("at `$.")[2].rstrip("`") if "at `$." in msg else "body"
+        raise invalid(where.split("[")[0] or "body", msg) from None
+
+
+# -- history windows ------------------------------------------------------------------------
+
+
+def _key_ids(conn: Any, run_id: str, keys: list[str] | None) -> dict[str, int]:
+    mk = S.metric_keys.c
+    q = select(mk.key, mk.id).where(mk.run_id == run_id)
+    if keys is not None:
+        q = q.where(mk.key.in_(keys))
+    return dict(conn.execute(q).all())
+
+
+def _windows(
+    conn: Any, ids: list[int], lo: int | None, hi: int | None, page: int
+) -> Iterator[tuple[int, int]]:
+    """Step windows [a, b] of about ``page`` points each over the keys ``ids``."""
+    p = S.points.c
+    conds: list[Any] = [p.key_id.in_(ids)]
+    if lo is not None:
+        conds.append(p.step >= lo)
+    if hi is not None:
+        conds.append(p.step <= hi)
+    s_lo, s_hi = conn.execute(select(func.min(p.step), func.max(p.step)).where(*conds)).one()
+    if s_lo is None:
+        return
+    bl = S.blocks.c
+    total = conn.execute(select(func.sum(bl.n)).where(bl.key_id.in_(ids))).scalar() or 1
+    span = s_hi - s_lo + 1
+    width = max(1, int(span * page / max(total, 1)))
+    a = s_lo
+    while a <= s_hi:
+        yield a, min(s_hi, a + width - 1)
+        a += width
+
+
+def _window_columns(
+    conn: Any, ids: dict[int, int], a: int, b: int
+) -> tuple[Any, list[tuple[Any, Any]]] | None:
+    """(steps, [(values, present) per key column]) for steps in [a, b], as numpy arrays."""
+    import numpy as np
+
+    p = S.points.c
+    q = (
+        select(p.key_id, p.step, func.coalesce(p.value, 0.0), p.nf)
+        .where(p.key_id.in_(list(ids)), p.step >= a, p.step <= b)
+        .order_by(p.key_id, p.step)
+    )
+    rows = conn.execute(q).all()
+    if not rows:
+        return None
+    kid, step, val, nf = (np.asarray(c) for c in zip(*rows, strict=True))
+    del rows
+    val = val.astype(np.float64)
+    if nf.any():
+        val[nf == 1] = math.nan
+        val[nf == 2] = math.inf
+        val[nf == 3] = -math.inf
+    steps, inv = np.unique(step.astype(np.int64), return_inverse=True)
+    cols: list[tuple[Any, Any]] = [(None, None)] * len(ids)
+    for kid_v, col in ids.items():
+        sel = kid == kid_v
+        values = np.zeros(len(steps), dtype=np.float64)
+        present = np.zeros(len(steps), dtype=bool)
+        values[inv[sel]] = val[sel]
+        present[inv[sel]] = True
+        cols[col] = (values, present)
+    return steps, cols
+
+
+def export_windows(
+    store: Any, req: ExportRequest, keys: list[str]
+) -> Iterator[tuple[str, Any, list[tuple[Any, Any]]]]:
+    """(run_id, steps, columns) windows for every run in order, one window in memory."""
+    with store.engine.connect() as conn:
+        for run_id in req.runs:
+            kid = _key_ids(conn, run_id, keys)
+            if not kid:
+                continue
+            ids = {kid[k]: i for i, k in enumerate(keys) if k in kid}
+            empty = [i for i, k in enumerate(keys) if k not in kid]
+            page = max(1000, req.page_points)
+            for a, b in _windows(conn, list(ids), req.min_step, req.max_step, page):
+                got = _window_columns(conn, ids, a, b)
+                if got is not None:
+                    steps, cols = got
+                    for i in empty:
+                        cols[i] = (None, None)
+                    yield run_id, steps, cols
+
+
+class _Sink:
+    """A write-only file that hands back what was written since the last ``take()``."""
+
+    closed = False
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def write(self, data: Any) -> int:
+        self.parts.append(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def take(self) -> bytes:
+        out = b"".join(self.parts)
+        self.parts.clear()
+        return out
+
+
+def _arrow_stream(store: Any, req: ExportRequest, keys: list[str]) -> Iterator[bytes]:
+    import numpy as np
+    import pyarrow as pa
+
+    fields = [pa.field("run_id", pa.string()), pa.field("step", pa.int64())]
+    fields += [pa.field(k, pa.float64()) for k in keys]
+    schema = pa.schema(fields, metadata={"wisp_export_version": str(EXPORT_VERSION)})
+    sink = _Sink()
+    opts = pa.ipc.IpcWriteOptions(compression="lz4")
+    writer = pa.ipc.new_stream(sink, schema, options=opts)
+    for run_id, steps, cols in export_windows(store, req, keys):
+        n = len(steps)
+        arrays = [pa.array(np.full(n, run_id, dtype=object), pa.string()), pa.array(steps)]
+        for values, present in cols:
+            if values is None:
+                arrays.append(pa.nulls(n, pa.float64()))
+            else:
+                arrays.append(pa.array(values, mask=~present))
+        writer.write_batch(pa.record_batch(arrays, schema=schema))
+        yield sink.take()
+    writer.close()
+    yield sink.take()
+
+
+def _jsonl_stream(store: Any, req: ExportRequest, keys: list[str], gzip: bool) -> Iterator[bytes]:
+    comp = zlib.compressobj(6, zlib.DEFLATED, 31) if gzip else None
+    for run_id, steps, cols in export_windows(store, req, keys):
+        lines = []
+        vals = [
+            (k, v.tolist(), p.tolist())
+            for k, (v, p) in zip(keys, cols, strict=True)
+            if v is not None
+        ]
+        for i, s in enumerate(steps.tolist()):
+            row: dict[str, Any] = {"run_id": run_id, "step": s}
+            for k, v, p in vals:
+                if p[i]:
+                    row[k] = v[i]
+            lines.append(json.dumps(row, allow_nan=True))
+        data = ("\n".join(lines) + "\n").encode()
+        yield comp.compress(data) if comp is not None else data
+    if comp is not None:
+        yield comp.flush()
+
+
+def _all_keys(store: Any, runs: list[str]) -> list[str]:
+    mk = S.metric_keys.c
+    with store.engine.connect() as conn:
+        q = select(mk.key).where(mk.run_id.in_(runs)).distinct()
+        return sorted(conn.execute(q).scalars())
+
+
+# -- endpoints ------------------------------------------------------------------------------
+
+
+class ExportApi:
+    """The endpoints of this module, sharing the main API's store and auth."""
+
+    def __init__(self, api: Any) -> None:
+        self.api = api
+        self.store = api.store
+
+    async def _body(self, request: Request, typ: type[Any]) -> Any:
+        body = await read_json(request, self.api.settings.max_body_bytes)
+        if not isinstance(body, dict):
+            raise invalid("body", "expected a JSON object")
+        return _convert(body, typ)
+
+    async def patch_run(self, request: Request) -> Response:
+        run_id = check_id(request.path_params["run_id"], "run_id")
+        edit: RunEdit = await self._body(request, RunEdit)
+        cols: dict[str, Any] = {}
+        if edit.name is not None:
+            cols["name"] = clean_str(edit.name, "name", MAX_NAME_LENGTH)
+        if edit.tags is not None:
+            cols["tags"] = check_tags(edit.tags, "tags")
+        if edit.notes is not None:
+            cols["notes"] = clean_str(edit.notes, "notes", MAX_NOTES_LENGTH)
+        if edit.summary is not None:
+            cols["summary"] = clean_json(edit.summary, "summary")
+        run = await run_in_threadpool(edit_run, self.store, run_id, cols)
+        if run is None:
+            raise Problem(404, "run_not_found", f"no run {run_id!r}", "run_id")
+        return json_response({"run": run})
+
+    async def delete_run(self, request: Request) -> Response:
+        run_id = check_id(request.path_params["run_id"], "run_id")
+        if not await run_in_threadpool(delete_run, self.store, run_id):
+            raise Problem(404, "run_not_found", f"no run {run_id!r}", "run_id")
+        return json_response(msgspec.to_builtins(Deleted(run_id)))
+
+    async def files(self, request: Request) -> Response:
+        run_id = check_id(request.path_params["run_id"], "run_id")
+        await self.api._need_run(run_id)
+        files = await run_in_threadpool(run_files, self.store, run_id)
+        return json_response({"files": files})
+
+    async def export_histories(self, request: Request) -> Response:
+        req: ExportRequest = await self._body(request, ExportRequest)
+        if not req.runs or len(req.runs) > MAX_EXPORT_RUNS:
+            raise invalid("runs", f"expected 1 to {MAX_EXPORT_RUNS} run ids")
+        req.runs = [check_id(r, "runs") for r in dict.fromkeys(req.runs)]
+        if req.format not in ("arrow", "jsonl"):
+            raise invalid("format", "expected arrow or jsonl")
+        for name in ("min_step", "max_step"):
+            v = getattr(req, name)
+            if v is not None and not 0 <= v <= MAX_STEP:
+                raise invalid(name, f"expected 0..{MAX_STEP}")
+        if req.keys is not None:
+            if len(req.keys) > MAX_EXPORT_KEYS:
+                raise invalid("keys", f"at most {MAX_EXPORT_KEYS} keys")
+            keys = [clean_str(k, "keys", MAX_KEY_LENGTH) for k in dict.fromkeys(req.keys)]
+        else:
+            keys = await run_in_threadpool(_all_keys, self.store, req.runs)
+        missing = await run_in_threadpool(self._missing_runs, req.runs)
+        if missing:
+            raise Problem(404, "run_not_found", f"no run {missing[0]!r}", "runs")
+        headers = {"x-wisp-export-version": str(EXPORT_VERSION)}
+        if req.format == "arrow":
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise invalid(
+                    "format",
+                    "the server has no pyarrow (pip install 'wisp[export]'); use jsonl",
+                ) from None
+            it = _arrow_stream(self.store, req, keys)
+            return StreamingResponse(it, media_type=ARROW_TYPE, headers=headers)
+        gz = "gzip" in request.headers.get("accept-encoding", "")
+        if gz:
+            headers["content-encoding"] = "gzip"
+        it2 = _jsonl_stream(self.store, req, keys, gz)
+        return StreamingResponse(it2, media_type="application/x-ndjson", headers=headers)
+
+    def _missing_runs(self, runs: list[str]) -> list[str]:
+        r = S.runs.c
+        with self.store.engine.connect() as conn:
+            have = set(conn.execute(select(r.id).where(r.id.in_(runs))).scalars())
+        return [x for x in runs if x not in have]
+
+
+def routes(api: Any, v1: str) -> list[Route]:
+    """The routes of this module (registered by ``_app.create_app``)."""
+    x = ExportApi(api)
+    ep = api.endpoint
+    return [
+        Route(f"{v1}/runs/{{run_id}}", ep("write", x.patch_run), methods=["PATCH"]),
+        Route(f"{v1}/runs/{{run_id}}", ep("write", x.delete_run), methods=["DELETE"]),
+        Route(f"{v1}/runs/{{run_id}}/files", ep("read", x.files), methods=["GET"]),
+        Route(f"{v1}/export/histories", ep("read", x.export_histories), methods=["POST"]),
+    ]
+
+
+def openapi_paths(v1: str, op: Any, ok: Any, run_id: Any) -> dict[str, Any]:
+    """OpenAPI operations of this module, schemas generated from the Structs above."""
+
+    def schema(t: type[Any]) -> dict[str, Any]:
+        (s,), comps = msgspec.json.schema_components([t], ref_template="{name}")
+        out = dict(comps.get(s["$ref"], s)) if "$ref" in s else s
+        got: dict[str, Any] = _nullable(out)
+        return got
+
+    run_ok = {"200": ok({"type": "object", "properties": {"run": {"type": "object"}}})}
+    body = {"application/json": {"schema": schema(RunEdit)}}
+    export_body = {"application/json": {"schema": schema(ExportRequest)}}
+    stream = {
+        "description": "Arrow IPC stream or JSON lines",
+        "content": {ARROW_TYPE: {}, "application/x-ndjson": {}},
+    }
+    return {
+        f"{v1}/runs/{{run_id}}": {
+            "patch": op(
+                "Edit a run's name, tags, notes or summary", [run_id], run_ok, body, "write"
+            ),
+            "delete": op(
+                "Delete a run and its data", [run_id], {"200": ok(schema(Deleted))}, None, "write"
+            ),
+        },
+        f"{v1}/runs/{{run_id}}/files": {
+            "get": op("Files saved with wisp.save()", [run_id], {"200": ok(schema(RunFiles))}),
+        },
+        f"{v1}/export/histories": {
+            "post": op(
+                "Numeric histories of many runs as one long table", [], {"200": stream}, export_body
+            ),
+        },
+    }
+
+
+def _nullable(s: Any) -> Any:
+    """OpenAPI 3.0 spelling of msgspec's ``anyOf [T, null]``."""
+    if isinstance(s, dict):
+        any_of = s.get("anyOf")
+        if isinstance(any_of, list) and {"type": "null"} in any_of and len(any_of) == 2:
+            other = next(x for x in any_of if x != {"type": "null"})
+            return {**_nullable(other), "nullable": True}
+        return {k: _nullable(v) for k, v in s.items()}
+    if isinstance(s, list):
+        return [_nullable(x) for x in s]
+    return s
