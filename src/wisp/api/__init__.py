@@ -65,6 +65,16 @@ class Api:
                 HttpApi(self.server_url, api_key, timeout=timeout, retries=retries)
             )
 
+    def close(self) -> None:
+        """Close the connection to the server (a later call opens a new one)."""
+        self._backend.close()
+
+    def __enter__(self) -> Api:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         where = self.server_url or self.dir
         return f"<wisp.Api {where}>"

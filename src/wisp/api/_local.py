@@ -7,6 +7,7 @@ Only numeric history values are histories here, as on the server.  Edits need a 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -29,6 +30,9 @@ class LocalBackend:
     def __init__(self, root: str) -> None:
         self.root = os.path.abspath(root)
         self._cache: dict[str, tuple[float, Any]] = {}
+
+    def close(self) -> None:
+        self._cache.clear()
 
     # -- discovery -----------------------------------------------------------------------------
 
@@ -230,7 +234,10 @@ class LocalBackend:
 
 
 def _downsample(xs: list[int], ys: list[float], buckets: int) -> dict[str, Any]:
-    """At most ``buckets`` equal-width step buckets: first x, last y, min and max."""
+    """At most ``buckets`` equal-width step buckets: first x, last y, min and max.
+
+    As on the server, min and max are over finite values (None when a bucket has none).
+    """
     if len(xs) <= buckets:
         return {"x": xs, "y": ys, "min": ys, "max": ys, "raw": True, "count": len(xs)}
     lo, hi = xs[0], xs[-1]
@@ -243,12 +250,11 @@ def _downsample(xs: list[int], ys: list[float], buckets: int) -> dict[str, Any]:
             cur = b
             out["x"].append(x)
             out["y"].append(y)
-            out["min"].append(y)
-            out["max"].append(y)
-            continue
+            out["min"].append(None)
+            out["max"].append(None)
         out["y"][-1] = y
-        if y == y and (out["min"][-1] != out["min"][-1] or y < out["min"][-1]):
-            out["min"][-1] = y
-        if y == y and (out["max"][-1] != out["max"][-1] or y > out["max"][-1]):
-            out["max"][-1] = y
+        if math.isfinite(y):
+            mn, mx = out["min"][-1], out["max"][-1]
+            out["min"][-1] = y if mn is None or y < mn else mn
+            out["max"][-1] = y if mx is None or y > mx else mx
     return {**out, "raw": False, "count": len(xs)}

@@ -22,6 +22,9 @@ class ServerBackend:
         self.http = http
         self._keys: dict[str, list[str]] = {}
 
+    def close(self) -> None:
+        self.http.close()
+
     def _not_found(self, exc: FatalApiError, what: str) -> Exception:
         if exc.status == 404:
             return NotFoundError(f"{what} not found on {self.http.server_url}", status=404)
