@@ -12,7 +12,6 @@ import wisp
 from tests.api.conftest import CONFIGS, TAGS, World
 from wisp.errors import FatalApiError, NotFoundError, UsageError
 
-
 _OPEN: list[Any] = []
 
 

@@ -64,7 +64,7 @@ class ExportRequest(msgspec.Struct, forbid_unknown_fields=True):
     format: str = "arrow"
     min_step: int | None = None
     max_step: int | None = None
-    page_points: int = 1_000_000
+    page_points: int = 250_000
 
 
 class RunFile(msgspec.Struct):
