@@ -37,6 +37,17 @@ class Stream:
         self.closed = False
 
     def read(self, n: int = -1) -> bytes:
+        import http.client
+
+        try:
+            return self._read(n)
+        except (OSError, http.client.HTTPException) as exc:
+            self.close()
+            raise RetryableApiError(
+                f"the server's stream broke off ({type(exc).__name__}: {exc}); see its log"
+            ) from exc
+
+    def _read(self, n: int) -> bytes:
         if self._dec is None:
             return bytes(self._resp.read(n if n is not None and n >= 0 else None))
         while n < 0 or len(self._buf) < n:

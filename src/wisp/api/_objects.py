@@ -340,6 +340,37 @@ class Runs:
         parts = self._backend.export(ids, keys, min_step, max_step, max(1, batch_runs))
         return build(parts, keys, format)
 
+    def to_parquet(
+        self, path: str, keys: list[str] | str | None = None, batch_runs: int = 200
+    ) -> int:
+        """Write every point of every run here to one Parquet file, streamed; returns the rows.
+
+        Memory stays bounded by one record batch.  Without ``keys``, the columns are the
+        union of the runs' metric keys.  Needs pyarrow.
+        """
+        from wisp.api._tables import need, to_batch
+
+        pa = need("pyarrow", "to_parquet()")
+        pq = need("pyarrow.parquet", "to_parquet()")
+        if isinstance(keys, str):
+            keys = [keys]
+        ids = [r.id for r in self]
+        if keys is None:
+            union: set[str] = set()
+            for rid in ids:
+                union.update(self._backend.metric_keys(rid))
+            keys = sorted(union)
+        fields = [pa.field("run_id", pa.string()), pa.field("step", pa.int64())]
+        schema = pa.schema(fields + [pa.field(k, pa.float64()) for k in keys])
+        rows = 0
+        with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+            for part in self._backend.export(ids, keys, None, None, max(1, batch_runs)):
+                batch = to_batch(part, schema)
+                if batch.num_rows:
+                    writer.write_batch(batch)
+                    rows += batch.num_rows
+        return rows
+
 
 def _order(order: str) -> tuple[str, str]:
     if not isinstance(order, str) or not order.strip("+-"):

@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["arrow_available", "build", "need"]
+__all__ = ["arrow_available", "build", "need", "to_batch"]
 
 _HINTS = {
     "pandas": "pip install pandas",
@@ -36,6 +36,20 @@ def arrow_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def to_batch(part: Any, schema: Any) -> Any:
+    """A part (record batch or row dicts) as a record batch of ``schema`` (nulls where absent)."""
+    import pyarrow as pa
+
+    if isinstance(part, list):
+        cols = {f.name: [row.get(f.name) for row in part] for f in schema}
+        return pa.RecordBatch.from_pydict(cols, schema=schema)
+    have = set(part.schema.names)
+    arrays = [
+        part.column(f.name) if f.name in have else pa.nulls(part.num_rows, f.type) for f in schema
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def build(parts: Iterable[Any], keys: list[str] | None, fmt: str) -> Any:

@@ -126,9 +126,12 @@ def _windows(
 
 
 def _window_columns(
-    conn: Any, ids: dict[int, int], a: int, b: int
+    conn: Any, ids: dict[int, int], ncols: int, a: int, b: int
 ) -> tuple[Any, list[tuple[Any, Any]]] | None:
-    """(steps, [(values, present) per key column]) for steps in [a, b], as numpy arrays."""
+    """(steps, [(values, present) per key column]) for steps in [a, b], as numpy arrays.
+
+    ``ids`` maps key id -> column; a column of a key the run lacks is ``(None, None)``.
+    """
     import numpy as np
 
     p = S.points.c
@@ -148,7 +151,7 @@ def _window_columns(
         val[nf == 2] = math.inf
         val[nf == 3] = -math.inf
     steps, inv = np.unique(step.astype(np.int64), return_inverse=True)
-    cols: list[tuple[Any, Any]] = [(None, None)] * len(ids)
+    cols: list[tuple[Any, Any]] = [(None, None)] * ncols
     for kid_v, col in ids.items():
         sel = kid == kid_v
         values = np.zeros(len(steps), dtype=np.float64)
@@ -169,15 +172,11 @@ def export_windows(
             if not kid:
                 continue
             ids = {kid[k]: i for i, k in enumerate(keys) if k in kid}
-            empty = [i for i, k in enumerate(keys) if k not in kid]
             page = max(1000, req.page_points)
             for a, b in _windows(conn, list(ids), req.min_step, req.max_step, page):
-                got = _window_columns(conn, ids, a, b)
+                got = _window_columns(conn, ids, len(keys), a, b)
                 if got is not None:
-                    steps, cols = got
-                    for i in empty:
-                        cols[i] = (None, None)
-                    yield run_id, steps, cols
+                    yield run_id, *got
 
 
 class _Sink:
