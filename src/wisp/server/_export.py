@@ -126,7 +126,7 @@ def _windows(
 
 
 def _window_columns(
-    conn: Any, ids: dict[int, int], ncols: int, a: int, b: int
+    store: Any, conn: Any, ids: dict[int, int], ncols: int, a: int, b: int
 ) -> tuple[Any, list[tuple[Any, Any]]] | None:
     """(steps, [(values, present) per key column]) for steps in [a, b], as numpy arrays.
 
@@ -134,23 +134,14 @@ def _window_columns(
     """
     import numpy as np
 
-    p = S.points.c
-    q = (
-        select(p.key_id, p.step, func.coalesce(p.value, 0.0), p.nf)
-        .where(p.key_id.in_(list(ids)), p.step >= a, p.step <= b)
-        .order_by(p.key_id, p.step)
-    )
-    rows = conn.execute(q).all()
-    if not rows:
+    kid, step, val, nf = store.dialect.read_points(conn, list(ids), a, b)
+    if not len(kid):
         return None
-    kid, step, val, nf = (np.asarray(c) for c in zip(*rows, strict=True))
-    del rows
-    val = val.astype(np.float64)
     if nf.any():
         val[nf == 1] = math.nan
         val[nf == 2] = math.inf
         val[nf == 3] = -math.inf
-    steps, inv = np.unique(step.astype(np.int64), return_inverse=True)
+    steps, inv = np.unique(step, return_inverse=True)
     cols: list[tuple[Any, Any]] = [(None, None)] * ncols
     for kid_v, col in ids.items():
         sel = kid == kid_v
@@ -174,7 +165,7 @@ def export_windows(
             ids = {kid[k]: i for i, k in enumerate(keys) if k in kid}
             page = max(1000, req.page_points)
             for a, b in _windows(conn, list(ids), req.min_step, req.max_step, page):
-                got = _window_columns(conn, ids, len(keys), a, b)
+                got = _window_columns(store, conn, ids, len(keys), a, b)
                 if got is not None:
                     yield run_id, *got
 
