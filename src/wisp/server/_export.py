@@ -105,20 +105,19 @@ def _key_ids(conn: Any, run_id: str, keys: list[str] | None) -> dict[str, int]:
 def _windows(
     conn: Any, ids: list[int], lo: int | None, hi: int | None, page: int
 ) -> Iterator[tuple[int, int]]:
-    """Step windows [a, b] of about ``page`` points each over the keys ``ids``."""
-    p = S.points.c
-    conds: list[Any] = [p.key_id.in_(ids)]
-    if lo is not None:
-        conds.append(p.step >= lo)
-    if hi is not None:
-        conds.append(p.step <= hi)
-    s_lo, s_hi = conn.execute(select(func.min(p.step), func.max(p.step)).where(*conds)).one()
+    """Step windows [a, b] of about ``page`` points each over the keys ``ids``.
+
+    Sized from the 64-step ``blocks`` (kept with the points), not the points themselves.
+    """
+    bl = S.blocks.c
+    q = select(func.min(bl.smin), func.max(bl.smax), func.sum(bl.n)).where(bl.key_id.in_(ids))
+    s_lo, s_hi, total = conn.execute(q).one()
     if s_lo is None:
         return
-    bl = S.blocks.c
-    total = conn.execute(select(func.sum(bl.n)).where(bl.key_id.in_(ids))).scalar() or 1
+    s_lo = s_lo if lo is None else max(s_lo, lo)
+    s_hi = s_hi if hi is None else min(s_hi, hi)
     span = s_hi - s_lo + 1
-    width = max(1, int(span * page / max(total, 1)))
+    width = max(1, int(span * page / max(int(total or 1), 1)))
     a = s_lo
     while a <= s_hi:
         yield a, min(s_hi, a + width - 1)
@@ -192,7 +191,6 @@ class _Sink:
 
 
 def _arrow_stream(store: Any, req: ExportRequest, keys: list[str]) -> Iterator[bytes]:
-    import numpy as np
     import pyarrow as pa
 
     fields = [pa.field("run_id", pa.string()), pa.field("step", pa.int64())]
@@ -203,7 +201,7 @@ def _arrow_stream(store: Any, req: ExportRequest, keys: list[str]) -> Iterator[b
     writer = pa.ipc.new_stream(sink, schema, options=opts)
     for run_id, steps, cols in export_windows(store, req, keys):
         n = len(steps)
-        arrays = [pa.array(np.full(n, run_id, dtype=object), pa.string()), pa.array(steps)]
+        arrays = [pa.repeat(pa.scalar(run_id, pa.string()), n), pa.array(steps)]
         for values, present in cols:
             if values is None:
                 arrays.append(pa.nulls(n, pa.float64()))
