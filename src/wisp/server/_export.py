@@ -6,7 +6,8 @@ table, columns ``run_id``, ``step``, then one float column per key (format versi
 - ``format: "arrow"`` — an Arrow IPC *stream* (``application/vnd.apache.arrow.stream``),
   record batches with ``lz4`` buffer compression; an absent value is null, a logged NaN/inf
   is that float.  Needs pyarrow on the server (``pip install 'wisp[export]'``); without it
-  the answer is a 422 naming the fix and clients fall back to JSON lines.
+  the answer is a 422 naming the fix and clients fall back to JSON lines (which needs
+  numpy on the server, also in that extra).
 - ``format: "jsonl"`` — one object per (run, step): ``{"run_id", "step", key: value...}``,
   absent keys left out, ``NaN``/``Infinity``/``-Infinity`` tokens; gzip-compressed when the
   request accepts it.
@@ -303,6 +304,12 @@ class ExportApi:
             keys = [clean_str(k, "keys", MAX_KEY_LENGTH) for k in dict.fromkeys(req.keys)]
         else:
             keys = await run_in_threadpool(_all_keys, self.store, req.runs)
+        try:
+            import numpy  # noqa: F401
+        except ImportError:
+            raise invalid(
+                "format", "history export needs numpy on the server: pip install 'wisp[export]'"
+            ) from None
         missing = await run_in_threadpool(self._missing_runs, req.runs)
         if missing:
             raise Problem(404, "run_not_found", f"no run {missing[0]!r}", "runs")
