@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -220,6 +221,25 @@ def test_read_key_can_read_but_not_edit(world: World) -> None:
     with pytest.raises(FatalApiError, match="403"):
         run.delete()
     assert _api(srv.url, srv.key).run(world.ids[0]).notes == "note 0"
+
+
+def test_files_list_and_download(world: World, tmp_path: Any) -> None:
+    """A wisp.save() file is listed by both backends and downloads byte for byte locally.
+
+    On a server the bytes exist only once uploaded; the uploader does not send saved files
+    yet, so the download is a NotFoundError naming the file (not a wrong or empty file).
+    """
+    server, local = _apis(world)
+    for api in (server, local):
+        run = api.run(world.ids[0])
+        assert [f.name for f in run.files()] == ["notes.txt"]
+        assert api.run(world.ids[1]).files() == []
+    path = local.run(world.ids[0]).file("notes.txt").download(root=str(tmp_path))
+    assert Path(path).read_bytes() == b"hello \x00 world"
+    with pytest.raises(UsageError, match="exists"):
+        local.run(world.ids[0]).file("notes.txt").download(root=str(tmp_path))
+    with pytest.raises(NotFoundError, match="notes.txt"):
+        server.run(world.ids[0]).file("notes.txt").download(root=str(tmp_path / "s"))
 
 
 def test_local_folder_refuses_edits(world: World) -> None:
