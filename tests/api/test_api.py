@@ -65,6 +65,10 @@ def test_runs_carry_what_was_logged(world: World) -> None:
             assert r.summary["best"] == float(i)
             assert r.created_at > 0
         assert {p.name: p.run_count for p in api.projects()} == {"sweep": 4, "other": 1}
+        by_lr = [r.config["lr"] for r in api.runs("sweep", order="config.lr")]
+        assert by_lr == sorted(c["lr"] for c in CONFIGS)
+        by_best = [r.id for r in api.runs("sweep", order="-summary_metrics.best", per_page=3)]
+        assert by_best == world.ids[::-1]
         one = api.run(f"sweep/{world.ids[2]}")
         assert one.id == world.ids[2] and one.config == CONFIGS[2]
 
@@ -238,7 +242,7 @@ def test_files_list_and_download(world: World, tmp_path: Any) -> None:
     assert Path(path).read_bytes() == b"hello \x00 world"
     with pytest.raises(UsageError, match="exists"):
         local.run(world.ids[0]).file("notes.txt").download(root=str(tmp_path))
-    with pytest.raises(NotFoundError, match="notes.txt"):
+    with pytest.raises(NotFoundError, match=r"notes\.txt"):
         server.run(world.ids[0]).file("notes.txt").download(root=str(tmp_path / "s"))
 
 

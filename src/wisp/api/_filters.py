@@ -17,7 +17,7 @@ from typing import Any
 
 from wisp.errors import UsageError
 
-__all__ = ["evaluate", "from_mongo", "parse", "to_source"]
+__all__ = ["evaluate", "field_name", "from_mongo", "parse", "to_source"]
 
 _ALIASES = {
     "display_name": "name",
@@ -41,6 +41,11 @@ def parse(src: str) -> dict[str, Any] | None:
         return _parse(src)
     except Problem as p:
         raise UsageError(f"invalid filter {src!r}: {p.message}") from None
+
+
+def field_name(name: str) -> str:
+    """wisp's name for a field given wandb's way (``summary_metrics.acc`` -> ``summary.acc``)."""
+    return _field(name)
 
 
 def _field(name: str) -> str:

@@ -375,6 +375,8 @@ class Runs:
 def _order(order: str) -> tuple[str, str]:
     if not isinstance(order, str) or not order.strip("+-"):
         raise UsageError(f"order must be a field name like '-created_at', got {order!r}")
+    from wisp.api._filters import field_name
+
     if order.startswith("-"):
-        return order[1:], "desc"
-    return order.lstrip("+"), "asc"
+        return field_name(order[1:]), "desc"
+    return field_name(order.lstrip("+")), "asc"
