@@ -7,7 +7,7 @@ Targets (issue 17), all on one PostgreSQL server over loopback:
 - ``scan_history``: one run's M x P points, every point, >= 2M points/s;
 - listing T runs with a config filter and their summaries: <= 1 s;
 - MLflow's ``search_runs`` + ``get_metric_history`` on the same data through an MLflow
-  server on the same PostgreSQL, reported as a ratio (skipped, saying so, when mlflow is
+  server on the same PostgreSQL (its own database there), reported as a ratio (skipped, saying so, when mlflow is
   not importable or its server does not start).
 
 Data is written through the server's ingestion code (``prepare_records`` +
@@ -191,7 +191,8 @@ def mlflow_side(
         return f"skipped: mlflow is not importable ({exc})"
     port = _port()
     uri = pg_url.replace("postgresql://", "postgresql+psycopg://", 1)
-    log = open(work / "mlflow.log", "wb")  # noqa: SIM115
+    log_path = Path(tempfile.gettempdir()) / "bench_api_mlflow.log"
+    log = open(log_path, "wb")  # noqa: SIM115
     proc = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
          "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
@@ -207,7 +208,7 @@ def mlflow_side(
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    return f"skipped: the MLflow server did not start (see {work / 'mlflow.log'})"
+                    return f"skipped: the MLflow server did not start (see {log_path})"
                 time.sleep(1)
         client = MlflowClient(tracking_uri=url)
         exp = client.create_experiment("bulk")
@@ -300,7 +301,8 @@ def main() -> None:
         if args.no_mlflow:
             print("mlflow: skipped (--no-mlflow)")
             return
-        got = mlflow_side(url, work, args.runs, args.metrics, args.steps, args.repeat)
+        with temporary_postgres_database(args.pg) as ml_url:  # its own tables (runs, ...)
+            got = mlflow_side(ml_url, work, args.runs, args.metrics, args.steps, args.repeat)
         if isinstance(got, str):
             print(f"mlflow: {got}")
             return
