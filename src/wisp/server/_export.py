@@ -235,6 +235,53 @@ def _jsonl_stream(store: Any, req: ExportRequest, keys: list[str], gzip: bool) -
         yield comp.flush()
 
 
+def prefetch(it: Iterator[bytes], depth: int = 2) -> Iterator[bytes]:
+    """Produce ``it`` on its own thread, at most ``depth`` chunks ahead of the consumer.
+
+    The database read of the next window overlaps sending this one; memory stays bounded
+    by ``depth`` chunks.  When the consumer stops early (client gone), the producer stops
+    at its next chunk; an error in the producer is raised to the consumer.
+    """
+    import queue
+    import threading
+
+    q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: tuple[str, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.5)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for chunk in it:
+                if not put(("data", chunk)):
+                    return
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+            put(("error", exc))
+            return
+        put(("end", None))
+
+    t = threading.Thread(target=produce, name="wisp-export", daemon=True)
+    t.start()
+    try:
+        while True:
+            kind, value = q.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+        t.join(timeout=5)
+
+
 def _all_keys(store: Any, runs: list[str]) -> list[str]:
     mk = S.metric_keys.c
     with store.engine.connect() as conn:
@@ -322,12 +369,12 @@ class ExportApi:
                     "format",
                     "the server has no pyarrow (pip install 'wisp[export]'); use jsonl",
                 ) from None
-            it = _arrow_stream(self.store, req, keys)
+            it = prefetch(_arrow_stream(self.store, req, keys))
             return StreamingResponse(it, media_type=ARROW_TYPE, headers=headers)
         gz = "gzip" in request.headers.get("accept-encoding", "")
         if gz:
             headers["content-encoding"] = "gzip"
-        it2 = _jsonl_stream(self.store, req, keys, gz)
+        it2 = prefetch(_jsonl_stream(self.store, req, keys, gz))
         return StreamingResponse(it2, media_type="application/x-ndjson", headers=headers)
 
     def _missing_runs(self, runs: list[str]) -> list[str]:

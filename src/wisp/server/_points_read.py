@@ -60,13 +60,13 @@ def _int_columns(rows: list[Any]) -> tuple[list[int], list[int], list[int]]:
 
 _PG_SQL = """
 SELECT k.id, a.st, a.va, a.nf
-FROM unnest(CAST(:ids AS int[])) AS k(id)
+FROM unnest(CAST(%(ids)s AS int[])) AS k(id)
 CROSS JOIN LATERAL (
   SELECT string_agg(int8send(s.step), '') AS st,
          string_agg(float8send(COALESCE(s.value, 0.0)), '') AS va,
          string_agg(int2send(s.nf), '') AS nf
   FROM (SELECT step, value, nf FROM points
-        WHERE key_id = k.id AND step >= :lo AND step <= :hi ORDER BY step) AS s
+        WHERE key_id = k.id AND step >= %(lo)s AND step <= %(hi)s ORDER BY step) AS s
 ) AS a
 WHERE a.st IS NOT NULL
 ORDER BY k.id
@@ -83,17 +83,18 @@ def read_points_pg(
     planner is told to prefer for this transaction.
     """
     import numpy as np
-    from sqlalchemy import text
 
-    conn.execute(text("SET LOCAL enable_bitmapscan = off"))
+    raw: Any = conn.connection.driver_connection
     kids, steps, vals, nfs = [], [], [], []
-    rows = conn.execute(text(_PG_SQL), {"ids": key_ids, "lo": lo, "hi": hi})
-    for kid, st, va, nf in rows:
-        s = np.frombuffer(st, dtype=">i8").astype(np.int64)
-        kids.append(np.full(len(s), kid, dtype=np.int64))
-        steps.append(s)
-        vals.append(np.frombuffer(va, dtype=">f8").astype(np.float64))
-        nfs.append(np.frombuffer(nf, dtype=">i2").astype(np.int16))
+    with raw.cursor(binary=True) as cur:  # bytea as bytes, not hex text
+        cur.execute("SET LOCAL enable_bitmapscan = off")
+        cur.execute(_PG_SQL, {"ids": key_ids, "lo": lo, "hi": hi})
+        for kid, st, va, nf in cur:
+            s = np.frombuffer(st, dtype=">i8").astype(np.int64)
+            kids.append(np.full(len(s), kid, dtype=np.int64))
+            steps.append(s)
+            vals.append(np.frombuffer(va, dtype=">f8").astype(np.float64))
+            nfs.append(np.frombuffer(nf, dtype=">i2").astype(np.int16))
     if not kids:
         return _empty()
     return np.concatenate(kids), np.concatenate(steps), np.concatenate(vals), np.concatenate(nfs)
