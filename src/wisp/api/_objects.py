@@ -63,7 +63,7 @@ class Run:
     def __init__(self, backend: Any, data: dict[str, Any]) -> None:
         self._backend = backend
         self._data = data
-        self._summary = copy.deepcopy(data.get("summary") or {})
+        self._summary: dict[str, Any] | None = None  # a copy, made when first asked for
         self._dirty: dict[str, Any] = {}
 
     # -- attributes ----------------------------------------------------------------------------
@@ -109,6 +109,8 @@ class Run:
     @property
     def summary(self) -> dict[str, Any]:
         """The summary; change it in place and call :meth:`update` to save it."""
+        if self._summary is None:
+            self._summary = copy.deepcopy(self._data.get("summary") or {})
         return self._summary
 
     def _field(self, name: str) -> Any:
@@ -156,11 +158,11 @@ class Run:
     def update(self) -> None:
         """Save changed name, tags, notes and summary."""
         body = {k: v for k, v in self._dirty.items() if v != self._data.get(k)}
-        if self._summary != (self._data.get("summary") or {}):
+        if self._summary is not None and self._summary != (self._data.get("summary") or {}):
             body["summary"] = self._summary
         if body:
             self._data = self._backend.edit(self.id, body)
-            self._summary = copy.deepcopy(self._data.get("summary") or {})
+            self._summary = None
         self._dirty = {}
 
     def delete(self) -> None:
