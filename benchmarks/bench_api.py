@@ -7,8 +7,8 @@ Targets (issue 17), all on one PostgreSQL server over loopback:
 - ``scan_history``: one run's M x P points, every point, >= 2M points/s;
 - listing T runs with a config filter and their summaries: <= 1 s;
 - MLflow's ``search_runs`` + ``get_metric_history`` on the same data through an MLflow
-  server on the same PostgreSQL (its own database there), reported as a ratio (skipped, saying so, when mlflow is
-  not importable or its server does not start).
+  server on the same PostgreSQL (its own database there), reported as a ratio (skipped,
+  saying so, when mlflow is not importable or its server does not start).
 
 Data is written through the server's ingestion code (``prepare_records`` +
 ``Store.ingest``, what the HTTP API calls), not the SDK: filling 100M points through the SDK
