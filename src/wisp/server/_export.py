@@ -95,49 +95,57 @@ def _convert(body: Any, typ: type[Any]) -> Any:
 # -- history windows ------------------------------------------------------------------------
 
 
-def _key_ids(conn: Any, run_id: str, keys: list[str] | None) -> dict[str, int]:
+_GROUP_RUNS = 200  # small runs read by one query at most
+_IN_CHUNK = 5000  # ids per IN list (SQLite's bound-parameter limit is 32766)
+
+
+def _chunks(xs: list[Any]) -> Iterator[list[Any]]:
+    for i in range(0, len(xs), _IN_CHUNK):
+        yield xs[i : i + _IN_CHUNK]
+
+
+def _run_keys(conn: Any, runs: list[str], keys: list[str]) -> dict[str, dict[int, int]]:
+    """run -> {key id: column} for the asked keys, in one query per chunk of runs."""
     mk = S.metric_keys.c
-    q = select(mk.key, mk.id).where(mk.run_id == run_id)
-    if keys is not None:
-        q = q.where(mk.key.in_(keys))
-    return dict(conn.execute(q).all())
+    col = {k: i for i, k in enumerate(keys)}
+    out: dict[str, dict[int, int]] = {}
+    for part in _chunks(runs):
+        q = select(mk.run_id, mk.key, mk.id).where(mk.run_id.in_(part))
+        for run_id, key, kid in conn.execute(q):
+            if key in col:
+                out.setdefault(run_id, {})[kid] = col[key]
+    return out
 
 
-def _windows(
-    conn: Any, ids: list[int], lo: int | None, hi: int | None, page: int
-) -> Iterator[tuple[int, int]]:
-    """Step windows [a, b] of about ``page`` points each over the keys ``ids``.
-
-    Sized from the 64-step ``blocks`` (kept with the points), not the points themselves.
-    """
+def _extents(conn: Any, ids: list[int]) -> dict[int, tuple[int, int, int]]:
+    """key id -> (first step, last step, points), from the 64-step ``blocks``."""
     bl = S.blocks.c
-    q = select(func.min(bl.smin), func.max(bl.smax), func.sum(bl.n)).where(bl.key_id.in_(ids))
-    s_lo, s_hi, total = conn.execute(q).one()
-    if s_lo is None:
-        return
-    s_lo = s_lo if lo is None else max(s_lo, lo)
-    s_hi = s_hi if hi is None else min(s_hi, hi)
-    span = s_hi - s_lo + 1
-    width = max(1, int(span * page / max(int(total or 1), 1)))
-    a = s_lo
-    while a <= s_hi:
-        yield a, min(s_hi, a + width - 1)
-        a += width
+    out: dict[int, tuple[int, int, int]] = {}
+    for part in _chunks(ids):
+        q = (
+            select(bl.key_id, func.min(bl.smin), func.max(bl.smax), func.sum(bl.n))
+            .where(bl.key_id.in_(part))
+            .group_by(bl.key_id)
+        )
+        for kid, lo, hi, n in conn.execute(q):
+            out[kid] = (int(lo), int(hi), int(n))
+    return out
 
 
-def _window_columns(
-    store: Any, conn: Any, ids: dict[int, int], ncols: int, a: int, b: int
+def _pivot(
+    arrays: tuple[Any, Any, Any, Any], ids: dict[int, int], ncols: int
 ) -> tuple[Any, list[tuple[Any, Any]]] | None:
-    """(steps, [(values, present) per key column]) for steps in [a, b], as numpy arrays.
+    """(steps, [(values, present) per key column]) of one run's points.
 
     ``ids`` maps key id -> column; a column of a key the run lacks is ``(None, None)``.
     """
     import numpy as np
 
-    kid, step, val, nf = store.dialect.read_points(conn, list(ids), a, b)
+    kid, step, val, nf = arrays
     if not len(kid):
         return None
     if nf.any():
+        val = val.copy()
         val[nf == 1] = math.nan
         val[nf == 2] = math.inf
         val[nf == 3] = -math.inf
@@ -156,18 +164,62 @@ def _window_columns(
 def export_windows(
     store: Any, req: ExportRequest, keys: list[str]
 ) -> Iterator[tuple[str, Any, list[tuple[Any, Any]]]]:
-    """(run_id, steps, columns) windows for every run in order, one window in memory."""
+    """(run_id, steps, columns) for every run in order, about ``page_points`` in memory.
+
+    Small runs are read together (one query for several runs' keys); a run larger than a
+    page is read in step windows sized from its blocks.
+    """
+    import numpy as np
+
+    page = max(1000, req.page_points)
+    big = 1 << 62
+    lo = req.min_step if req.min_step is not None else 0
+    hi = req.max_step if req.max_step is not None else big
     with store.engine.connect() as conn:
-        for run_id in req.runs:
-            kid = _key_ids(conn, run_id, keys)
-            if not kid:
-                continue
-            ids = {kid[k]: i for i, k in enumerate(keys) if k in kid}
-            page = max(1000, req.page_points)
-            for a, b in _windows(conn, list(ids), req.min_step, req.max_step, page):
-                got = _window_columns(store, conn, ids, len(keys), a, b)
+        run_ids = _run_keys(conn, req.runs, keys)
+        ext = _extents(conn, [k for ids in run_ids.values() for k in ids])
+        group: list[tuple[str, dict[int, int]]] = []
+        group_points = 0
+
+        def flush() -> Iterator[tuple[str, Any, list[tuple[Any, Any]]]]:
+            all_ids = [k for _, ids in group for k in ids]
+            kid, step, val, nf = store.dialect.read_points(conn, all_ids, lo, hi)
+            for run_id, ids in group:
+                sel = np.isin(kid, list(ids))
+                got = _pivot((kid[sel], step[sel], val[sel], nf[sel]), ids, len(keys))
                 if got is not None:
                     yield run_id, *got
+
+        for run_id in req.runs:
+            ids = run_ids.get(run_id)
+            if not ids:
+                continue
+            spans = [ext[k] for k in ids if k in ext]
+            if not spans:
+                continue
+            total = sum(e[2] for e in spans)
+            if total <= page:
+                if group_points + total > page or len(group) >= _GROUP_RUNS:
+                    yield from flush()
+                    group, group_points = [], 0
+                group.append((run_id, ids))
+                group_points += total
+                continue
+            if group:
+                yield from flush()
+                group, group_points = [], 0
+            s_lo = max(lo, min(e[0] for e in spans))
+            s_hi = min(hi, max(e[1] for e in spans))
+            width = max(1, int((s_hi - s_lo + 1) * page / total))
+            a = s_lo
+            while a <= s_hi:
+                b = min(s_hi, a + width - 1)
+                got = _pivot(store.dialect.read_points(conn, list(ids), a, b), ids, len(keys))
+                if got is not None:
+                    yield run_id, *got
+                a += width
+        if group:
+            yield from flush()
 
 
 class _Sink:
