@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from wisp._run import Run
     from wisp._settings import Settings
     from wisp._summary import Summary
+    from wisp.api import Api
     from wisp.media import Audio, Histogram, Html, Image, Object3D, Table, Video
     from wisp.sweeps import agent, sweep
 
@@ -34,6 +35,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AlertLevel",
+    "Api",
     "Audio",
     "Config",
     "Histogram",
@@ -83,6 +85,7 @@ _LAZY = {
     "Summary": ("wisp._summary", "Summary"),
     "Settings": ("wisp._settings", "Settings"),
     "open_run": ("wisp._reader", "open_run"),
+    "Api": ("wisp.api", "Api"),
     "flush": ("wisp._hooks", "flush"),
     "RunData": ("wisp._reader", "RunData"),
     "doctor": ("wisp._doctor", "doctor"),

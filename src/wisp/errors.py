@@ -14,6 +14,7 @@ keeps working when wisp is the one complaining.
     └── ApiError (OSError)                talking to a server failed
         ├── RetryableApiError             connection errors, timeouts, 429, 5xx
         └── FatalApiError (ValueError)    4xx that cannot succeed on retry
+            └── NotFoundError (LookupError) no such run, project, metric or file
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "ApiError",
     "CorruptRunFileError",
     "FatalApiError",
+    "NotFoundError",
     "RetryableApiError",
     "RunFileError",
     "RunStateError",
@@ -85,3 +87,7 @@ class FatalApiError(ApiError, ValueError):
 
 class WispWarning(UserWarning):
     """A warning wisp gives on the calling thread (e.g. a refused step)."""
+
+
+class NotFoundError(FatalApiError, LookupError):
+    """The run, project, metric key or file asked for does not exist (named in the message)."""

@@ -21,6 +21,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/export/histories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Numeric histories of many runs as one long table */
+        post: operations["export_histories"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/filter/parse": {
         parameters: {
             query?: never;
@@ -103,10 +120,12 @@ export interface paths {
         /** Create or update a run (idempotent upsert) */
         put: operations["put_run"];
         post?: never;
-        delete?: never;
+        /** Delete a run and its data */
+        delete: operations["delete_run"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Edit a run's name, tags, notes or summary */
+        patch: operations["patch_run"];
         trace?: never;
     };
     "/api/v1/runs/{run_id}/console": {
@@ -118,6 +137,23 @@ export interface paths {
         };
         /** Captured console lines after an id */
         get: operations["console"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Files saved with wisp.save() */
+        get: operations["run_files"];
         put?: never;
         post?: never;
         delete?: never;
@@ -352,6 +388,10 @@ export interface components {
         ConsolePage: {
             lines: components["schemas"]["ConsoleLine"][];
         };
+        /** Deleted */
+        Deleted: {
+            deleted: string;
+        };
         /**
          * ErrorBody
          * @description Every 4xx answer: ``{"error": {"code", "message", "field"}}``.
@@ -365,6 +405,23 @@ export interface components {
             /** @default null */
             field?: string | null;
             message: string;
+        };
+        /**
+         * ExportRequest
+         * @description ``POST /export/histories`` body.
+         */
+        ExportRequest: {
+            /** @default arrow */
+            format?: string;
+            /** @default null */
+            keys?: string[] | null;
+            /** @default null */
+            max_step?: number | null;
+            /** @default null */
+            min_step?: number | null;
+            /** @default 250000 */
+            page_points?: number;
+            runs: string[];
         };
         /** FilterParsed */
         FilterParsed: {
@@ -501,6 +558,33 @@ export interface components {
                 [key: string]: unknown;
             };
             tags: string[];
+        };
+        /**
+         * RunEdit
+         * @description ``PATCH /runs/{id}`` body: the fields to set (``summary`` replaces the whole summary).
+         */
+        RunEdit: {
+            /** @default null */
+            name?: string | null;
+            /** @default null */
+            notes?: string | null;
+            /** @default null */
+            summary?: {
+                [key: string]: unknown;
+            } | null;
+            /** @default null */
+            tags?: string[] | null;
+        };
+        /** RunFile */
+        RunFile: {
+            kind: string;
+            name: string;
+            sha256: string | null;
+            size: number | null;
+        };
+        /** RunFiles */
+        RunFiles: {
+            files: components["schemas"]["RunFile"][];
         };
         /** RunPut */
         RunPut: {
@@ -819,6 +903,32 @@ export interface operations {
             "4XX": components["responses"]["Error"];
         };
     };
+    export_histories: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExportRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.apache.arrow.stream": string;
+                    "application/x-ndjson": string;
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
     filter_parse: {
         parameters: {
             query?: {
@@ -1031,6 +1141,56 @@ export interface operations {
             "4XX": components["responses"]["Error"];
         };
     };
+    delete_run: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Deleted"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    patch_run: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RunEdit"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPut"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
     console: {
         parameters: {
             query?: {
@@ -1052,6 +1212,29 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ConsolePage"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    run_files: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunFiles"];
                 };
             };
             "4XX": components["responses"]["Error"];

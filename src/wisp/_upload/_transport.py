@@ -23,7 +23,7 @@ from urllib.parse import quote, urlsplit
 from wisp._wire import RunBody
 from wisp.errors import FatalApiError, RetryableApiError, UsageError
 
-__all__ = ["API_PREFIX", "ApiClient", "HttpTransport", "Response", "Transport"]
+__all__ = ["API_PREFIX", "ApiClient", "HttpTransport", "Response", "Transport", "error_message"]
 
 API_PREFIX = "/api/v1"
 
@@ -119,7 +119,7 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _error_message(resp: Response) -> tuple[str, dict[str, Any]]:
+def error_message(resp: Response) -> tuple[str, dict[str, Any]]:
     try:
         doc = json.loads(resp.body)
     except ValueError:
@@ -194,7 +194,7 @@ class ApiClient:
         status = resp.status
         if 200 <= status < 300 or status in ok:
             return resp
-        msg, _doc = _error_message(resp)
+        msg, _doc = error_message(resp)
         text = f"{what}: server answered {status}" + (f": {msg}" if msg else "")
         if status == 429 or status >= 500 or status == 408:
             raise RetryableApiError(

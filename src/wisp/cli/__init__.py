@@ -105,8 +105,15 @@ def _parser() -> argparse.ArgumentParser:
     dir_opt(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output")
 
-    sp = add("export", "export a run's history")
-    sp.add_argument("run", metavar="RUN", help="run id (or prefix), name or directory")
+    sp = add("export", "export a run's history, or a whole project's (--project)")
+    sp.add_argument("run", metavar="RUN", nargs="?", help="run id (or prefix), name or directory")
+    sp.add_argument(
+        "--project",
+        default=None,
+        help="export every run of this project (server from settings/--server, else --dir)",
+    )
+    sp.add_argument("--server", default=None, help="server URL for --project (default: login)")
+    sp.add_argument("--filter", default=None, help="only runs matching this filter (--project)")
     sp.add_argument("--format", choices=("csv", "jsonl", "parquet"), default="csv")
     sp.add_argument(
         "-o",

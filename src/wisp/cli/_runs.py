@@ -273,6 +273,12 @@ def _cell(value: Any) -> Any:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.project is not None:
+        from wisp.cli._export_cmd import export_project
+
+        return export_project(args)
+    if args.run is None:
+        raise CliError("export needs a RUN or --project PROJECT", "wisp export --help")
     d = resolve_run(args.run, args.dir)
     data = _open(d)
     fmt = args.format

@@ -96,6 +96,10 @@ class Dialect:
         """Fold the records' own block aggregates into ``blocks``."""
         raise NotImplementedError
 
+    def read_points(self, conn: Connection, key_ids: list[int], lo: int, hi: int) -> Any:
+        """``(key_id, step, value, nf)`` numpy columns (see :mod:`._points_read`)."""
+        raise NotImplementedError
+
     # -- JSON access (the filter language) ----------------------------------------------------
 
     def json_type(self, doc: Any, path: list[str]) -> Any:
@@ -157,6 +161,11 @@ class SqliteDialect(Dialect):
 
     def merge_blocks(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> None:
         P.merge_blocks_sqlite(conn, ids, cols)
+
+    def read_points(self, conn: Connection, key_ids: list[int], lo: int, hi: int) -> Any:
+        from wisp.server._points_read import read_points_sqlite
+
+        return read_points_sqlite(conn, key_ids, lo, hi)
 
     @staticmethod
     def _path(path: list[str]) -> Any:
@@ -225,6 +234,11 @@ class PostgresDialect(Dialect):
 
     def merge_blocks(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> None:
         P.merge_blocks_pg(conn, ids, cols)
+
+    def read_points(self, conn: Connection, key_ids: list[int], lo: int, hi: int) -> Any:
+        from wisp.server._points_read import read_points_pg
+
+        return read_points_pg(conn, key_ids, lo, hi)
 
     def json_type(self, doc: Any, path: list[str]) -> Any:
         return func.jsonb_typeof(func.jsonb_extract_path(doc, *path))
