@@ -570,8 +570,9 @@ class Run(WandbRunApi):
             raise WriterError(
                 f"run {self.id}: the writer did not finish within "
                 f"{self._settings.finish_timeout}s; {len(w.queue)} queued items "
-                f"are not in {self.path}"
-            )
+                f"are not in {self.file_path}"
+                + (f"; {_failure_text(w)}" if w.first_error is not None else "")
+            ) from w.first_error
         left_out = w.failures.get("value", 0)
         if left_out:
             warnings.warn(
@@ -581,13 +582,7 @@ class Run(WandbRunApi):
                 stacklevel=2,
             )
         if w.first_error is not None:
-            counts = ", ".join(f"{k}: {v}" for k, v in w.failures.items())
-            lost = w.rows_lost
-            raise WriterError(
-                f"run {self.id}: background writes failed ({counts}); "
-                + (f"{lost} rows lost to a full disk ({w.disk_full_error}); " if lost else "")
-                + f"first error: {type(w.first_error).__name__}: {w.first_error}"
-            ) from w.first_error
+            raise WriterError(f"run {self.id}: {_failure_text(w)}") from w.first_error
 
     def _write_meta(self, state: str) -> None:
         assert self.dir is not None
@@ -658,6 +653,17 @@ def _unregister(run: Run) -> None:
     del _recent_runs[:-5]
     if run in _live_runs:
         _live_runs.remove(run)
+
+
+def _failure_text(w: Writer) -> str:
+    """What went wrong in the background: counts, rows lost to a full disk, the first error."""
+    counts = ", ".join(f"{k}: {v}" for k, v in w.failures.items())
+    lost = w.rows_lost
+    return (
+        f"background writes failed ({counts}); "
+        + (f"{lost} rows lost to a full disk ({w.disk_full_error}); " if lost else "")
+        + f"first error: {type(w.first_error).__name__}: {w.first_error}"
+    )
 
 
 def live_runs() -> list[Run]:
