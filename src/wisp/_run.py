@@ -658,10 +658,11 @@ def _unregister(run: Run) -> None:
 def _failure_text(w: Writer) -> str:
     """What went wrong in the background: counts, rows lost to a full disk, the first error."""
     counts = ", ".join(f"{k}: {v}" for k, v in w.failures.items())
-    lost = w.rows_lost
+    lost, full = w.rows_lost, w.disk_full_error
     return (
         f"background writes failed ({counts}); "
-        + (f"{lost} rows lost to a full disk ({w.disk_full_error}); " if lost else "")
+        + (f"{lost} rows lost to a full disk ({full}); " if lost else "")
+        + (f"the disk is full ({full}); " if full is not None and not lost else "")
         + f"first error: {type(w.first_error).__name__}: {w.first_error}"
     )
 

@@ -79,4 +79,4 @@ def test_a_full_disk_drops_counted_rows_keeps_the_file_whole_and_resumes(
     assert data.ignored_bytes == 0
     assert [r["after"] for r in rows if "after" in r] == [float(k) for k in range(100)]
     assert len(rows) + w.rows_lost == i + 100
-    assert os.path.getsize(run.path) > 0
+    assert os.path.getsize(run.file_path) > 0
