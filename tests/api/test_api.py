@@ -228,11 +228,8 @@ def test_read_key_can_read_but_not_edit(world: World) -> None:
 
 
 def test_files_list_and_download(world: World, tmp_path: Any) -> None:
-    """A wisp.save() file is listed by both backends and downloads byte for byte locally.
-
-    On a server the bytes exist only once uploaded; the uploader does not send saved files
-    yet, so the download is a NotFoundError naming the file (not a wrong or empty file).
-    """
+    """A wisp.save() file is listed by both backends and downloads byte for byte from each
+    (the uploader sends saved files' bytes with the run)."""
     server, local = _apis(world)
     for api in (server, local):
         run = api.run(world.ids[0])
@@ -242,8 +239,8 @@ def test_files_list_and_download(world: World, tmp_path: Any) -> None:
     assert Path(path).read_bytes() == b"hello \x00 world"
     with pytest.raises(UsageError, match="exists"):
         local.run(world.ids[0]).file("notes.txt").download(root=str(tmp_path))
-    with pytest.raises(NotFoundError, match=r"notes\.txt"):
-        server.run(world.ids[0]).file("notes.txt").download(root=str(tmp_path / "s"))
+    path = server.run(world.ids[0]).file("notes.txt").download(root=str(tmp_path / "s"))
+    assert Path(path).read_bytes() == b"hello \x00 world"
 
 
 def test_local_folder_refuses_edits(world: World) -> None:

@@ -74,6 +74,7 @@ from wisp.errors import FatalApiError, RetryableApiError
 __all__ = ["CURSOR_FILE", "Cursor", "Uploader", "describe_run"]
 
 log = logging.getLogger("wisp")
+MAX_SAVED_BYTES = 128 * 1024 * 1024  # saved files sent with the run (read whole, in memory)
 
 _dumps = json.JSONEncoder(allow_nan=True, separators=(",", ":"), ensure_ascii=False).encode
 
@@ -565,9 +566,42 @@ class Uploader:
         payload = rec.payload
         if rec.type == RecordType.HISTORY:  # binary columns in the file, JSON on the wire
             return history_json(payload, self._upload_refs if b'"path"' in payload else None)
+        if rec.type == RecordType.FILE:
+            self._upload_saved(payload)
+            return payload
         if b'"path"' in payload:
             return self._with_media(payload)
         return payload
+
+    def _upload_saved(self, payload: bytes) -> None:
+        """The bytes of a file saved into the run (``files/...``, its sha256 recorded at save
+        time), so servers serve it: sent once, when the server lacks it.  A file that changed
+        since it was recorded, or is over :data:`MAX_SAVED_BYTES`, is not sent (logged once;
+        large files belong in artifacts, which stream)."""
+        obj = json.loads(payload)
+        rel, digest = obj.get("path"), obj.get("sha256")
+        if not isinstance(rel, str) or not isinstance(digest, str) or digest in self._known_media:
+            return
+        root = os.path.realpath(self.run_dir)
+        full = os.path.realpath(os.path.join(root, rel))
+        if not full.startswith(root + os.sep) or not os.path.isfile(full):
+            return
+        if os.path.getsize(full) > MAX_SAVED_BYTES:
+            log.warning(
+                "wisp: %s is over %d MiB: not uploaded with the run (log it as a wisp.Artifact)",
+                full,
+                MAX_SAVED_BYTES >> 20,
+            )
+            self._known_media.add(digest)
+            return
+        with open(full, "rb") as f:
+            data = f.read()
+        if hashlib.sha256(data).hexdigest() != digest:
+            log.warning("wisp: %s changed after it was saved: not uploaded", full)
+        elif not self.client.has_media(digest):
+            self.client.put_media(digest, data)
+            self.media_sent += 1
+        self._known_media.add(digest)
 
     def _with_media(self, payload: bytes) -> bytes:
         obj = json.loads(payload)
