@@ -23,12 +23,14 @@ if TYPE_CHECKING:
     from wisp._reader import RunData, open_run
     from wisp._run import Config, Run, Summary
     from wisp._settings import Settings
+    from wisp.artifacts import Artifact
     from wisp.media import Histogram, Image, Table
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AlertLevel",
+    "Artifact",
     "Config",
     "Histogram",
     "Image",
@@ -47,6 +49,7 @@ __all__ = [
     "finish",
     "init",
     "log",
+    "log_artifact",
     "login",
     "open_run",
     "run",
@@ -54,6 +57,7 @@ __all__ = [
     "summary",
     "sync",
     "unwatch",
+    "use_artifact",
     "watch",
 ]
 
@@ -70,6 +74,7 @@ _LAZY = {
     "doctor": ("wisp._doctor", "doctor"),
     "sync": ("wisp._upload._sync", "sync"),
     "errors": ("wisp.errors", None),
+    "Artifact": ("wisp.artifacts._artifact", "Artifact"),
     "Histogram": ("wisp.media", "Histogram"),
     "Image": ("wisp.media", "Image"),
     "Table": ("wisp.media", "Table"),
@@ -163,6 +168,27 @@ def finish(exit_code: int = 0) -> None:
     if r is not None:
         run = None
         r.finish(exit_code)
+
+
+def log_artifact(
+    artifact_or_path: Any,
+    name: str | None = None,
+    type: str | None = None,  # noqa: A002 - wandb's name
+    aliases: list[str] | None = None,
+    tags: list[str] | None = None,
+) -> Any:
+    """Log an artifact to the current run (see :meth:`Run.log_artifact`)."""
+    return _current("log_artifact()").log_artifact(artifact_or_path, name, type, aliases, tags)
+
+
+def use_artifact(
+    artifact_or_name: Any,
+    type: str | None = None,  # noqa: A002
+    aliases: list[str] | None = None,
+    use_as: str | None = None,
+) -> Any:
+    """Use an artifact version in the current run (see :meth:`Run.use_artifact`)."""
+    return _current("use_artifact()").use_artifact(artifact_or_name, type, aliases, use_as)
 
 
 def __getattr__(name: str) -> Any:

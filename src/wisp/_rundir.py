@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "ARTIFACTS_DIR",
     "CURSOR_FILE",
     "FILES_DIR",
     "LOCK_FILE",
@@ -66,6 +67,7 @@ CURSOR_FILE = "upload.json"
 LOCK_FILE = "upload.lock"
 MEDIA_DIR = "media"
 FILES_DIR = "files"
+ARTIFACTS_DIR = "artifacts"  # artifact jobs (wisp.artifacts._jobs), one JSON file each
 _RANK_PREFIX, _RUN_SUFFIX, _META_SUFFIX = "run.rank", ".wisp", ".json"
 
 
