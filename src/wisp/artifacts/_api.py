@@ -146,6 +146,8 @@ def use_artifact(
                 if run is None:
                     raise
                 doc = None  # unreachable: fall back on the cache
+            finally:
+                client.close()
         art = Artifact(f"{proj}/{name}", (doc or {}).get("type") or "unspecified")
         art._cache = cache
         art._client = client
@@ -185,6 +187,7 @@ def use_artifact(
         if client is not None:
             with contextlib.suppress(ApiError):  # the job stays: `wisp sync` sends it
                 process(job, path, Cache(), client)
+            client.close()
     return art
 
 

@@ -41,9 +41,15 @@ class ArtifactClient:
         self.bytes_sent = 0
         self.files_sent = 0
         self._count = threading.Lock()
+        self._conns: list[Any] = []
 
     def close(self) -> None:
+        """Close every connection (they reopen on next use)."""
         self.api.close()
+        with self._count:
+            conns, self._conns = self._conns, []
+        for c in conns:
+            c.close()
 
     def _json(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = ()) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -67,6 +73,8 @@ class ArtifactClient:
                 else http.client.HTTPConnection
             )
             conn = cls(parts.hostname or "", parts.port, timeout=self.timeout)
+            with self._count:
+                self._conns.append(conn)
             self._local.conn = conn
             self._local.prefix = parts.path.rstrip("/")
         return conn

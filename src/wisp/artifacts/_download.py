@@ -52,7 +52,10 @@ def download(art: Artifact, root: str, only: list[str] | None) -> str:
             with cache.receive(d) as f:
                 client.get_file(d, f)
 
-        parallel(fetch, need, n=4)
+        try:
+            parallel(fetch, need, n=4)
+        finally:
+            client.close()
 
     def write(item: tuple[str, dict[str, Any]]) -> None:
         path, e = item

@@ -202,7 +202,10 @@ def upload(job: dict[str, Any], path: str, cache: Cache, client: ArtifactClient)
     def send(d: str) -> None:
         client.put_file(d, cache.path(d), files[d])
 
-    parallel(send, missing, n=4)
+    try:
+        parallel(send, missing, n=4)
+    finally:
+        client.close()
     stats["files_uploaded"] = len(missing)
     stats["bytes_uploaded"] = sum(files[d] for d in missing)
     body = {
@@ -364,6 +367,8 @@ def worker_for(run: Run) -> Worker:
 
         def stop(w: Worker = w) -> None:
             w.wait(run.upload_wait()[0])
+            if w.client is not None:
+                w.client.close()
 
         run.attach("artifacts", w, stop)
     return w

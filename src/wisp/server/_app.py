@@ -11,6 +11,7 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
 from wisp.server._api import Api
+from wisp.server._artifacts import routes as artifact_routes
 from wisp.server._blobs import BlobStore, open_blob_store
 from wisp.server._http import json_response
 from wisp.server._openapi import openapi_document
@@ -66,6 +67,7 @@ def create_app(
         Route(f"{v1}/projects/{{project}}/runs", ep("read", api.project_runs), methods=["GET"]),
         Route(f"{v1}/series", ep("read", api.series), methods=["GET"]),
         Route(f"{v1}/filter/parse", ep("read", api.filter_parse), methods=["GET"]),
+        *artifact_routes(store, api.blobs, settings, ep),
         Route("/api/{rest:path}", _api_not_found),
         Route("/{path:path}", _static_handler(Path(settings.static_dir)), methods=["GET", "HEAD"]),
     ]

@@ -244,6 +244,9 @@ def openapi_document() -> dict[str, Any]:
             )
         },
     }
+    from wisp.server._artifacts import openapi_paths  # the artifact routes document themselves
+
+    paths.update(openapi_paths())
     return {
         "openapi": "3.0.3",
         "info": {
