@@ -19,7 +19,7 @@ def _client(args: argparse.Namespace, needed: bool) -> Any:
     s = Settings.resolve()
     url = args.server or s.server_url
     key = args.key if args.key is not None else s.api_key
-    if not url or s.mode == "offline" and not args.server:
+    if not url or (s.mode == "offline" and not args.server):
         if needed:
             raise CliError(
                 "no server configured",
