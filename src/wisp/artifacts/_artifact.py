@@ -103,7 +103,8 @@ class Artifact:
         self._error: str | None = None
         self._digest: str | None = None
         self._client: Any = None  # set by use_artifact online: where to fetch files from
-        self.last_download: dict[str, int] = {}
+        self.last_download: dict[str, int] = {}  # files, from_cache, fetched
+        self.upload_stats: dict[str, int] = {}  # files_uploaded, bytes_uploaded, files_skipped
 
     # -- building --------------------------------------------------------------------------
 

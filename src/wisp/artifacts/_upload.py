@@ -301,7 +301,9 @@ class Worker:
         deadline = time.monotonic() + 600.0
         while True:
             try:
-                process(job, path, self.cache, self.client)
+                stats = process(job, path, self.cache, self.client)
+                if art is not None:
+                    art.upload_stats = stats
                 break
             except ArtifactError as exc:
                 self.failed.append(str(exc))
