@@ -109,8 +109,8 @@ def main() -> None:
         if not args.no_wandb:
             w = bench_wandb(root, work)
             print(
-                f"wandb offline: add_dir {w['add_dir']:.2f} s, log_artifact {w['log_artifact'] * 1e3:.0f} ms, "
-                f"finish {w['finish']:.2f} s"
+                f"wandb offline: add_dir {w['add_dir']:.2f} s (hashes on the caller), "
+                f"log_artifact {w['log_artifact'] * 1e3:.0f} ms, finish {w['finish']:.2f} s"
             )
 
         os.environ["WISP_CACHE_DIR"] = str(work / "wisp-cache")
