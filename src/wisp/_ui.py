@@ -56,6 +56,8 @@ class LocalImporter:
         self.client_factory = client_factory
         self.uploaders: dict[str, Uploader] = {}
         self.errors = 0
+        self.artifacts: tuple[str, str | None] | None = None  # (server, key): sync artifacts
+        self._artifacts_seen: dict[str, int] = {}
 
     def poll(self) -> int:
         """Send what is new in every run directory; returns the number of batches sent."""
@@ -66,6 +68,7 @@ class LocalImporter:
                 self.uploaders[d] = up
         sent = 0
         for d, up in self.uploaders.items():
+            self._sync_artifacts(d)
             if up.done.is_set() or up.error is not None:
                 continue
             try:
@@ -79,6 +82,34 @@ class LocalImporter:
             if up.done.is_set() or up.error is not None:
                 up.client.close()
         return sent
+
+    def _sync_artifacts(self, run_dir: str) -> None:
+        """Publish the run's pending artifacts (wisp.artifacts) when its job folder changed."""
+        from wisp._rundir import ARTIFACTS_DIR
+
+        if self.artifacts is None:
+            return
+        try:
+            mark = os.stat(os.path.join(run_dir, ARTIFACTS_DIR)).st_mtime_ns
+        except OSError:
+            return
+        if self._artifacts_seen.get(run_dir) == mark:
+            return
+        from wisp.artifacts._client import ArtifactClient
+        from wisp.artifacts._upload import sync_run_dir
+
+        client = ArtifactClient(*self.artifacts)
+        try:
+            got = sync_run_dir(run_dir, client)
+            errors = got["errors"]
+            if not got["busy"]:  # a job its own run is still working on: look again later
+                self._artifacts_seen[run_dir] = mark
+            for e in errors[:3]:
+                log.warning("wisp ui: artifact of %s not imported: %s", run_dir, e)
+        except (ApiError, OSError) as exc:
+            log.warning("wisp ui: artifacts of %s not imported (will retry): %s", run_dir, exc)
+        finally:
+            client.close()
 
     def close(self) -> None:
         for up in self.uploaders.values():
@@ -158,6 +189,7 @@ def ui(
     if env_dir and env_dir not in roots:
         roots.append(env_dir)
     importer = LocalImporter(roots, lambda: ApiClient(url, server.write_key))
+    importer.artifacts = (url, server.write_key)
     stop = stop or threading.Event()
     try:
         importer.poll()

@@ -226,10 +226,34 @@ def upload(job: dict[str, Any], path: str, cache: Cache, client: ArtifactClient)
     return stats
 
 
+class JobBusy(Exception):
+    """Another process (the run itself, ``wisp sync``, ``wisp ui``) is working on the job."""
+
+
 def process(
     job: dict[str, Any], path: str, cache: Cache, client: ArtifactClient | None
 ) -> dict[str, int]:
-    """Take one job as far as it can go (``local`` offline, ``published`` online)."""
+    """Take one job as far as it can go (``local`` offline, ``published`` online), holding
+    the job's lock (``<job>.lock``, released by the kernel if the process dies); raises
+    :class:`JobBusy` when another process holds it."""
+    import fcntl
+
+    with open(path + ".lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise JobBusy(path) from None
+        try:
+            with open(path, encoding="utf-8") as f:
+                job.update(json.load(f))  # the newest state: another process may have advanced it
+        except (OSError, ValueError):
+            pass
+        return _process(job, path, cache, client)
+
+
+def _process(
+    job: dict[str, Any], path: str, cache: Cache, client: ArtifactClient | None
+) -> dict[str, int]:
     stats: dict[str, int] = {}
     if job["kind"] == "use":
         if client is not None and job["state"] != "published":
@@ -312,6 +336,8 @@ class Worker:
                 if art is not None:
                     art._finish("failed", str(exc))
                 return
+            except JobBusy:  # `wisp sync` or `wisp ui` has it: they will finish it
+                break
             except RetryableApiError as exc:
                 if time.monotonic() > deadline:
                     log.warning(
@@ -388,6 +414,7 @@ def sync_run_dir(
     """Finish every job of ``run_dir`` that is not published; counts and errors."""
     cache = cache or Cache()
     total: dict[str, Any] = {
+        "busy": 0,
         "jobs": 0,
         "files_uploaded": 0,
         "bytes_uploaded": 0,
@@ -400,6 +427,9 @@ def sync_run_dir(
         total["jobs"] += 1
         try:
             stats = process(job, path, cache, client)
+        except JobBusy:
+            total["busy"] += 1
+            continue
         except ArtifactError as exc:
             total["errors"].append(str(exc))
             continue
