@@ -35,7 +35,7 @@ from wisp._rundir import ARTIFACTS_DIR
 from wisp.artifacts._cache import Cache
 from wisp.artifacts._hashing import parallel, sha256_file
 from wisp.artifacts._manifest import make_manifest, manifest_digest
-from wisp.errors import ApiError, ArtifactError, RetryableApiError
+from wisp.errors import ApiError, ArtifactError, FatalApiError, RetryableApiError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,8 +57,9 @@ log = logging.getLogger("wisp")
 
 def save_job(path: str, job: dict[str, Any]) -> None:
     tmp = f"{path}.tmp"
+    data = json.dumps(job, separators=(",", ":"))  # the C encoder: json.dump is ~10x slower
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(job, f, separators=(",", ":"))
+        f.write(data)
     os.replace(tmp, path)
 
 
@@ -190,6 +191,24 @@ def upload(job: dict[str, Any], path: str, cache: Cache, client: ArtifactClient)
         if "ref" not in e:
             files[e["digest"]] = e["size"]
     stats = {"files_uploaded": 0, "bytes_uploaded": 0, "files_skipped": 0}
+    body = {
+        "type": job["type"],
+        "description": job.get("description", ""),
+        "metadata": job.get("metadata") or {},
+        "aliases": job.get("aliases", []),
+        "run_id": job.get("run_id"),
+        "manifest": make_manifest(job["type"], job["entries"]),
+    }
+    if job["digest"] in cache.names(job["project"], job["name"])["versions"].values():
+        # published before (from this machine): the server most likely holds every file, so
+        # commit at once; it answers 409 missing_files if not (another server, lost blobs)
+        try:
+            _published(job, path, cache, client.commit(job["project"], job["name"], body))
+            stats["files_skipped"] = len(files)
+            return stats
+        except FatalApiError as exc:
+            if exc.status != 409:
+                raise
     missing = client.missing(sorted(files))
     stats["files_skipped"] = len(files) - len(missing)
     for d in missing:
@@ -208,22 +227,17 @@ def upload(job: dict[str, Any], path: str, cache: Cache, client: ArtifactClient)
         client.close()
     stats["files_uploaded"] = len(missing)
     stats["bytes_uploaded"] = sum(files[d] for d in missing)
-    body = {
-        "type": job["type"],
-        "description": job.get("description", ""),
-        "metadata": job.get("metadata") or {},
-        "aliases": job.get("aliases", []),
-        "run_id": job.get("run_id"),
-        "manifest": make_manifest(job["type"], job["entries"]),
-    }
-    doc = client.commit(job["project"], job["name"], body)
+    _published(job, path, cache, client.commit(job["project"], job["name"], body))
+    return stats
+
+
+def _published(job: dict[str, Any], path: str, cache: Cache, doc: dict[str, Any]) -> None:
     version = doc["version"]["version"]
     job["state"] = "published"
     job["server_version"] = version
     job["created"] = bool(doc.get("created"))
     save_job(path, job)
     cache.remember(job["project"], job["name"], job["digest"], [], version=version)
-    return stats
 
 
 class JobBusy(Exception):

@@ -255,7 +255,9 @@ class ArtifactApi:
         ok = await run_in_threadpool(self.art.set_alias, project, name, req.version, alias)
         if not ok:
             raise Problem(404, "version_not_found", f"no version {project}/{name}:{req.version}")
-        doc = await run_in_threadpool(self.art.version, project, name, req.version)
+        doc = await run_in_threadpool(
+            lambda: self.art.version(project, name, req.version, manifest=False)
+        )
         return json_response(doc)
 
     async def use(self, request: Request) -> Response:

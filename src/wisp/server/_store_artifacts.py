@@ -206,7 +206,7 @@ class ArtifactStore:
             if run_id:
                 self._edge(conn, vid, run_id, "produced")
             conn.execute(artifacts.update().where(a.id == art_id).values(updated_at=now))
-        got = self.version(project, name, f"v{self._index_of(vid)}")
+        got = self.version(project, name, f"v{self._index_of(vid)}", manifest=False)
         assert got is not None
         return got, created
 
@@ -251,7 +251,9 @@ class ArtifactStore:
             doc["manifest"] = json.loads(r.manifest)
         return doc
 
-    def version(self, project: str, name: str, ref: str) -> dict[str, Any] | None:
+    def version(
+        self, project: str, name: str, ref: str, *, manifest: bool = True
+    ) -> dict[str, Any] | None:
         """A version by ``vN`` or alias, with its manifest and lineage; None if unknown."""
         v, al = artifact_versions.c, artifact_aliases.c
         with self.db.read() as conn:
@@ -267,7 +269,7 @@ class ArtifactStore:
             r = conn.execute(q).first()
             if r is None:
                 return None
-            doc = self._vdict(r, self._aliases(conn, art.id), manifest=True)
+            doc = self._vdict(r, self._aliases(conn, art.id), manifest=manifest)
             doc.update(project=project, name=name, type=art.type)
             doc["lineage"] = self._lineage(conn, r.id)
             return doc
