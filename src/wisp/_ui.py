@@ -102,7 +102,7 @@ class LocalImporter:
         try:
             got = sync_run_dir(run_dir, client)
             errors = got["errors"]
-            if not got["busy"]:  # a job its own run is still working on: look again later
+            if not got["pending"]:  # a job still being worked on, or waiting: look again later
                 self._artifacts_seen[run_dir] = mark
             for e in errors[:3]:
                 log.warning("wisp ui: artifact of %s not imported: %s", run_dir, e)

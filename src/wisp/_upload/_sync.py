@@ -89,7 +89,12 @@ class _Progress:
 
 
 def _sync_artifacts(
-    run_dir: str, server: str, key: str | None, transport: Any, bar: _Progress
+    run_dir: str,
+    server: str,
+    key: str | None,
+    transport: Any,
+    bar: _Progress,
+    kinds: tuple[str, ...],
 ) -> list[str]:
     """Finish the run's pending artifacts (wisp.artifacts); the errors, one line each."""
     from wisp._rundir import ARTIFACTS_DIR
@@ -101,12 +106,14 @@ def _sync_artifacts(
 
     client = ArtifactClient(server, key, transport=transport)
     try:
-        got = sync_run_dir(run_dir, client)
+        got = sync_run_dir(run_dir, client, kinds=kinds)
     except ApiError as exc:
         return [f"{run_dir}: {exc}"]
     finally:
         client.close()
-    if got["jobs"]:
+    if got["pending"] and "use" in kinds:
+        return [f"{run_dir}: {got['pending']} artifact job(s) could not be finished yet"]
+    if got["jobs"] and "log" in kinds:
         bar.end(
             f"{os.path.basename(run_dir)}: {got['jobs']} artifact job(s), "
             f"{got['files_uploaded']} files sent ({human_size(got['bytes_uploaded'])}), "
@@ -162,8 +169,10 @@ def sync(
     results: list[SyncResult] = []
     server = server.rstrip("/")
     artifact_errors: list[str] = []
+    for kinds in (("log",), ("use",)):  # versions first, then the runs that used them
+        for run_dir in run_dirs:
+            artifact_errors += _sync_artifacts(run_dir, server, key, transport, bar, kinds)
     for run_dir in run_dirs:
-        artifact_errors += _sync_artifacts(run_dir, server, key, transport, bar)
         if sync_status(run_dir, server)[0]:
             results.append(SyncResult(run_dir, None, 0, 0, 0, True, "up to date", None))
             continue

@@ -65,6 +65,9 @@ class ArtifactClient:
         import http.client
 
         conn = getattr(self._local, "conn", None)
+        with self._count:
+            if conn is not None and conn not in self._conns:
+                conn = None  # closed by close(): open a new one
         if conn is None:
             parts = urlsplit(self.server_url)
             cls = (

@@ -424,10 +424,14 @@ def sync_run_dir(
     client: ArtifactClient,
     cache: Cache | None = None,
     on_job: Callable[[dict[str, Any]], None] | None = None,
+    kinds: tuple[str, ...] = ("log", "use"),
 ) -> dict[str, Any]:
-    """Finish every job of ``run_dir`` that is not published; counts and errors."""
+    """Finish every job of ``run_dir`` (of ``kinds``) that is not published; counts and
+    errors.  A use of a version the server does not know yet (its producer not synced)
+    stays pending and is counted in ``pending``; so are jobs another process holds."""
     cache = cache or Cache()
     total: dict[str, Any] = {
+        "pending": 0,
         "busy": 0,
         "jobs": 0,
         "files_uploaded": 0,
@@ -436,13 +440,19 @@ def sync_run_dir(
         "errors": [],
     }
     for path, job in load_jobs(run_dir):
-        if job["state"] in ("published", "failed"):
+        if job["state"] in ("published", "failed") or job["kind"] not in kinds:
             continue
         total["jobs"] += 1
         try:
             stats = process(job, path, cache, client)
         except JobBusy:
             total["busy"] += 1
+            total["pending"] += 1
+            continue
+        except FatalApiError as exc:
+            if job["kind"] != "use" or exc.status != 404:
+                raise
+            total["pending"] += 1  # the version is not on the server yet: next time
             continue
         except ArtifactError as exc:
             total["errors"].append(str(exc))
