@@ -100,3 +100,21 @@ def test_bad_input_is_named() -> None:
     with pytest.raises(wisp.UsageError, match="version number"):
         run.log_artifact(art, aliases=["v3"])
     run.finish()
+
+
+def test_add_image_stores_json_and_pixels(tmp_path: Path) -> None:
+    """add(wisp.Image) stores the typed JSON under name.image.json and the PNG next to it, and
+    both come back from a download."""
+    import numpy as np
+
+    run = wisp.init(project="p", mode="offline")
+    art = wisp.Artifact("imgs", type="media")
+    art.add(wisp.Image(np.zeros((4, 5, 3), dtype=np.uint8)), "sample")
+    run.log_artifact(art).wait(30)
+    run.finish()
+    paths = [e.path for e in art.files()]
+    assert "sample.image.json" in paths
+    png = next(p for p in paths if p.endswith(".png"))
+    out = Path(art.download(str(tmp_path / "out")))
+    assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png in (out / "sample.image.json").read_text()
