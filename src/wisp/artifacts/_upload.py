@@ -301,6 +301,7 @@ class Worker:
         self.queue: list[tuple[str, dict[str, Any], Artifact | None]] = []
         self.busy = 0
         self.failed: list[str] = []
+        self.closed = False
         self.thread = threading.Thread(target=self._main, name="wisp-artifacts", daemon=True)
         self.thread.start()
 
@@ -314,11 +315,19 @@ class Worker:
         with self.cond:
             return self.busy
 
+    def close(self) -> None:
+        """Let the thread end after its current job; queued jobs stay for `wisp sync`."""
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
     def _main(self) -> None:
         while True:
             with self.cond:
-                while not self.queue:
+                while not self.queue and not self.closed:
                     self.cond.wait()
+                if self.closed:
+                    return
                 path, job, art = self.queue.pop(0)
             try:
                 self._one(path, job, art)
@@ -409,6 +418,7 @@ def worker_for(run: Run) -> Worker:
 
         def stop(w: Worker = w) -> None:
             w.wait(run.upload_wait()[0])
+            w.close()
             if w.client is not None:
                 w.client.close()
 
