@@ -540,10 +540,13 @@ export interface components {
             run_id?: string | null;
             type: string;
         };
-        /** ArtifactCommitted */
+        /**
+         * ArtifactCommitted
+         * @description The version published (``created``: new), or the existing one with the same digest.
+         */
         ArtifactCommitted: {
             created: boolean;
-            version: string;
+            version: components["schemas"]["ArtifactVersion"];
         };
         /** ArtifactFileStored */
         ArtifactFileStored: {

@@ -118,11 +118,6 @@ class ArtifactFileStored(msgspec.Struct):
     stored: bool
 
 
-class ArtifactCommitted(msgspec.Struct):
-    version: str
-    created: bool
-
-
 class ArtifactSummary(msgspec.Struct):
     name: str
     type: str
@@ -168,6 +163,13 @@ class ArtifactVersion(ArtifactVersionRow):
     type: str
     lineage: VersionLineage
     manifest: dict[str, Any] | None = None
+
+
+class ArtifactCommitted(msgspec.Struct):
+    """The version published (``created``: new), or the existing one with the same digest."""
+
+    version: ArtifactVersion
+    created: bool
 
 
 class ArtifactUsed(msgspec.Struct):
