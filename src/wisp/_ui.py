@@ -189,12 +189,19 @@ class LocalImporter:
 
         client = ArtifactClient(*self.artifacts)
         try:
-            got = sync_run_dir(run_dir, client)
-            errors = got["errors"]
-            if not got["pending"]:  # a job still being worked on, or waiting: look again later
-                self._artifacts_seen[run_dir] = mark
-            for e in errors[:3]:
-                log.warning("wisp ui: artifact of %s not imported: %s", run_dir, e)
+            for _ in range(3):  # publishing rewrites the job files: one more pass, which
+                got = sync_run_dir(run_dir, client)  # changes nothing, settles the mark
+                for e in got["errors"][:3]:
+                    log.warning("wisp ui: artifact of %s not imported: %s", run_dir, e)
+                if got["pending"]:  # a job still being worked on, or waiting: look again later
+                    break
+                after = self._artifacts_mark(run_dir)
+                if after is None:
+                    break
+                if after == mark:
+                    self._artifacts_seen[run_dir] = mark
+                    break
+                mark = after
         except (ApiError, OSError) as exc:
             log.warning("wisp ui: artifacts of %s not imported (will retry): %s", run_dir, exc)
         finally:
