@@ -4,6 +4,9 @@ A two-layer MLP learns a noisy spiral on the CPU in a few seconds: no GPU, no
 downloads.  Three runs with different learning rates are logged to ``./wisp``
 with scalars, a weight histogram over steps, images of the predictions (the decision
 surface and patches of it) and a table of validation predictions with inline images.
+A first run logs the data set as a ``dataset`` artifact; each training run uses it and
+logs its weights as a ``model`` artifact (``checkpoint``), so the dashboard shows the
+lineage data -> runs -> checkpoints.
 
     python examples/train.py                 # three runs
     python examples/train.py --steps 2000 --runs 1 --sleep 0.01   # one slow, "live" run
@@ -82,10 +85,27 @@ def final_media(
     return out
 
 
+def log_dataset(project: str) -> None:
+    """A run that writes the spiral data set and logs it as the ``spiral-data`` artifact."""
+    import tempfile
+
+    run = wisp.init(project=project, name="prepare-data", job_type="data", tags=["demo"])
+    rng = np.random.default_rng(1234)
+    data = wisp.Artifact(
+        "spiral-data", type="dataset", description="two noisy spirals", metadata={"train": 2000}
+    )
+    with tempfile.TemporaryDirectory() as d:
+        for split, n in (("train", 2000), ("val", 500)):
+            x, y = spiral(n, rng)
+            np.save(f"{d}/{split}_x.npy", x)
+            np.save(f"{d}/{split}_y.npy", y)
+        data.add_dir(d)  # secured now: the folder may go away at once
+    run.log_artifact(data, aliases=["v1-data"])
+    run.finish()
+
+
 def train(lr: float, hidden: int, steps: int, seed: int, sleep: float, project: str) -> None:
     rng = np.random.default_rng(seed)
-    x, y = spiral(2000, rng)
-    xv, yv = spiral(500, rng)
     run = wisp.init(
         project=project,
         name=f"mlp-lr{lr:g}-h{hidden}",
@@ -93,6 +113,12 @@ def train(lr: float, hidden: int, steps: int, seed: int, sleep: float, project: 
         tags=["demo", "baseline" if lr == 0.5 else "sweep"],
         group="spiral-mlp",
     )
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:  # lineage: this run consumed the data set
+        d = run.use_artifact("spiral-data:latest").download(tmp)
+        x, y = np.load(f"{d}/train_x.npy"), np.load(f"{d}/train_y.npy")
+        xv, yv = np.load(f"{d}/val_x.npy"), np.load(f"{d}/val_y.npy")
     w1 = rng.normal(0, 1, (2, hidden))
     b1 = np.zeros(hidden)
     w2 = rng.normal(0, 1 / math.sqrt(hidden), (hidden, 1))
@@ -143,6 +169,10 @@ def train(lr: float, hidden: int, steps: int, seed: int, sleep: float, project: 
 
             time.sleep(sleep)
     run.summary["best_val_acc"] = float(np.max(row.get("val/acc", 0.0)))
+    ckpt = wisp.Artifact("checkpoint", type="model", metadata={"lr": lr, "hidden": hidden})
+    with ckpt.new_file("weights.npz", mode="wb") as f:
+        np.savez(f, w1=w1, b1=b1, w2=w2, b2=b2)
+    run.log_artifact(ckpt, aliases=[f"lr{lr:g}".replace(".", "_")])
     run.finish()
 
 
@@ -153,6 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--sleep", type=float, default=0.0, help="seconds to wait per step")
     args = ap.parse_args(argv)
+    log_dataset(args.project)
     for i, lr in enumerate([0.5, 1.0, 0.1, 2.0, 0.05][: args.runs]):
         train(lr, 16 + 8 * i, args.steps, i, args.sleep, args.project)
 

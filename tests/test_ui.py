@@ -199,3 +199,42 @@ def test_ready_by_default_after_every_run_is_imported(tmp_path: Path) -> None:
 
     ui(port=_free_port("127.0.0.1"), dir=str(root), data=str(data), stop=stop, ready=ready)
     assert seen == [3]
+
+
+def test_a_run_is_indexed_only_once_its_artifacts_are_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A finished offline run whose artifact could not be published stays out of the stat
+    index, so the next start publishes it; after that a start opens nothing."""
+    root, data = tmp_path / "work", tmp_path / "data"
+    data.mkdir()
+    monkeypatch.setenv("WISP_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "w.txt").write_text("weights")
+    run = wisp.init(project="p", dir=str(root), mode="offline", settings=SETTINGS)
+    run.log_artifact(str(tmp_path / "w.txt"), name="model", type="model")
+    run.finish()
+    server = _server(data)
+    try:
+        imp, transport = _importer(server, root, data)
+        imp.artifacts = (f"http://127.0.0.1:{_free_port('127.0.0.1')}", server.write_key)
+        imp.poll()  # the run imports; its artifact cannot reach that (closed) port
+        assert imp.imported == 1 and len(imp.uploaders) == 1
+        imp.close()
+        transport.shutdown()
+
+        imp2, transport2 = _importer(server, root, data)
+        imp2.artifacts = (server.url, server.write_key)
+        imp2.poll()
+        assert imp2.opened == 1 and not imp2.uploaders
+        imp2.close()
+        transport2.shutdown()
+        arts = _get(f"{server.url}/api/v1/projects/p/artifacts")["artifacts"]
+        assert [a["name"] for a in arts] == ["model"]
+
+        imp3, transport3 = _importer(server, root, data)
+        imp3.artifacts = (server.url, server.write_key)
+        imp3.poll()
+        assert imp3.opened == 0
+        transport3.shutdown()
+    finally:
+        server.stop()

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from wisp._settings import Settings
     from wisp._summary import Summary
     from wisp.api import Api
+    from wisp.artifacts import Artifact
     from wisp.media import Audio, Histogram, Html, Image, Object3D, Table, Video
     from wisp.sweeps import agent, sweep
 
@@ -36,6 +37,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AlertLevel",
     "Api",
+    "Artifact",
     "Audio",
     "Config",
     "Histogram",
@@ -61,6 +63,7 @@ __all__ = [
     "flush",
     "init",
     "log",
+    "log_artifact",
     "log_code",
     "login",
     "mark_preempting",
@@ -73,6 +76,7 @@ __all__ = [
     "sweep",
     "sync",
     "unwatch",
+    "use_artifact",
     "watch",
 ]
 
@@ -91,6 +95,7 @@ _LAZY = {
     "doctor": ("wisp._doctor", "doctor"),
     "sync": ("wisp._upload._sync", "sync"),
     "errors": ("wisp.errors", None),
+    "Artifact": ("wisp.artifacts._artifact", "Artifact"),
     "Histogram": ("wisp.media", "Histogram"),
     "Image": ("wisp.media", "Image"),
     "Table": ("wisp.media", "Table"),
@@ -227,6 +232,27 @@ def finish(exit_code: int = 0) -> None:
     if r is not None:
         run = None
         r.finish(exit_code)
+
+
+def log_artifact(
+    artifact_or_path: Any,
+    name: str | None = None,
+    type: str | None = None,  # noqa: A002 - wandb's name
+    aliases: list[str] | None = None,
+    tags: list[str] | None = None,
+) -> Any:
+    """Log an artifact to the current run (see :meth:`Run.log_artifact`)."""
+    return _current("log_artifact()").log_artifact(artifact_or_path, name, type, aliases, tags)
+
+
+def use_artifact(
+    artifact_or_name: Any,
+    type: str | None = None,  # noqa: A002
+    aliases: list[str] | None = None,
+    use_as: str | None = None,
+) -> Any:
+    """Use an artifact version in the current run (see :meth:`Run.use_artifact`)."""
+    return _current("use_artifact()").use_artifact(artifact_or_name, type, aliases, use_as)
 
 
 def __getattr__(name: str) -> Any:

@@ -12,6 +12,7 @@ Every module that names a file in a run directory takes the name from here::
                               segment of its own (no summary, no finish record)
         media/<sha256>.<ext>  media files, by content hash
         files/...             files saved with wisp.save()
+        artifacts/<job>.json  artifact jobs not yet published (wisp.artifacts._upload)
         upload.json           the upload cursor (format version 1, see :class:`Cursor`)
         upload.lock           flock'ed by whoever uploads the run
         rejected.jsonl        records the server refused (422), set aside by the uploader:
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "ARTIFACTS_DIR",
     "CURSOR_FILE",
     "FILES_DIR",
     "LOCK_FILE",
@@ -81,6 +83,7 @@ LOCK_FILE = "upload.lock"
 REJECTED_FILE = "rejected.jsonl"
 MEDIA_DIR = "media"
 FILES_DIR = "files"
+ARTIFACTS_DIR = "artifacts"  # artifact jobs (wisp.artifacts._upload), one JSON file each
 _RANK_PREFIX, _RUN_SUFFIX, _META_SUFFIX = "run.rank", ".wisp", ".json"
 _FORK_PREFIX = "run.fork"
 
@@ -122,7 +125,8 @@ def fork_files(run_dir: str) -> list[str]:
 
 def _is_own(name: str) -> bool:
     """True for a top-level name of ``run_dir`` that wisp writes (see the layout above)."""
-    if name in (RUN_FILE, META_FILE, CURSOR_FILE, LOCK_FILE, MEDIA_DIR, FILES_DIR, REJECTED_FILE):
+    own = (RUN_FILE, META_FILE, CURSOR_FILE, LOCK_FILE, MEDIA_DIR, FILES_DIR, REJECTED_FILE)
+    if name in own or name == ARTIFACTS_DIR:
         return True
     if name.startswith((_RANK_PREFIX, _FORK_PREFIX)) and name.endswith((_RUN_SUFFIX, _META_SUFFIX)):
         return True

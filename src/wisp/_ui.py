@@ -84,6 +84,8 @@ class LocalImporter:
         self.imported = 0  # of those, complete on the server
         self.busy = False  # the last poll stopped at its time budget
         self._last_scan: float | None = None
+        self.artifacts: tuple[str, str | None] | None = None  # (server, key): sync artifacts
+        self._artifacts_seen: dict[str, int] = {}
 
     def _scan(self) -> None:
         now = self.clock()
@@ -116,6 +118,9 @@ class LocalImporter:
         sent = 0
         self.busy = False
         for d, up in list(self.uploaders.items()):
+            self._sync_artifacts(d)
+            if up.done.is_set() and self.index is not None and self._artifacts_settled(d):
+                self._remember(d, up)  # kept while its artifacts were still to publish
             if up.done.is_set() or up.error is not None:
                 continue
             if budget is not None and self.busy:
@@ -143,6 +148,8 @@ class LocalImporter:
     def _remember(self, run_dir: str, up: Uploader) -> None:
         """A finished upload: index the run file (if it did not grow since) and drop it."""
         assert self.index is not None
+        if not self._artifacts_settled(run_dir):
+            return  # indexed only once its artifacts are published too
         del self.uploaders[run_dir]
         try:
             st = os.stat(os.path.join(run_dir, RUN_FILE))
@@ -155,6 +162,50 @@ class LocalImporter:
     def pending(self) -> int:
         """Run directories found and not complete on the server yet."""
         return sum(1 for u in self.uploaders.values() if not u.done.is_set() and u.error is None)
+
+    def _artifacts_mark(self, run_dir: str) -> int | None:
+        """The mtime of the run's artifact job folder; None when there is nothing to sync."""
+        from wisp._rundir import ARTIFACTS_DIR
+
+        if self.artifacts is None:
+            return None
+        try:
+            return os.stat(os.path.join(run_dir, ARTIFACTS_DIR)).st_mtime_ns
+        except OSError:
+            return None
+
+    def _artifacts_settled(self, run_dir: str) -> bool:
+        """Whether every artifact job of the run seen so far is published."""
+        mark = self._artifacts_mark(run_dir)
+        return mark is None or self._artifacts_seen.get(run_dir) == mark
+
+    def _sync_artifacts(self, run_dir: str) -> None:
+        """Publish the run's pending artifacts (wisp.artifacts) when its job folder changed."""
+        mark = self._artifacts_mark(run_dir)
+        if mark is None or self.artifacts is None or self._artifacts_seen.get(run_dir) == mark:
+            return
+        from wisp.artifacts._client import ArtifactClient
+        from wisp.artifacts._upload import sync_run_dir
+
+        client = ArtifactClient(*self.artifacts)
+        try:
+            for _ in range(3):  # publishing rewrites the job files: one more pass, which
+                got = sync_run_dir(run_dir, client)  # changes nothing, settles the mark
+                for e in got["errors"][:3]:
+                    log.warning("wisp ui: artifact of %s not imported: %s", run_dir, e)
+                if got["pending"]:  # a job still being worked on, or waiting: look again later
+                    break
+                after = self._artifacts_mark(run_dir)
+                if after is None:
+                    break
+                if after == mark:
+                    self._artifacts_seen[run_dir] = mark
+                    break
+                mark = after
+        except (ApiError, OSError) as exc:
+            log.warning("wisp ui: artifacts of %s not imported (will retry): %s", run_dir, exc)
+        finally:
+            client.close()
 
     def close(self) -> None:
         for up in self.uploaders.values():
@@ -274,6 +325,7 @@ def ui(
     from wisp.sweeps._sync import SweepPusher  # offline sweeps under the roots (docs/sweeps.md)
 
     sweeps = SweepPusher(roots, url, server.write_key)
+    importer.artifacts = (url, server.write_key)
     stop = stop or threading.Event()
     began = time.monotonic()
     shown = False

@@ -1,8 +1,9 @@
 """The request bodies the SDK sends to the server, standard library only (API v1).
 
 The server declares the same bodies, with their limits, as msgspec Structs in
-``wisp.server._types`` (``RunBody``, ``RecordsBody``) and ``wisp.server._sweeps_types``
-(the sweep bodies, sent by ``wisp.sweeps._remote``); ``tests/server/test_types.py``
+``wisp.server._types`` (``RunBody``, ``RecordsBody``), ``wisp.server._sweeps_types``
+(the sweep bodies, sent by ``wisp.sweeps._remote``) and ``wisp.server._artifacts_types``
+(the artifact bodies, sent by ``wisp.artifacts._client``); ``tests/server/test_types.py``
 checks the two declarations name the same fields with the same types and that the
 uploader's encoded batches decode as ``RecordsBody``.  The SDK never imports
 msgspec or the server package: ``import wisp`` does not load this module, the
@@ -15,6 +16,10 @@ from typing import Any, TypedDict
 
 __all__ = [
     "RUN_RECORD_FIELDS",
+    "ArtifactAliasBody",
+    "ArtifactCommitBody",
+    "ArtifactMissingBody",
+    "ArtifactUseBody",
     "RecordIn",
     "RecordsBody",
     "RunBody",
@@ -125,3 +130,39 @@ class TrialBody(_TrialOptional):
     params: dict[str, Any]
     state: str
     created_at: float
+
+
+# -- artifacts (``wisp.artifacts._client`` sends these) ----------------------------------------
+
+
+class ArtifactMissingBody(TypedDict):
+    """``POST /api/v1/artifact-files/missing``: which of these sha256 the server lacks."""
+
+    sha256: list[str]
+
+
+class _CommitOptional(TypedDict, total=False):
+    description: str
+    metadata: dict[str, Any]
+    aliases: list[str]
+    run_id: str | None
+
+
+class ArtifactCommitBody(_CommitOptional):
+    """``POST /api/v1/projects/{project}/artifacts/{name}/versions``: publish a manifest."""
+
+    type: str
+    manifest: dict[str, Any]
+
+
+class ArtifactUseBody(TypedDict):
+    """``POST /api/v1/projects/{project}/artifacts/{name}/usage``: a run consumed a version."""
+
+    digest: str
+    run_id: str
+
+
+class ArtifactAliasBody(TypedDict):
+    """``PUT /api/v1/projects/{project}/artifacts/{name}/aliases/{alias}``."""
+
+    version: str

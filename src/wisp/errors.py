@@ -11,6 +11,7 @@ keeps working when wisp is the one complaining.
     ├── RunFileError (OSError)            the run file could not be written or read
     │   └── CorruptRunFileError           the run file is not a wisp run file
     ├── WriterError (RuntimeError)        the background writer failed (raised at finish)
+    ├── ArtifactError (RuntimeError)      an artifact could not be logged, found or verified
     └── ApiError (OSError)                talking to a server failed
         ├── RetryableApiError             connection errors, timeouts, 429, 5xx
         └── FatalApiError (ValueError)    4xx that cannot succeed on retry
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 __all__ = [
     "ApiError",
+    "ArtifactError",
     "CorruptRunFileError",
     "FatalApiError",
     "NotFoundError",
@@ -61,6 +63,10 @@ class CorruptRunFileError(RunFileError):
 
 class WriterError(WispError, RuntimeError):
     """The background writer failed; raised from ``finish()`` with the first cause."""
+
+
+class ArtifactError(WispError, RuntimeError):
+    """An artifact could not be logged (a file changed before upload), found or verified."""
 
 
 class ApiError(WispError, OSError):

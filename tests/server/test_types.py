@@ -14,6 +14,7 @@ import msgspec
 import pytest
 
 from wisp import _wire
+from wisp.server import _artifacts_types as AT
 from wisp.server import _sweeps_types as ST
 from wisp.server import _types as T
 from wisp.server._openapi import dumps, openapi_document
@@ -47,6 +48,10 @@ def _base(tp: Any) -> Any:
         (_wire.SweepStateBody, ST.SweepStateBody),
         (_wire.TrialBody, ST.TrialBody),
         (_wire.TrialFields, ST.TrialFields),
+        (_wire.ArtifactMissingBody, AT.ArtifactMissingBody),
+        (_wire.ArtifactCommitBody, AT.ArtifactCommitBody),
+        (_wire.ArtifactUseBody, AT.ArtifactUseBody),
+        (_wire.ArtifactAliasBody, AT.ArtifactAliasBody),
     ],
 )
 def test_sdk_bodies_match_server_types(wire: Any, struct: Any) -> None:

@@ -21,6 +21,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/artifact-files/missing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Which artifact files the server lacks */
+        post: operations["artifact_files_missing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/artifact-files/{sha256}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download one artifact file */
+        get: operations["get_artifact_file"];
+        /** Upload one artifact file (raw bytes) by its sha256 */
+        put: operations["put_artifact_file"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/export/histories": {
         parameters: {
             query?: never;
@@ -91,6 +126,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project}/artifacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Artifacts of a project */
+        get: operations["project_artifacts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/artifacts/{name}/aliases/{alias}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Point an alias at a version (moves it) */
+        put: operations["set_artifact_alias"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/artifacts/{name}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Record that a run consumed a version */
+        post: operations["use_artifact"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/artifacts/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Versions of an artifact, newest first */
+        get: operations["artifact_versions"];
+        put?: never;
+        /** Publish a version (409 until every file of its manifest is uploaded) */
+        post: operations["commit_artifact_version"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/artifacts/{name}/versions/{ref}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One version by vN or alias, with its manifest and lineage */
+        get: operations["artifact_version"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project}/runs": {
         parameters: {
             query?: never;
@@ -126,6 +247,23 @@ export interface paths {
         head?: never;
         /** Edit a run's name, tags, notes or summary */
         patch: operations["patch_run"];
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/artifacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lineage of a run: versions it produced and consumed */
+        get: operations["run_artifacts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/runs/{run_id}/console": {
@@ -377,6 +515,126 @@ export interface components {
         Ack: {
             acked_seq: number;
         };
+        /**
+         * ArtifactAliasBody
+         * @description ``PUT /projects/{project}/artifacts/{name}/aliases/{alias}``: point it at a version.
+         */
+        ArtifactAliasBody: {
+            version: string;
+        };
+        /**
+         * ArtifactCommitBody
+         * @description ``POST /projects/{project}/artifacts/{name}/versions``: publish a manifest.
+         */
+        ArtifactCommitBody: {
+            /** @default [] */
+            aliases?: string[];
+            /** @default  */
+            description?: string;
+            manifest: {
+                [key: string]: unknown;
+            };
+            /** @default {} */
+            metadata?: Record<string, never>;
+            /** @default null */
+            run_id?: string | null;
+            type: string;
+        };
+        /**
+         * ArtifactCommitted
+         * @description The version published (``created``: new), or the existing one with the same digest.
+         */
+        ArtifactCommitted: {
+            created: boolean;
+            version: components["schemas"]["ArtifactVersion"];
+        };
+        /** ArtifactFileStored */
+        ArtifactFileStored: {
+            sha256: string;
+            stored: boolean;
+        };
+        /** ArtifactList */
+        ArtifactList: {
+            artifacts: components["schemas"]["ArtifactSummary"][];
+        };
+        /**
+         * ArtifactMissingBody
+         * @description ``POST /artifact-files/missing``: which of these blobs does the server lack?
+         */
+        ArtifactMissingBody: {
+            sha256: string[];
+        };
+        /** ArtifactSummary */
+        ArtifactSummary: {
+            latest: string | null;
+            name: string;
+            size: number;
+            type: string;
+            updated_at: number;
+            versions: number;
+        };
+        /**
+         * ArtifactUseBody
+         * @description ``POST /projects/{project}/artifacts/{name}/usage``: a run consumed a version.
+         */
+        ArtifactUseBody: {
+            digest: string;
+            run_id: string;
+        };
+        /** ArtifactUsed */
+        ArtifactUsed: {
+            version: string;
+        };
+        /**
+         * ArtifactVersion
+         * @description One version; ``manifest`` is left out where the answer is about its aliases.
+         */
+        ArtifactVersion: {
+            aliases: string[];
+            created_at: number;
+            description: string;
+            digest: string;
+            file_count: number;
+            lineage: components["schemas"]["VersionLineage"];
+            /** @default null */
+            manifest?: {
+                [key: string]: unknown;
+            } | null;
+            metadata: {
+                [key: string]: unknown;
+            };
+            name: string;
+            project: string;
+            run_id: string | null;
+            size: number;
+            type: string;
+            version: string;
+        };
+        /** ArtifactVersionList */
+        ArtifactVersionList: {
+            name: string;
+            project: string;
+            type: string;
+            versions: components["schemas"]["ArtifactVersionRow"][];
+        };
+        /** ArtifactVersionRow */
+        ArtifactVersionRow: {
+            aliases: string[];
+            created_at: number;
+            description: string;
+            digest: string;
+            file_count: number;
+            metadata: {
+                [key: string]: unknown;
+            };
+            run_id: string | null;
+            size: number;
+            version: string;
+        };
+        /** ArtifactsMissing */
+        ArtifactsMissing: {
+            missing: string[];
+        };
         /** ConsoleLine */
         ConsoleLine: {
             id: number;
@@ -498,6 +756,19 @@ export interface components {
             first_seq: number;
             records: components["schemas"]["RecordIn"][];
             writer_id: string;
+        };
+        /** RunArtifactRef */
+        RunArtifactRef: {
+            digest: string;
+            name: string;
+            project: string;
+            type: string;
+            version: string;
+        };
+        /** RunArtifacts */
+        RunArtifacts: {
+            consumed: components["schemas"]["RunArtifactRef"][];
+            produced: components["schemas"]["RunArtifactRef"][];
         };
         /**
          * RunBody
@@ -861,6 +1132,11 @@ export interface components {
         TrialUpdated: {
             updated: boolean;
         };
+        /** VersionLineage */
+        VersionLineage: {
+            consumed_by: string[];
+            produced_by: string[];
+        };
     };
     responses: {
         /** @description client error */
@@ -898,6 +1174,92 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    artifact_files_missing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ArtifactMissingBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactsMissing"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    get_artifact_file: {
+        parameters: {
+            query?: {
+                name?: string | null;
+            };
+            header?: never;
+            path: {
+                sha256: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    put_artifact_file: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sha256: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactFileStored"];
+                };
+            };
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactFileStored"];
                 };
             };
             "4XX": components["responses"]["Error"];
@@ -1060,6 +1422,172 @@ export interface operations {
             "4XX": components["responses"]["Error"];
         };
     };
+    project_artifacts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    set_artifact_alias: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                name: string;
+                alias: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ArtifactAliasBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersion"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    use_artifact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ArtifactUseBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactUsed"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    artifact_versions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersionList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    commit_artifact_version: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ArtifactCommitBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactCommitted"];
+                };
+            };
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactCommitted"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    artifact_version: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                name: string;
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersion"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
     project_runs: {
         parameters: {
             query?: {
@@ -1186,6 +1714,29 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunPut"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    run_artifacts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunArtifacts"];
                 };
             };
             "4XX": components["responses"]["Error"];

@@ -90,6 +90,40 @@ class _Progress:
             self.stream.flush()
 
 
+def _sync_artifacts(
+    run_dir: str,
+    server: str,
+    key: str | None,
+    transport: Any,
+    bar: _Progress,
+    kinds: tuple[str, ...],
+) -> list[str]:
+    """Finish the run's pending artifacts (wisp.artifacts); the errors, one line each."""
+    from wisp._rundir import ARTIFACTS_DIR
+
+    if not os.path.isdir(os.path.join(run_dir, ARTIFACTS_DIR)):
+        return []
+    from wisp.artifacts._client import ArtifactClient
+    from wisp.artifacts._upload import sync_run_dir
+
+    client = ArtifactClient(server, key, transport=transport)
+    try:
+        got = sync_run_dir(run_dir, client, kinds=kinds)
+    except ApiError as exc:
+        return [f"{run_dir}: {exc}"]
+    finally:
+        client.close()
+    if got["pending"] and "use" in kinds:
+        return [f"{run_dir}: {got['pending']} artifact job(s) could not be finished yet"]
+    if got["jobs"] and "log" in kinds:
+        bar.end(
+            f"{os.path.basename(run_dir)}: {got['jobs']} artifact job(s), "
+            f"{got['files_uploaded']} files sent ({human_size(got['bytes_uploaded'])}), "
+            f"{got['files_skipped']} already on the server"
+        )
+    return [f"{run_dir}: {e}" for e in got["errors"]]
+
+
 def sync(
     paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str] | None = None,
     all: bool = True,  # noqa: A002 - the public name: every run found
@@ -140,6 +174,10 @@ def sync(
     bar = _Progress(stream, show)
     results: list[SyncResult] = []
     server = server.rstrip("/")
+    artifact_errors: list[str] = []
+    for kinds in (("log",), ("use",)):  # versions first, then the runs that used them
+        for run_dir in run_dirs:
+            artifact_errors += _sync_artifacts(run_dir, server, key, transport, bar, kinds)
     for run_dir in run_dirs:
         if sync_status(run_dir, server)[0] and not (retry_rejected and read_rejected(run_dir)):
             results.append(SyncResult(run_dir, None, 0, 0, 0, True, "up to date", None))
@@ -182,6 +220,8 @@ def sync(
             )
         )
     failed = [r for r in results if r.error]
+    if artifact_errors:
+        raise ApiError("sync: artifacts not uploaded: " + "; ".join(artifact_errors))
     if failed:
         raise ApiError(
             f"sync: {len(failed)} of {len(results)} runs not uploaded: "

@@ -169,6 +169,28 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--count", type=int, default=None, help="run at most N trials")
     dir_opt(sp)
 
+    sp = add("artifact", "put, get, list and alias artifact versions (docs/artifacts.md)")
+    art = sp.add_subparsers(dest="artifact_command", metavar="ACTION", required=True)
+    remote = argparse.ArgumentParser(add_help=False)
+    remote.add_argument("--server", default=None, help="server URL (default: the configured one)")
+    remote.add_argument("--key", default=None, help="API key (default: the configured one)")
+    remote.add_argument("--project", default=None, help="project (default: $WISP_PROJECT)")
+    a = art.add_parser("put", parents=[remote], help="log a file or folder as a new version")
+    a.add_argument("path", metavar="PATH")
+    a.add_argument("--name", required=True)
+    a.add_argument("--type", required=True)
+    a.add_argument("--alias", action="append", default=[], help="alias (repeatable)")
+    a.add_argument("--description", default=None)
+    a = art.add_parser("get", parents=[remote], help="download NAME:ALIAS or NAME:vN")
+    a.add_argument("ref", metavar="NAME:ALIAS")
+    a.add_argument("--root", default=None, help="folder to write into")
+    a = art.add_parser("ls", parents=[remote], help="list the artifacts of a project")
+    a.add_argument("list_project", nargs="?", metavar="PROJECT", default=None)
+    a.add_argument("--json", action="store_true", help="machine-readable output")
+    a = art.add_parser("alias", parents=[remote], help="point ALIAS at NAME:vN")
+    a.add_argument("ref", metavar="NAME:vN")
+    a.add_argument("alias", metavar="ALIAS")
+
     sp = add("doctor", "check this environment for common tracking problems")
     dir_opt(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output")
@@ -188,6 +210,7 @@ _COMMANDS = {
     "doctor": ("wisp.cli._doctor_cmd", "cmd_doctor"),
     "sweep": ("wisp.cli._sweep_cmd", "cmd_sweep"),
     "agent": ("wisp.cli._sweep_cmd", "cmd_agent"),
+    "artifact": ("wisp.cli._artifact_cmd", "cmd_artifact"),
 }
 
 

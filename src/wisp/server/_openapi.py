@@ -27,10 +27,11 @@ _REF = "#/components/schemas/{name}"
 def api_classes() -> list[type]:
     """The classes whose ``@endpoint`` methods make up the API (the app routes the same)."""
     from wisp.server._api import Api
+    from wisp.server._artifacts import ArtifactApi
     from wisp.server._export import ExportApi
     from wisp.server._sweeps import SweepApi
 
-    return [Api, SweepApi, ExportApi]
+    return [Api, SweepApi, ExportApi, ArtifactApi]
 
 
 def all_endpoints() -> list[Endpoint]:

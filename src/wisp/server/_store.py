@@ -8,7 +8,8 @@ differences in :mod:`._dialect`), runs the Alembic migrations and returns a
 - :mod:`._store_records` (exactly-once ingestion; points and blocks via :mod:`._points`),
 - :mod:`._store_media` (media index; the bytes are in a :mod:`._blobs` store),
 - :mod:`._store_console` (console lines),
-- :mod:`._store_keys` (API keys).
+- :mod:`._store_keys` (API keys),
+- :mod:`._store_artifacts` (artifacts, versions, aliases, lineage; bytes in :mod:`._blobs`).
 
 All SQL is SQLAlchemy Core with bound parameters, except the bulk paths for
 numeric points in :mod:`._points` (also parameterised).
@@ -25,6 +26,7 @@ from sqlalchemy.engine import Engine
 from wisp.server._db import Db, make_engine, migrate
 from wisp.server._dialect import Dialect
 from wisp.server._ingest import Prepared
+from wisp.server._store_artifacts import ArtifactStore
 from wisp.server._store_console import ConsoleStore
 from wisp.server._store_keys import SCOPES, KeyStore, hash_key
 from wisp.server._store_media import MediaIndex
@@ -58,6 +60,7 @@ class Store:
         self.media = MediaIndex(self.db)
         self.console = ConsoleStore(self.db)
         self.keys = KeyStore(self.db)
+        self.artifacts = ArtifactStore(self.db)
 
     @property
     def engine(self) -> Engine:

@@ -1,0 +1,125 @@
+"""Writing a version's files out (from the cache, fetching what it lacks) and verifying them."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import urllib.parse
+
+from wisp.artifacts._cache import Cache
+from wisp.artifacts._hashing import parallel, sha256_file
+from wisp.errors import ArtifactError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from wisp.artifacts._artifact import Artifact
+    from wisp.artifacts._client import ArtifactClient
+
+__all__ = ["download", "verify"]
+
+log = logging.getLogger("wisp")
+
+
+def default_client() -> ArtifactClient | None:
+    """A client for the configured server (settings / environment), or None offline."""
+    from wisp._settings import Settings
+
+    s = Settings.resolve()
+    if s.mode in ("offline", "disabled") or not s.server_url:
+        return None
+    from wisp.artifacts._client import ArtifactClient
+
+    return ArtifactClient(s.server_url, s.api_key)
+
+
+def download(art: Artifact, root: str, only: list[str] | None) -> str:
+    cache = art._cache or Cache()
+    entries = {p: e for p, e in art._entries.items() if only is None or p in only}
+    files = {e["digest"] for e in entries.values() if "ref" not in e}
+    need = sorted(d for d in files if not cache.has(d))
+    if need:
+        client = art._client or default_client()
+        if client is None:
+            raise ArtifactError(
+                f"artifact {art.name!r}: {len(need)} file(s) are not in the cache "
+                f"({cache.root}) and no server is configured to fetch them from"
+            )
+
+        def fetch(d: str) -> None:
+            with cache.receive(d) as f:
+                client.get_file(d, f)
+
+        try:
+            parallel(fetch, need, n=4)
+        finally:
+            client.close()
+
+    def write(item: tuple[str, dict[str, Any]]) -> None:
+        path, e = item
+        dst = os.path.join(root, *path.split("/"))
+        if "ref" in e:
+            _fetch_ref(e["ref"], dst)
+            return
+        try:
+            st = os.stat(dst)
+        except OSError:
+            st = None
+        if (
+            st is not None
+            and st.st_size == e["size"]
+            and cache.index.lookup(dst, st) == e["digest"]
+        ):
+            return  # already there, unchanged since written
+        cache.copy_out(e["digest"], dst)
+        st = os.stat(dst)
+        cache.index.put(dst, [st.st_size, st.st_mtime_ns, st.st_ino], e["digest"])
+
+    os.makedirs(root, exist_ok=True)
+    parallel(write, sorted(entries.items()))
+    cache.index.save()
+    art.last_download = {
+        "files": len(files),
+        "from_cache": len(files) - len(need),
+        "fetched": len(need),
+    }
+    return root
+
+
+def _fetch_ref(uri: str, dst: str) -> None:
+    os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
+    if uri.startswith("file://"):
+        shutil.copyfile(urllib.parse.unquote(urllib.parse.urlsplit(uri).path), dst)
+    elif uri.startswith(("http://", "https://")):
+        from urllib.request import urlopen
+
+        with urlopen(uri, timeout=60) as resp, open(dst, "wb") as f:
+            shutil.copyfileobj(resp, f, 1 << 20)
+    else:
+        log.warning("wisp: reference %s is recorded only (no s3 client): not downloaded", uri)
+
+
+def verify(art: Artifact, root: str | None) -> None:
+    cache = art._cache or Cache()
+    items = [(p, e) for p, e in sorted(art._entries.items()) if "ref" not in e]
+
+    def check(item: tuple[str, dict[str, Any]]) -> str | None:
+        path, e = item
+        where = os.path.join(root, *path.split("/")) if root else cache.path(e["digest"])
+        try:
+            digest, size = sha256_file(where)
+        except FileNotFoundError:
+            return f"{path}: missing ({where})"
+        if digest != e["digest"] or size != e["size"]:
+            want = f"{e['digest'][:12]}.. size {e['size']}"
+            return f"{path}: sha256 {digest[:12]}.. size {size}, expected {want} ({where})"
+        return None
+
+    bad = [b for b in parallel(check, items) if b]
+    if bad:
+        shown = "; ".join(bad[:20]) + (f"; and {len(bad) - 20} more" if len(bad) > 20 else "")
+        raise ArtifactError(
+            f"artifact {art.name!r}: {len(bad)} file(s) failed verification: {shown}"
+        )

@@ -1,0 +1,109 @@
+"""``wisp artifact put|get|ls|alias``: artifacts from the shell (docs/cli.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from wisp.cli._term import EXIT, CliError
+
+__all__ = ["cmd_artifact"]
+
+
+def _client(args: argparse.Namespace, needed: bool) -> Any:
+    from wisp._settings import Settings
+
+    s = Settings.resolve()
+    url = args.server or s.server_url
+    key = args.key if args.key is not None else s.api_key
+    if not url or (s.mode == "offline" and not args.server):
+        if needed:
+            raise CliError(
+                "no server configured",
+                "pass --server URL or run `wisp login` (or set WISP_SERVER_URL)",
+            )
+        return None
+    from wisp.artifacts._client import ArtifactClient
+
+    return ArtifactClient(url, key)
+
+
+def _project(args: argparse.Namespace, given: str | None = None) -> str:
+    project = given or args.project or os.environ.get("WISP_PROJECT")
+    if not project:
+        raise CliError("which project?", "pass --project NAME (or set WISP_PROJECT)")
+    return str(project)
+
+
+def cmd_artifact(args: argparse.Namespace) -> int:
+    return int({"put": _put, "get": _get, "ls": _ls, "alias": _alias}[args.artifact_command](args))
+
+
+def _put(args: argparse.Namespace) -> int:
+    from wisp.artifacts._api import publish
+    from wisp.artifacts._artifact import Artifact
+
+    if not os.path.exists(args.path):
+        raise CliError(f"{args.path}: no such file or folder")
+    art = Artifact(args.name, args.type, description=args.description)
+    if os.path.isdir(args.path):
+        art.add_dir(args.path)
+    else:
+        art.add_file(args.path)
+    client = _client(args, needed=False)
+    publish(art, _project(args), args.alias, client)
+    where = f"{art.version} on {client.server_url}" if client else "the local cache (offline)"
+    print(f"{art.name}: {len(art.files())} files, digest {art.digest}, stored as {where}")
+    return EXIT["ok"]
+
+
+def _get(args: argparse.Namespace) -> int:
+    from wisp.artifacts._api import use_artifact
+
+    client = _client(args, needed=False)
+    art = use_artifact(None, args.ref, client=client, project=_project(args, None))
+    root = art.download(args.root)
+    d = art.last_download
+    print(
+        f"{art.name}:{art.version or art.digest} -> {root} "
+        f"({d.get('files', 0)} files, {d.get('from_cache', 0)} from the cache)"
+    )
+    return EXIT["ok"]
+
+
+def _ls(args: argparse.Namespace) -> int:
+    client = _client(args, needed=True)
+    rows = client.list(_project(args, args.list_project))
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+        return EXIT["ok"]
+    from wisp.cli._term import table
+
+    print(
+        table(
+            ["name", "type", "versions", "latest", "size"],
+            [
+                [r["name"], r["type"], str(r["versions"]), r["latest"] or "", str(r["size"])]
+                for r in rows
+            ],
+        )
+    )
+    return EXIT["ok"]
+
+
+def _alias(args: argparse.Namespace) -> int:
+    from wisp.artifacts._api import parse_ref
+
+    client = _client(args, needed=True)
+    project, name, version = parse_ref(args.ref, args.project or os.environ.get("WISP_PROJECT"))
+    if not (version.startswith("v") and version[1:].isdigit()):
+        raise CliError(f"{args.ref}: expected NAME:vN")
+    doc = client.set_alias(project, name, version, args.alias)
+    print(
+        f"{project}/{name}:{args.alias} -> {doc['version']} (aliases: {', '.join(doc['aliases'])})"
+    )
+    return EXIT["ok"]
