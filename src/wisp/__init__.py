@@ -60,6 +60,7 @@ __all__ = [
     "finish",
     "flush",
     "init",
+    "install_as_wandb",
     "log",
     "log_code",
     "login",
@@ -111,6 +112,8 @@ _LAZY = {
     "login": ("wisp.integrations._alert", "login"),
     # sweeps (src/wisp/sweeps)
     "sweep": ("wisp.sweeps", "sweep"),
+    # `import wandb` resolving to wisp (src/wisp/wandb_compat)
+    "install_as_wandb": ("wisp.wandb_compat", "install"),
     "agent": ("wisp.sweeps", "agent"),
 }
 
