@@ -1,6 +1,10 @@
 """``wisp.watch(model)``: histograms of a torch model's gradients and parameters.
 
-Every ``log_freq``-th training forward pass of a watched module is *armed*:
+Every ``log_freq``-th training pass of a watched module is *armed*.  A pass starts at
+the first forward call of the module *or any of its submodules* (so a Lightning
+``training_step`` that calls ``self.net(x)`` counts, not only ``model(x)``) and ends
+when the backward pass reaches the model's parameters; a model without trainable
+parameters counts each outermost forward call as a pass.  An armed pass logs:
 
 - ``parameters``: histograms of the parameters are logged (``commit=False``) into
   the row being built, as ``parameters/<name>``;
@@ -99,37 +103,57 @@ class _Watcher:
         self.prefix = prefix
         self.calls = 0
         self.armed = False
+        self.in_pass = False
+        self.depth = 0
         self.queued = False
         self.pending: dict[str, Any] = {}
         self.lock = threading.Lock()
         self.handles: list[Any] = []
-        self.handles.append(model.register_forward_pre_hook(self._on_forward))
-        if log in ("gradients", "all"):
-            for name, param in model.named_parameters():
-                if param.requires_grad:
-                    self.handles.append(
-                        param.register_post_accumulate_grad_hook(self._grad_hook(name))
-                    )
+        for module in model.modules():  # every submodule: the model may never be called itself
+            self.handles.append(module.register_forward_pre_hook(self._on_forward))
+            self.handles.append(module.register_forward_hook(self._after_forward))
+        trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self.ends_on_backward = bool(trainable)
+        for i, (name, param) in enumerate(trainable):
+            if log in ("gradients", "all"):
+                hook = self._grad_hook(name, end_pass=i == 0)
+            elif i == 0:
+                hook = self._end_pass
+            else:
+                break
+            self.handles.append(param.register_post_accumulate_grad_hook(hook))
+
+    def _end_pass(self, param: Any = None) -> None:
+        self.in_pass = False
+
+    def _after_forward(self, module: Any, args: Any, output: Any) -> None:
+        self.depth = max(self.depth - 1, 0)
+        if self.depth == 0 and not self.ends_on_backward:
+            self.in_pass = False
 
     def _on_forward(self, module: Any, args: Any) -> None:
         import torch
 
-        if not (module.training and torch.is_grad_enabled()):
+        self.depth += 1
+        if self.in_pass or not (module.training and torch.is_grad_enabled()):
             return
+        self.in_pass = True
         self.calls += 1
         self.armed = self.calls % self.log_freq == 0
         if self.armed and self.log in ("parameters", "all"):
             row = {
                 f"parameters/{self.prefix}{name}": DeviceHistogram(p)
-                for name, p in module.named_parameters()
+                for name, p in self.model.named_parameters()
             }
             if row:
                 self.run.log(row, commit=False)
 
-    def _grad_hook(self, name: str) -> Any:
+    def _grad_hook(self, name: str, end_pass: bool) -> Any:
         key = f"gradients/{self.prefix}{name}"
 
         def hook(param: Any) -> None:
+            if end_pass:
+                self.in_pass = False
             if not self.armed or param.grad is None:
                 return
             hist = DeviceHistogram(param.grad)
