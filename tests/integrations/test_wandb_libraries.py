@@ -34,6 +34,17 @@ def shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+def _need(module: str) -> None:
+    """Skip (fail under CI) when a library the subprocess imports is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        message = f"{module} is not installed (pip install -e '.[test-integrations]')"
+        if os.environ.get("CI"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+
+
 def _env(shim: Path, tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WISP_", "WANDB_"))}
     env.update(
@@ -155,7 +166,7 @@ def test_lightning_wandb_logger_matches_csv_logger(shim: Path, tmp_path: Path) -
     """Lightning's WandbLogger records every train_loss/val_loss value at the step the
     CSVLogger beside it records, the hyperparameters without `allow_val_change`, and
     watch() histograms although training_step calls only self.net."""
-    pytest.importorskip("lightning")
+    _need("lightning")
     result = _script(shim, tmp_path, "lightning_script.py")
     data = wisp.open_run(result["run_dir"])
     with open(result["csv"]) as f:
@@ -177,7 +188,7 @@ def test_transformers_trainer_matches_log_history(shim: Path, tmp_path: Path) ->
     """Trainer(report_to=["wandb"]) records every log_history value at its global step
     (train/*, eval/*), the one-off totals in the summary, and the model config with its
     integer id2label keys stringified."""
-    pytest.importorskip("transformers")
+    _need("transformers")
     result = _script(shim, tmp_path, "transformers_script.py")
     data = wisp.open_run(result["run_dir"])
     assert len(result["expected"]) >= 10
@@ -199,7 +210,7 @@ def test_transformers_trainer_matches_log_history(shim: Path, tmp_path: Path) ->
 def test_transformers_log_model_fails_before_training(shim: Path, tmp_path: Path) -> None:
     """WANDB_LOG_MODEL=end (artifacts, not supported yet) stops with wisp's UsageError
     naming the way out before the first training step, not mid-training."""
-    pytest.importorskip("transformers")
+    _need("transformers")
     code = (SCRIPTS / "transformers_script.py").read_text()
     proc = _run(shim, tmp_path, code, WANDB_LOG_MODEL="end")
     assert proc.returncode != 0
@@ -211,7 +222,7 @@ def test_transformers_log_model_fails_before_training(shim: Path, tmp_path: Path
 def test_keras_metrics_logger_matches_history(shim: Path, tmp_path: Path) -> None:
     """WandbMetricsLogger records each epoch's loss/mae/val_* exactly as Keras' History
     has them, at epoch/epoch 0..2, and one batch row per training batch."""
-    pytest.importorskip("keras")
+    _need("keras")
     result = _script(shim, tmp_path, "keras_script.py")
     data = wisp.open_run(result["run_dir"])
     history = result["history"]

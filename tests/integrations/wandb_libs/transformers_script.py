@@ -45,7 +45,8 @@ wandb.finish()
 single = {"train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss", "total_flos"}
 expected, summary = [], {}
 for entry in trainer.state.log_history:
-    step = entry["step"]
+    entry = dict(entry)
+    step = entry.pop("step")  # added by the Trainer to its own record, not logged
     for key, value in entry.items():
         if key in single:
             summary[key] = value
