@@ -100,7 +100,9 @@ class _Wrapper(torch.nn.Module):  # type: ignore[misc]
 
     def __init__(self) -> None:
         super().__init__()
-        self.net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2))
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2)
+        )
 
 
 def test_watch_counts_passes_that_only_call_submodules(tmp_path: Any) -> None:

@@ -37,10 +37,10 @@ __all__ = [
     "install",
     "require",
     "setup",
+    "teardown",
     "termerror",
     "termlog",
     "termwarn",
-    "teardown",
 ]
 
 #: The wandb API version this module mirrors.
@@ -63,7 +63,9 @@ def _term(level: str, string: str, newline: bool, repeat: bool, prefix: bool) ->
     sys.stderr.write(head + str(string) + ("\n" if newline else ""))
 
 
-def termlog(string: str = "", newline: bool = True, repeat: bool = True, prefix: bool = True) -> None:
+def termlog(
+    string: str = "", newline: bool = True, repeat: bool = True, prefix: bool = True
+) -> None:
     """Print a message to stderr, as ``wandb.termlog`` (``repeat=False`` prints it once)."""
     _term("", string, newline, repeat, prefix)
 

@@ -5,10 +5,9 @@ import sys
 
 import lightning as L
 import torch
+import wandb
 from lightning.pytorch.loggers import CSVLogger, WandbLogger
 from torch.utils.data import DataLoader, TensorDataset
-
-import wandb
 
 out = sys.argv[1]
 assert wandb.__name__ == "wisp.wandb_compat", wandb
@@ -18,7 +17,9 @@ class Model(L.LightningModule):
     def __init__(self, lr: float = 0.05) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1)
+        )
 
     def training_step(self, batch, idx):
         x, y = batch
@@ -53,4 +54,5 @@ trainer = L.Trainer(
 trainer.fit(model, data, data)
 run_dir = wandb_logger.experiment.dir
 wandb.finish()
-json.dump({"run_dir": run_dir, "csv": csv_logger.log_dir + "/metrics.csv"}, open(out + "/result.json", "w"))
+with open(out + "/result.json", "w") as f:
+    json.dump({"run_dir": run_dir, "csv": csv_logger.log_dir + "/metrics.csv"}, f)

@@ -1,4 +1,4 @@
-"""``wandb.sdk``: the submodules integrations import (``wandb.sdk.wandb_run``, ``wandb.sdk.lib``)."""
+"""``wandb.sdk``: the submodules integrations import (``wandb_run``, ``lib``)."""
 
 from __future__ import annotations
 

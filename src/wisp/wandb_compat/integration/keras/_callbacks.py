@@ -12,7 +12,7 @@ from wisp.wandb_compat import MODEL_LOGGING
 __all__ = ["WandbMetricsLogger", "WandbModelCheckpoint"]
 
 
-class WandbMetricsLogger(WispCallback):  # type: ignore[misc]
+class WandbMetricsLogger(WispCallback):
     """wandb's ``WandbMetricsLogger``: the metrics of ``fit`` into the current run."""
 
     def __init__(
