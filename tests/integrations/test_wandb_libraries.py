@@ -232,3 +232,28 @@ def test_keras_metrics_logger_matches_history(shim: Path, tmp_path: Path) -> Non
         assert steps == [0, 1, 2], key
         assert got == pytest.approx(values, rel=1e-6), key
     assert len(data.scalars("batch/loss")[0]) == 3 * result["steps"]
+
+
+@pytest.mark.slow
+def test_sb3_wandb_callback_matches_progress_csv(shim: Path, tmp_path: Path) -> None:
+    """wandb.integration.sb3.WandbCallback records every value of SB3's own progress.csv at
+    its timestep (global_step), the algorithm in config, policy gradient histograms, and
+    the saved model in the run's files."""
+    _need("stable_baselines3")
+    result = _script(shim, tmp_path, "sb3_script.py")
+    data = wisp.open_run(result["run_dir"])
+    with open(result["csv"]) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 4
+    compared = 0
+    for key in rows[0]:
+        want = [(int(r["time/total_timesteps"]), float(r[key])) for r in rows if r[key]]
+        steps, values = data.scalars(key, x="defined")
+        assert steps == [s for s, _ in want], key
+        assert values == pytest.approx([v for _, v in want], rel=1e-6), key
+        compared += len(want)
+    assert compared > 40 and data.step_metric("train/loss") == "global_step"
+    assert data.config["algo"] == "PPO" and data.config["n_steps"] == 64
+    assert data.config["policy_type"] == "MlpPolicy"
+    assert data.scalars("gradients/action_net.weight")[0]
+    assert (Path(result["run_dir"]) / "files" / "model.zip").is_file()
