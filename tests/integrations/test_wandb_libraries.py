@@ -184,6 +184,29 @@ def test_lightning_wandb_logger_matches_csv_logger(shim: Path, tmp_path: Path) -
 
 
 @pytest.mark.slow
+def test_lightning_log_model_stops_with_a_clear_error_and_keeps_the_rows(
+    shim: Path, tmp_path: Path
+) -> None:
+    """WandbLogger(log_model="all") stops at the first checkpoint with wisp's UsageError
+    naming the way out, and every value logged before it is in the run, as in the CSV."""
+    _need("lightning")
+    code = (SCRIPTS / "lightning_script.py").read_text()
+    proc = _run(shim, tmp_path, code, TEST_LOG_MODEL="all")
+    assert proc.returncode != 0
+    assert "wisp.errors.UsageError: wandb.Artifact()" in proc.stderr
+    assert "log_model=False" in proc.stderr
+    (run_file,) = tmp_path.glob("wisp/*/run.wisp")
+    data = wisp.open_run(run_file)
+    assert data.state == "failed"
+    (csv_file,) = tmp_path.glob("csv/*/metrics.csv")
+    with open(csv_file) as f:
+        rows = list(csv.DictReader(f))
+    for key in ("train_loss", "val_loss"):
+        want = [(int(r["step"]), float(r[key])) for r in rows if r.get(key)]
+        assert want and list(zip(*data.scalars(key, x="defined"), strict=True)) == want, key
+
+
+@pytest.mark.slow
 def test_transformers_trainer_matches_log_history(shim: Path, tmp_path: Path) -> None:
     """Trainer(report_to=["wandb"]) records every log_history value at its global step
     (train/*, eval/*), the one-off totals in the summary, and the model config with its
