@@ -142,3 +142,18 @@ def test_watch_parameters_only_counts_one_pass_per_backward(tmp_path: Any) -> No
         wisp.log({"loss": loss.item()})
     wisp.finish()
     assert wisp.open_run(run.dir).scalars("parameters/net.2.bias")[0] == [0, 1, 2]
+
+
+def test_watch_pass_ends_even_when_the_first_parameter_is_unused(tmp_path: Any) -> None:
+    """A parameter that gets no gradient (an unused first layer) does not stop the count:
+    every trainable parameter's hook ends the pass."""
+    run = wisp.init(project="watch")
+    model = _Wrapper()
+    wisp.watch(model, log="all", log_freq=1)
+    x = torch.randn(8, 3)
+    for _ in range(3):
+        loss = model.net[2](x).sum()  # net.0 (the first parameters) never used
+        loss.backward()
+        wisp.log({"loss": loss.item()})
+    wisp.finish()
+    assert wisp.open_run(run.dir).scalars("gradients/net.2.weight")[0] == [0, 1, 2]

@@ -109,18 +109,15 @@ class _Watcher:
         self.pending: dict[str, Any] = {}
         self.lock = threading.Lock()
         self.handles: list[Any] = []
-        for module in model.modules():  # every submodule: the model may never be called itself
-            self.handles.append(module.register_forward_pre_hook(self._on_forward))
-            self.handles.append(module.register_forward_hook(self._after_forward))
         trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self.ends_on_backward = bool(trainable)
-        for i, (name, param) in enumerate(trainable):
-            if log in ("gradients", "all"):
-                hook = self._grad_hook(name, end_pass=i == 0)
-            elif i == 0:
-                hook = self._end_pass
-            else:
-                break
+        for module in model.modules():  # every submodule: the model may never be called itself
+            self.handles.append(module.register_forward_pre_hook(self._on_forward))
+            if not self.ends_on_backward:  # then a pass is an outermost forward call
+                self.handles.append(module.register_forward_hook(self._after_forward))
+        # every parameter's hook ends the pass: any of them may be unused in a given pass
+        for name, param in trainable:
+            hook = self._grad_hook(name) if log in ("gradients", "all") else self._end_pass
             self.handles.append(param.register_post_accumulate_grad_hook(hook))
 
     def _end_pass(self, param: Any = None) -> None:
@@ -128,14 +125,17 @@ class _Watcher:
 
     def _after_forward(self, module: Any, args: Any, output: Any) -> None:
         self.depth = max(self.depth - 1, 0)
-        if self.depth == 0 and not self.ends_on_backward:
+        if self.depth == 0:
             self.in_pass = False
 
     def _on_forward(self, module: Any, args: Any) -> None:
+        if not self.ends_on_backward:
+            self.depth += 1
+        if self.in_pass:
+            return
         import torch
 
-        self.depth += 1
-        if self.in_pass or not (module.training and torch.is_grad_enabled()):
+        if not (module.training and torch.is_grad_enabled()):
             return
         self.in_pass = True
         self.calls += 1
@@ -148,12 +148,11 @@ class _Watcher:
             if row:
                 self.run.log(row, commit=False)
 
-    def _grad_hook(self, name: str, end_pass: bool) -> Any:
+    def _grad_hook(self, name: str) -> Any:
         key = f"gradients/{self.prefix}{name}"
 
         def hook(param: Any) -> None:
-            if end_pass:
-                self.in_pass = False
+            self.in_pass = False
             if not self.armed or param.grad is None:
                 return
             hist = DeviceHistogram(param.grad)
