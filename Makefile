@@ -43,8 +43,8 @@ demo: install web
 	$(BIN)/wisp ui
 
 lint: install
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples compat
+	$(BIN)/ruff format --check src tests benchmarks examples compat
 
 typecheck: install
 	$(BIN)/mypy

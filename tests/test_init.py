@@ -58,3 +58,18 @@ def test_explicit_id_and_dir_are_used(tmp_path: Path) -> None:
     run.finish()
     assert run.id == "my-run_1" and run.dir is not None
     assert Path(run.dir).parent == tmp_path / "base" / "wisp"
+
+
+def test_star_import_and_hasattr_are_safe_outside_a_run() -> None:
+    """`from wisp import *` and hasattr() on every public name work with no run: unknown
+    names raise AttributeError, config/summary are placeholders, run is None."""
+    assert wisp.run is None
+    namespace: dict[str, object] = {}
+    exec("from wisp import *", namespace)
+    assert set(wisp.__all__) <= set(namespace)
+    assert namespace["run"] is None
+    assert all(hasattr(wisp, name) for name in wisp.__all__)
+    assert not hasattr(wisp, "no_such_name")
+    with pytest.raises(wisp.RunStateError):
+        wisp.config["lr"]
+    assert not hasattr(wisp.summary, "_private")

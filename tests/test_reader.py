@@ -86,3 +86,25 @@ def test_missing_run_is_a_clear_error(tmp_path: Path) -> None:
         wisp.open_run(tmp_path)
     with pytest.raises(RunFileError, match="no run file"):
         wisp.open_run(tmp_path / "nope")
+
+
+def test_scalars_indexed_by_a_declared_step_metric() -> None:
+    """scalars(key, x=...) indexes by a declared step metric instead of the row counter;
+    x="defined" finds it from define_metric (exact names before globs)."""
+    run = wisp.init()
+    run.define_metric("trainer/global_step")
+    run.define_metric("*", step_metric="trainer/global_step", step_sync=True)
+    run.define_metric("epoch_acc", step_metric="epoch")
+    run.log({"loss": 1.0, "trainer/global_step": 10})
+    run.log({"loss": 0.5, "trainer/global_step": 20})
+    run.log({"epoch_acc": 0.9, "epoch": 0})
+    run.finish()
+    data = wisp.open_run(run.dir)  # type: ignore[arg-type]
+    assert data.scalars("loss") == ([0, 1], [1.0, 0.5])
+    assert data.scalars("loss", x="trainer/global_step") == ([10, 20], [1.0, 0.5])
+    assert data.scalars("loss", x="defined") == ([10, 20], [1.0, 0.5])
+    assert data.step_metric("loss") == "trainer/global_step"
+    assert data.step_metric("epoch_acc") == "epoch"
+    assert data.step_metric("trainer/global_step") is None
+    assert data.scalars("epoch_acc", x="defined") == ([0], [0.9])
+    assert data.scalars("loss", x="epoch") == ([], [])

@@ -62,6 +62,7 @@ __all__ = [
     "finish",
     "flush",
     "init",
+    "install_as_wandb",
     "log",
     "log_artifact",
     "log_code",
@@ -116,6 +117,8 @@ _LAZY = {
     "login": ("wisp.integrations._alert", "login"),
     # sweeps (src/wisp/sweeps)
     "sweep": ("wisp.sweeps", "sweep"),
+    # `import wandb` resolving to wisp (src/wisp/wandb_compat)
+    "install_as_wandb": ("wisp.wandb_compat", "install"),
     "agent": ("wisp.sweeps", "agent"),
 }
 

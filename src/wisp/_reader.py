@@ -160,15 +160,45 @@ class RunData:
             row.update(values)
             yield row
 
-    def scalars(self, key: str) -> tuple[list[int], list[Any]]:
-        """(steps, values) of one metric."""
-        steps: list[int] = []
+    def scalars(self, key: str, x: str | None = None) -> tuple[list[Any], list[Any]]:
+        """(steps, values) of one metric.
+
+        ``x`` names another key to index by instead of the row step: the step metric a
+        library declared with ``define_metric`` (``"trainer/global_step"``), or
+        ``"defined"`` for whatever :meth:`step_metric` finds for ``key``.  Rows without
+        a value of ``x`` are left out.
+        """
+        if x == "defined":
+            x = self.step_metric(key)
+        steps: list[Any] = []
         values: list[Any] = []
         for step, _ts, row in self._rows():
             if key in row:
-                steps.append(step)
+                if x is None:
+                    steps.append(step)
+                elif x in row:
+                    steps.append(row[x])
+                else:
+                    continue
                 values.append(row[key])
         return steps, values
+
+    def step_metric(self, key: str) -> str | None:
+        """The step metric declared for ``key`` by ``define_metric`` (exact names before
+        globs, the last declaration of a name winning), or None."""
+        from fnmatch import fnmatchcase
+
+        exact: str | None = None
+        glob: str | None = None
+        for spec in self.metrics:
+            name, sm = spec.get("name"), spec.get("step_metric")
+            if not sm or not isinstance(name, str) or sm == key:
+                continue
+            if name == key:
+                exact = sm
+            elif any(c in name for c in "*?[") and fnmatchcase(key, name):
+                glob = sm
+        return exact or glob
 
     # -- media (decoding lives in wisp.media._read) ------------------------------------------
 

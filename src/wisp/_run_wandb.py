@@ -139,6 +139,16 @@ class WandbRunApi:
     def get_project_url(self) -> str | None:
         return None
 
+    def _label(
+        self,
+        code: str | None = None,
+        repo: str | None = None,
+        code_version: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """wandb's usage telemetry label (``run._label(code="transformers_trainer")``,
+        called by integrations); wisp records no telemetry, so it keeps nothing."""
+
     # -- methods: the module-level functions, on this run ------------------------------------
 
     def watch(

@@ -93,3 +93,67 @@ def test_watch_needs_a_run() -> None:
     """watch() before init() raises RunStateError."""
     with pytest.raises(wisp.RunStateError, match="init"):
         wisp.watch(torch.nn.Linear(2, 2))
+
+
+class _Wrapper(torch.nn.Module):  # type: ignore[misc]
+    """Like a LightningModule: training code calls a submodule, never ``wrapper(x)``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2)
+        )
+
+
+def test_watch_counts_passes_that_only_call_submodules(tmp_path: Any) -> None:
+    """A watched model whose own forward never runs (training calls model.net) still gets
+    histograms of every parameter, named from the watched model, once per training pass."""
+    run = wisp.init(project="watch")
+    model = _Wrapper()
+    wisp.watch(model, log="all", log_freq=2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 4, generator=torch.Generator().manual_seed(1))
+    for _ in range(4):
+        opt.zero_grad()
+        loss = model.net(x).pow(2).mean()  # three submodule calls: still one pass
+        loss.backward()
+        opt.step()
+        wisp.log({"loss": loss.item()})
+    wisp.finish()
+    data = wisp.open_run(run.dir)
+    for name in ("net.0.weight", "net.0.bias", "net.2.weight", "net.2.bias"):
+        assert data.scalars(f"gradients/{name}")[0] == [1, 3], name
+        assert data.scalars(f"parameters/{name}")[0] == [1, 3], name
+    _, hists = data.scalars("gradients/net.0.weight")
+    assert all(sum(h["counts"]) == 12 for h in hists)
+
+
+def test_watch_parameters_only_counts_one_pass_per_backward(tmp_path: Any) -> None:
+    """With log='parameters' (no gradient hooks) a pass still ends at backward, so two
+    submodule calls per step count once."""
+    run = wisp.init(project="watch")
+    model = _Wrapper()
+    wisp.watch(model, log="parameters", log_freq=1)
+    x = torch.randn(8, 4)
+    for _ in range(3):
+        h = model.net[0](x)
+        loss = model.net[2](h).sum()  # two top-level calls in one pass
+        loss.backward()
+        wisp.log({"loss": loss.item()})
+    wisp.finish()
+    assert wisp.open_run(run.dir).scalars("parameters/net.2.bias")[0] == [0, 1, 2]
+
+
+def test_watch_pass_ends_even_when_the_first_parameter_is_unused(tmp_path: Any) -> None:
+    """A parameter that gets no gradient (an unused first layer) does not stop the count:
+    every trainable parameter's hook ends the pass."""
+    run = wisp.init(project="watch")
+    model = _Wrapper()
+    wisp.watch(model, log="all", log_freq=1)
+    x = torch.randn(8, 3)
+    for _ in range(3):
+        loss = model.net[2](x).sum()  # net.0 (the first parameters) never used
+        loss.backward()
+        wisp.log({"loss": loss.item()})
+    wisp.finish()
+    assert wisp.open_run(run.dir).scalars("gradients/net.2.weight")[0] == [0, 1, 2]

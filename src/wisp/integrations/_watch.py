@@ -1,6 +1,10 @@
 """``wisp.watch(model)``: histograms of a torch model's gradients and parameters.
 
-Every ``log_freq``-th training forward pass of a watched module is *armed*:
+Every ``log_freq``-th training pass of a watched module is *armed*.  A pass starts at
+the first forward call of the module *or any of its submodules* (so a Lightning
+``training_step`` that calls ``self.net(x)`` counts, not only ``model(x)``) and ends
+when the backward pass reaches the model's parameters; a model without trainable
+parameters counts each outermost forward call as a pass.  An armed pass logs:
 
 - ``parameters``: histograms of the parameters are logged (``commit=False``) into
   the row being built, as ``parameters/<name>``;
@@ -99,29 +103,47 @@ class _Watcher:
         self.prefix = prefix
         self.calls = 0
         self.armed = False
+        self.in_pass = False
+        self.depth = 0
         self.queued = False
         self.pending: dict[str, Any] = {}
         self.lock = threading.Lock()
         self.handles: list[Any] = []
-        self.handles.append(model.register_forward_pre_hook(self._on_forward))
-        if log in ("gradients", "all"):
-            for name, param in model.named_parameters():
-                if param.requires_grad:
-                    self.handles.append(
-                        param.register_post_accumulate_grad_hook(self._grad_hook(name))
-                    )
+        trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self.ends_on_backward = bool(trainable)
+        for module in model.modules():  # every submodule: the model may never be called itself
+            self.handles.append(module.register_forward_pre_hook(self._on_forward))
+            if not self.ends_on_backward:  # then a pass is an outermost forward call
+                self.handles.append(module.register_forward_hook(self._after_forward))
+        # every parameter's hook ends the pass: any of them may be unused in a given pass
+        for name, param in trainable:
+            hook = self._grad_hook(name) if log in ("gradients", "all") else self._end_pass
+            self.handles.append(param.register_post_accumulate_grad_hook(hook))
+
+    def _end_pass(self, param: Any = None) -> None:
+        self.in_pass = False
+
+    def _after_forward(self, module: Any, args: Any, output: Any) -> None:
+        self.depth = max(self.depth - 1, 0)
+        if self.depth == 0:
+            self.in_pass = False
 
     def _on_forward(self, module: Any, args: Any) -> None:
+        if not self.ends_on_backward:
+            self.depth += 1
+        if self.in_pass:
+            return
         import torch
 
         if not (module.training and torch.is_grad_enabled()):
             return
+        self.in_pass = True
         self.calls += 1
         self.armed = self.calls % self.log_freq == 0
         if self.armed and self.log in ("parameters", "all"):
             row = {
                 f"parameters/{self.prefix}{name}": DeviceHistogram(p)
-                for name, p in module.named_parameters()
+                for name, p in self.model.named_parameters()
             }
             if row:
                 self.run.log(row, commit=False)
@@ -130,6 +152,7 @@ class _Watcher:
         key = f"gradients/{self.prefix}{name}"
 
         def hook(param: Any) -> None:
+            self.in_pass = False
             if not self.armed or param.grad is None:
                 return
             hist = DeviceHistogram(param.grad)

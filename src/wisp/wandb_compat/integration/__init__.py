@@ -1,0 +1,1 @@
+"""``wandb.integration``: framework callbacks (``keras``, ``sb3``), imported on use."""
