@@ -68,6 +68,10 @@ def cmd_ui(args: argparse.Namespace) -> int:
 def cmd_server(args: argparse.Namespace) -> int:
     if getattr(args, "keys_action", None):
         return cmd_keys(args)
+    if getattr(args, "keys_group", None) in ("users", "teams", "projects"):
+        from wisp.cli._server_admin import cmd_admin
+
+        return cmd_admin(args)
     serve = _function("wisp.server", "serve", "`wisp server`", "server")
     call_with(
         serve,
@@ -87,7 +91,14 @@ def cmd_keys(args: argparse.Namespace) -> int:
     what = f"`wisp server keys {action}`"
     if action == "create":
         fn = _function("wisp.server", "keys_create", what, "server")
-        made = call_with(fn, scope=args.scope, name=args.name, db=args.db)
+        made = call_with(
+            fn,
+            scope=args.scope,
+            name=args.name,
+            db=args.db,
+            user=args.user,
+            expires_days=args.expires_days,
+        )
         key_id, secret = made if isinstance(made, tuple) else ("", made)
         if args.json:
             print(json.dumps({"id": key_id, "key": secret, "scope": args.scope}))
@@ -104,9 +115,11 @@ def cmd_keys(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"keys": keys}, default=str))
         else:
-            cols = ("id", "scope", "name", "created_at", "revoked_at")
+            cols: tuple[str, ...] = ("id", "user", "scope", "name", "created_at")
+            cols = (*cols, "expires_at", "last_used_at", "revoked_at")
+            heads = ["ID", "USER", "SCOPE", "NAME", "CREATED", "EXPIRES", "LAST USED", "REVOKED"]
             rows = [[_cell(k.get(c)) for c in cols] for k in keys]
-            print(table(["ID", "SCOPE", "NAME", "CREATED", "REVOKED"], rows) if rows else "no keys")
+            print(table(heads, rows) if rows else "no keys")
     else:
         fn = _function("wisp.server", "keys_revoke", what, "server")
         if call_with(fn, args.key_id, db=args.db) is False:

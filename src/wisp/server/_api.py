@@ -1,8 +1,8 @@
 """HTTP endpoints of API v1 (docs/http-api.md is the user-facing description).
 
-Each handler declares the scope it needs; :func:`endpoint` checks the key,
-turns :class:`Problem` into a JSON error and runs blocking storage calls in the
-thread pool.
+Each handler declares the scope it needs (the auth middleware, :mod:`._auth`, checks
+identity and rights before routing); :func:`endpoint` turns :class:`Problem` into a JSON
+error and handlers run blocking storage calls in the thread pool.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 
 from wisp._protocol import MAX_KEY_LENGTH, MAX_NAME_LENGTH, MAX_SEQ, MAX_STEP
+from wisp.server._auth import readable_projects
 from wisp.server._blobs import BlobStore, open_blob_store
 from wisp.server._filter import TREE_VERSION
 from wisp.server._http import json_response, q_float, q_int, q_str, read_json
@@ -29,7 +30,6 @@ from wisp.server._store import Store
 
 __all__ = ["Api"]
 
-_LEVEL = {"read": 1, "write": 2, "admin": 3}
 _SHA = re.compile(r"([0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?")
 _RUN_BODY = {"project", "name", "tags", "notes", "group", "job_type", "config", "metadata"}
 _RUN_BODY |= {"state", "created_at"}
@@ -48,28 +48,9 @@ class Api:
 
     # -- plumbing -----------------------------------------------------------------------------
 
-    async def _auth(self, request: Request, scope: str) -> None:
-        if scope == "read" and self.settings.no_auth:
-            return
-        header = request.headers.get("authorization", "")
-        kind, _, token = header.partition(" ")
-        if kind.lower() != "bearer" or not token.strip():
-            raise Problem(
-                401, "unauthorized", "an API key is required: Authorization: Bearer <key>"
-            )
-        token = token.strip()
-        if len(token) > 200 or not token.isascii():
-            raise Problem(401, "unauthorized", "the API key is not valid")
-        have = await run_in_threadpool(self.store.key_scope, token)
-        if have is None:
-            raise Problem(401, "unauthorized", "the API key is not valid or was revoked")
-        if _LEVEL[have] < _LEVEL[scope]:
-            raise Problem(403, "forbidden", f"this endpoint needs a {scope} key, got a {have} key")
-
     def endpoint(self, scope: str, fn: Handler) -> Handler:
         async def handle(request: Request) -> Response:
-            try:
-                await self._auth(request, scope)
+            try:  # identity and rights: the auth middleware (_auth.py), before routing
                 return await fn(request)
             except Problem as p:
                 return json_response(p.body(), p.status)
@@ -188,7 +169,8 @@ class Api:
     # -- queries ------------------------------------------------------------------------------
 
     async def projects(self, request: Request) -> Response:
-        return json_response({"projects": await run_in_threadpool(self.store.projects)})
+        readable = readable_projects(request)  # the caller's visibility (the auth middleware)
+        return json_response({"projects": await run_in_threadpool(self.store.projects, readable)})
 
     async def project_runs(self, request: Request) -> Response:
         project = check_project(request.path_params["project"], "project")

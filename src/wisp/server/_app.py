@@ -6,11 +6,14 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
+from wisp.server._admin_api import admin_routes
 from wisp.server._api import Api
+from wisp.server._auth import AuthMiddleware
 from wisp.server._blobs import BlobStore, open_blob_store
 from wisp.server._http import json_response
 from wisp.server._openapi import openapi_document
@@ -66,10 +69,12 @@ def create_app(
         Route(f"{v1}/projects/{{project}}/runs", ep("read", api.project_runs), methods=["GET"]),
         Route(f"{v1}/series", ep("read", api.series), methods=["GET"]),
         Route(f"{v1}/filter/parse", ep("read", api.filter_parse), methods=["GET"]),
+        *admin_routes(store, settings),
         Route("/api/{rest:path}", _api_not_found),
         Route("/{path:path}", _static_handler(Path(settings.static_dir)), methods=["GET", "HEAD"]),
     ]
-    app = Starlette(routes=routes)
+    auth = Middleware(AuthMiddleware, store=store, settings=settings)  # who may do what
+    app = Starlette(routes=routes, middleware=[auth])
     app.state.store = store
     app.state.settings = settings
     return app

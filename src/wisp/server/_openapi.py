@@ -96,6 +96,12 @@ _RECORDS = {
 _ACK = {"type": "object", "properties": {"acked_seq": {"type": "integer"}}}
 
 
+def _admin_paths() -> dict[str, Any]:
+    from wisp.server._admin_api import admin_openapi_paths  # people, keys, audit
+
+    return admin_openapi_paths()
+
+
 def openapi_document() -> dict[str, Any]:
     """The document; docs/http-api.md describes the same endpoints with examples."""
     run_id = _p("run_id", _ID, "path")
@@ -251,9 +257,12 @@ def openapi_document() -> dict[str, Any]:
             "version": "1",
             "description": "See docs/http-api.md. Errors: {error: {code, message, field}}.",
         },
-        "paths": paths,
+        "paths": {**paths, **_admin_paths()},
         "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "session": {"type": "apiKey", "in": "cookie", "name": "wisp_session"},
+            },
             "responses": {
                 "Error": {
                     "description": "client error",

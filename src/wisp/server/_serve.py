@@ -93,13 +93,29 @@ def _store(db: str | None) -> Any:
     return open_store(ServerSettings(db=db or "").resolved().db)
 
 
-def keys_create(scope: str = "write", name: str = "", db: str | None = None) -> tuple[str, str]:
-    """Create an API key; returns ``(key_id, secret)``.  The secret is shown only this once."""
+def keys_create(
+    scope: str = "write",
+    name: str = "",
+    db: str | None = None,
+    user: str | None = None,
+    expires_days: float | None = None,
+) -> tuple[str, str]:
+    """Create an API key of ``user`` (default: the site admin ``admin``, created if
+    missing); returns ``(key_id, secret)``.  The secret is shown only this once."""
     if scope not in ("read", "write", "admin"):
         raise UsageError(f"--scope must be read, write or admin, got {scope!r}")
     store = _store(db)
     try:
-        result: tuple[str, str] = store.create_key(scope, name)
+        uid = None
+        if user is not None:
+            got = store.users.user(user)
+            if got is None:
+                raise UsageError(f"no user {user!r}: `wisp server users add {user}` first")
+            if scope == "admin" and not got["is_admin"]:
+                raise UsageError(f"{user!r} is not a site admin: admin keys are for admins")
+            uid = int(got["id"])
+        expires = store.clock() + expires_days * 86400 if expires_days else None
+        result: tuple[str, str] = store.create_key(scope, name, uid, expires)
         return result
     finally:
         store.close()
