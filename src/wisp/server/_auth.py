@@ -276,7 +276,8 @@ class AuthMiddleware:
             return
         if rule.scope == "public":
             return
-        need_scope(p, rule.scope)
+        if not (p.anonymous and rule.scope == "read" and rule.touches != "none"):
+            need_scope(p, rule.scope)  # anonymous reads: public-read projects only (below)
         if rule.touches == "run":
             await run_in_threadpool(self._need_run_read, p, params["run_id"])
         elif rule.touches == "project":
