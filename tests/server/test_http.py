@@ -142,3 +142,10 @@ def test_query_parameters_are_checked_with_the_field_named(client: TestClient) -
         r = client.get(f"/query?{qs}")
         assert r.status_code == 422, qs
         assert r.json()["error"]["field"] == field, qs
+
+
+def test_bytes_after_the_gzip_stream_are_refused(client: TestClient) -> None:
+    """A gzip body followed by trailing garbage answers 400 bad_gzip instead of being accepted."""
+    gz = {"Content-Encoding": "gzip"}
+    body = gzip.compress(b'{"a": 1}') + b"garbage"
+    assert _code(client.post("/body", content=body, headers=gz)) == (400, "bad_gzip")

@@ -131,7 +131,9 @@ class Api:
         known = await run_in_threadpool(self.store.media_known, sha)
         if known is None or not await run_in_threadpool(self.blobs.exists, sha):
             return Response(status_code=404)
-        return Response(status_code=200, headers={"content-length": str(known["size"])})
+        ctype = mimetypes.guess_type("x" + (known["suffix"] or ""))[0] or "application/octet-stream"
+        headers = {"content-length": str(known["size"]), "content-type": ctype}
+        return Response(status_code=200, headers=headers)
 
     async def put_media(self, request: Request) -> Response:
         sha, suffix = self._sha(request)

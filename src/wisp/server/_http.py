@@ -61,6 +61,8 @@ async def read_body(request: Request, limit: int) -> bytes:
         if dec is not None:
             if not dec.eof:
                 raise Problem(400, "bad_gzip", "gzip body is truncated")
+            if dec.unused_data:
+                raise Problem(400, "bad_gzip", "bytes after the end of the gzip stream")
             tail = dec.flush()
             size += len(tail)
             if size > limit:

@@ -29,6 +29,7 @@ from wisp._protocol import (
     MAX_STREAM_LENGTH,
     MAX_TAG_LENGTH,
     MAX_TAGS,
+    MAX_TIMESTAMP,
     RUN_STATES,
     RecordType,
 )
@@ -153,6 +154,14 @@ def _num(value: Any, fld: str) -> float:
     return float(value)
 
 
+def _when(value: Any, fld: str) -> float:
+    """A timestamp: a number of seconds from 0 to ``MAX_TIMESTAMP`` (the year 3000)."""
+    t = _num(value, fld)
+    if not 0.0 <= t <= MAX_TIMESTAMP:
+        raise invalid(fld, f"expected a time in seconds since the epoch, 0 to {MAX_TIMESTAMP:.0f}")
+    return t
+
+
 def check_project(value: Any, fld: str) -> str:
     s = clean_str(value, fld, MAX_PROJECT_LENGTH)
     if not s.strip() or "/" in s or not s.isprintable():
@@ -182,7 +191,7 @@ def check_run_fields(data: dict[str, Any], prefix: str) -> dict[str, Any]:
             v = data[src]
             out[col] = None if v is None else clean_str(v, f"{prefix}{src}", MAX_NAME_LENGTH)
     if data.get("created_at") is not None:
-        out["created_at"] = _num(data["created_at"], f"{prefix}created_at")
+        out["created_at"] = _when(data["created_at"], f"{prefix}created_at")
     return out
 
 
@@ -325,7 +334,7 @@ def _prep_one(kind: int, data: dict[str, Any], fld: str) -> Prepared:
             RecordType.FINISH,
             {
                 "state": state,
-                "finished_at": None if fin is None else _num(fin, f"{fld}.finished_at"),
+                "finished_at": None if fin is None else _when(fin, f"{fld}.finished_at"),
                 "exit_code": code,
             },
         )
