@@ -64,6 +64,27 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-auth", action="store_true", help="serve reads without an API key")
     sp.add_argument("--heartbeat-timeout", type=float, default=None)
     sp.add_argument("--workers", type=int, default=None)
+    sp.add_argument(
+        "--allowed-host",
+        action="append",
+        default=None,
+        help="a Host name clients may use (repeatable; '*': any; default on loopback: loopback)",
+    )
+    sp.add_argument("--tls-cert", default=None, help="PEM certificate: serve HTTPS")
+    sp.add_argument("--tls-key", default=None, help="the certificate's private key")
+    sp.add_argument("--sso-header", default=None, help="trusted user header, e.g. X-Forwarded-User")
+    sp.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=None,
+        help="address or network of the proxy allowed to set --sso-header (repeatable)",
+    )
+    sp.add_argument(
+        "--media-quota", type=int, default=None, help="media bytes per user (0: no cap)"
+    )
+    sp.add_argument("--max-connections", type=int, default=None, help="connection cap (503 beyond)")
+    sp.add_argument("--header-timeout", type=float, default=None, help="seconds to send headers")
+    sp.add_argument("--body-timeout", type=float, default=None, help="seconds a body may pause")
     ksub = sp.add_subparsers(dest="keys_group", metavar="keys")
     kp = ksub.add_parser("keys", help="create, list or revoke API keys")
     kact = kp.add_subparsers(dest="keys_action", metavar="ACTION", required=True)

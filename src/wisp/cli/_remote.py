@@ -82,6 +82,15 @@ def cmd_server(args: argparse.Namespace) -> int:
         workers=args.workers,
         no_auth=args.no_auth,
         heartbeat_timeout=args.heartbeat_timeout,
+        allowed_hosts=args.allowed_host,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        sso_header=args.sso_header,
+        trusted_proxies=args.trusted_proxy,
+        media_quota_bytes=args.media_quota,
+        max_connections=args.max_connections,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
     )
     return EXIT["ok"]
 

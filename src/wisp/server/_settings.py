@@ -49,9 +49,18 @@ class ServerSettings:
     allowed_hosts: list[str] | None = None  # None: any (serve() and wisp ui fill in loopback)
     sso_header: str = ""  # e.g. X-Forwarded-User; trusted only from trusted_proxies
     trusted_proxies: list[str] = field(default_factory=list)
-    tls: bool = False
+    tls_cert: str = ""  # PEM certificate (chain): serve HTTPS
+    tls_key: str = ""  # its private key (if not in the certificate file)
+    header_timeout: float = 10.0  # seconds to send complete request headers
+    body_timeout: float = 30.0  # seconds a request body may pause
+    keep_alive_timeout: int = 5  # seconds an idle keep-alive connection stays open
+    max_connections: int = 1000  # concurrent connections + requests; 503 beyond (0: no cap)
     static_dir: str = field(default_factory=lambda: str(Path(__file__).with_name("static")))
     migrate: bool = True
+
+    @property
+    def tls(self) -> bool:
+        return bool(self.tls_cert)
 
     def host_allow_list(self) -> set[str] | None:
         """Host names (lower case, no port) requests may name; None for any."""
