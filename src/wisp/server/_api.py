@@ -20,7 +20,7 @@ from wisp._protocol import MAX_KEY_LENGTH, MAX_NAME_LENGTH, MAX_SEQ, MAX_STEP
 from wisp.server._auth import readable_projects
 from wisp.server._blobs import BlobStore, open_blob_store
 from wisp.server._filter import TREE_VERSION
-from wisp.server._http import json_response, q_float, q_int, q_str, read_json
+from wisp.server._http import json_response, q_float, q_int, q_str, read_batch, read_json
 from wisp.server._ingest import STATES, check_project, check_run_fields, prepare_records
 from wisp.server._problem import Problem, check_id, clean_json, clean_str, invalid
 from wisp.server._query import filter_tree, list_runs
@@ -94,7 +94,7 @@ class Api:
 
     async def post_records(self, request: Request) -> Response:
         run_id = self._run_id(request)
-        body = await read_json(request, self.settings.max_body_bytes)
+        body = await read_batch(request, self.settings.max_body_bytes)  # records left raw
         if not isinstance(body, dict):
             raise invalid("body", "expected a JSON object {writer_id, first_seq, records}")
         writer = check_id(body.get("writer_id"), "writer_id")

@@ -352,6 +352,8 @@ def prepare_records(records: Any, fld: str = "records") -> list[Prepared]:
     out = []
     for i, rec in enumerate(records):
         rf = f"{fld}[{i}]"
+        if not isinstance(rec, dict | list | str | int | float | None):
+            rec = _decode_raw(rec, rf)  # a record left undecoded by read_batch
         if not isinstance(rec, dict):
             raise invalid(rf, "expected an object {type, data}")
         kind = rec.get("type")
@@ -362,6 +364,15 @@ def prepare_records(records: Any, fld: str = "records") -> list[Prepared]:
             raise invalid(f"{rf}.data", "expected the record's JSON object payload")
         out.append(_prep_one(kind, data, f"{rf}.data"))
     return out
+
+
+def _decode_raw(raw: Any, fld: str) -> Any:
+    from wisp.server._http import loads
+
+    try:
+        return loads(bytes(raw))
+    except (ValueError, RecursionError):
+        raise invalid(fld, "not valid JSON") from None
 
 
 Clock = Callable[[], float]
