@@ -135,7 +135,10 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = add("login", "save a server URL and API key to the config file (mode 0600)")
     sp.add_argument("url", help="the server, e.g. http://localhost:8080")
-    sp.add_argument("--key", default=None, help="API key (default: $WISP_API_KEY or a prompt)")
+    sp.add_argument(
+        "--key", default=None, help="API key (visible in ps: prefer --key-file, stdin or env)"
+    )
+    sp.add_argument("--key-file", default=None, help="read the key from a file ('-': stdin)")
     sp.add_argument("--no-verify", action="store_true", help="save without contacting the server")
 
     sp = add("sync", "upload local runs to the server")
@@ -144,6 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--follow", action="store_true", help="keep uploading while runs grow")
     sp.add_argument("--server", default=None, help="server URL (default: the configured one)")
     sp.add_argument("--key", default=None, help="API key (default: the configured one)")
+    sp.add_argument("--key-file", default=None, help="read the key from a file ('-': stdin)")
     dir_opt(sp)
 
     sp = add("ls", "list local runs")

@@ -174,14 +174,26 @@ def _check_url(url: str) -> str:
     return url.rstrip("/")
 
 
+def key_from_file(path: str | None) -> str | None:
+    """An API key from a file's first line (``-``: stdin), so it never shows in ``ps``."""
+    if path is None:
+        return None
+    if path == "-":
+        return sys.stdin.readline().strip() or None
+    with open(path, encoding="utf-8") as f:
+        return f.readline().strip() or None
+
+
 def cmd_login(args: argparse.Namespace) -> int:
     from wisp._userconfig import config_path, write_config
 
     url = _check_url(args.url)
-    key = args.key or os.environ.get("WISP_API_KEY")
+    key = key_from_file(args.key_file) or args.key or os.environ.get("WISP_API_KEY")
+    if not key and not sys.stdin.isatty():
+        key = sys.stdin.readline().strip()  # `... | wisp login URL`: not in argv or ps
+        if not key:
+            raise CliError("no API key given", "pipe it in, --key-file F, or set WISP_API_KEY")
     if not key:
-        if not sys.stdin.isatty():
-            raise CliError("no API key given", "pass --key KEY (or set WISP_API_KEY)")
         import getpass
 
         key = getpass.getpass("API key: ").strip()
@@ -238,7 +250,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
         all=False,
         follow=args.follow,
         server_url=args.server,
-        api_key=args.key,
+        api_key=key_from_file(args.key_file) or args.key,
         progress=sys.stderr.isatty(),
     )
     uploaded = skipped = 0
