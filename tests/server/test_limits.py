@@ -153,3 +153,45 @@ def test_ingest_keeps_its_latency_under_idle_and_slow_clients(tmp_path: Path) ->
         assert len(lat) == 600
         assert p99 <= 0.25
         assert rss_mb < 400
+
+
+def _hwm_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+@pytest.mark.slow
+def test_a_64_mib_batch_raises_peak_memory_by_at_most_256_mib(tmp_path: Path) -> None:
+    """One record batch at the 64 MiB body limit costs the server at most 256 MiB of peak RSS."""
+    import json
+    import urllib.request
+
+    with Server(tmp_path) as srv:
+        assert srv.proc is not None
+        srv.get("/projects")
+        base = _hwm_kb(srv.proc.pid)
+        recs: list[dict[str, object]] = [{"type": 1, "data": {"project": "big"}}]
+        size, step = 0, 0
+        while size < 63 * 2**20:
+            rows = [
+                [step + i, 1.0 + i, {"loss": 0.1234567 * i, "acc": 0.5, "lr": 1e-4}]
+                for i in range(1000)
+            ]
+            step += 1000
+            recs.append({"type": 3, "data": {"rows": rows}})
+            size += len(json.dumps(recs[-1]))
+        body = json.dumps({"writer_id": "w", "first_seq": 0, "records": recs}).encode()
+        del recs
+        assert 63 * 2**20 < len(body) <= 64 * 2**20
+        hdr = {"Authorization": f"Bearer {srv.key}", "Content-Type": "application/json"}
+        req = urllib.request.Request(f"{srv.url}/api/v1/runs/big/records", body, hdr, method="POST")
+        with urllib.request.urlopen(req, timeout=300) as r:
+            acked = json.loads(r.read())["acked_seq"]
+        assert acked == step // 1000  # the run record and every history record
+        rise_mib = (_hwm_kb(srv.proc.pid) - base) / 1024
+        print(f"64 MiB batch: peak RSS +{rise_mib:.0f} MiB")
+        assert rise_mib <= 256
+        assert srv.get("/runs/big")["metric_keys"] == ["acc", "loss", "lr"]

@@ -28,7 +28,7 @@ def test_two_people_one_run_id_never_merge(tmp_path: Path) -> None:
             if who == "alice":
                 wisp.sync([str(d)], server_url=srv.url, api_key=key, follow=False)
             else:
-                with pytest.raises(ApiError, match="run id .exp1. is taken on this server"):
+                with pytest.raises(ApiError, match=r"run id 'exp1' is taken on this server"):
                     wisp.sync([str(d)], server_url=srv.url, api_key=key, follow=False)
         srv.key = alice
         got = srv.get("/runs/exp1")

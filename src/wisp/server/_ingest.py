@@ -14,6 +14,7 @@ import itertools
 import json
 import math
 import operator
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,11 +141,15 @@ def _fast_history(rows: list[Any], fld: str) -> Prepared | None:
     if times is None or times[1] is not None:
         return None
     prep = Prepared(RecordType.HISTORY, {})
+    # machine arrays (8 bytes a number, not a 32-byte float object and its slot): a batch
+    # of millions of points is held once, compactly, until it is written
+    step_a, time_a = array("q", steps), array("d", times[0])
     for k, col in zip(keys, zip(*map(dict.values, dicts), strict=True), strict=True):
         vals = _finite_column(col)
         if vals is None:
             return None
-        prep.points.append(Column(k, steps, times[0], vals[0], vals[1]))  # type: ignore[arg-type]
+        values = array("d", vals[0]) if vals[1] is None else vals[0]
+        prep.points.append(Column(k, step_a, time_a, values, vals[1]))  # type: ignore[arg-type]
     return prep
 
 
