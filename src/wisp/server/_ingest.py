@@ -17,7 +17,7 @@ import operator
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from wisp._protocol import (
     MAX_EXIT_CODE,
@@ -143,13 +143,14 @@ def _fast_history(rows: list[Any], fld: str) -> Prepared | None:
     prep = Prepared(RecordType.HISTORY, {})
     # machine arrays (8 bytes a number, not a 32-byte float object and its slot): a batch
     # of millions of points is held once, compactly, until it is written
-    step_a, time_a = array("q", steps), array("d", times[0])
+    step_a, time_a = array("q", steps), array("d", cast("list[float]", times[0]))
     for k, col in zip(keys, zip(*map(dict.values, dicts), strict=True), strict=True):
         vals = _finite_column(col)
         if vals is None:
             return None
-        values = array("d", vals[0]) if vals[1] is None else vals[0]
-        prep.points.append(Column(k, step_a, time_a, values, vals[1]))  # type: ignore[arg-type]
+        finite = cast("list[float]", vals[0])  # no None where nfs is None
+        values = array("d", finite) if vals[1] is None else vals[0]
+        prep.points.append(Column(k, step_a, time_a, values, vals[1]))
     return prep
 
 
