@@ -127,7 +127,7 @@ def test_trusted_proxy_header_only_from_the_proxy(settings: Any, store: Any, ali
 
 
 def test_upgrade_gives_existing_keys_and_runs_to_an_admin(tmp_path: Path) -> None:
-    """A version-1 database with keys and runs upgrades: its keys belong to site admin 'admin'."""
+    """A version-1 database upgrades: its keys, runs and media belong to site admin 'admin'."""
     from alembic import command
     from alembic.config import Config
     from sqlalchemy import text
@@ -158,6 +158,14 @@ def test_upgrade_gives_existing_keys_and_runs_to_an_admin(tmp_path: Path) -> Non
                 " '{}', '{}', 1.0, 1.0)"
             )
         )
+        sha = "ab" * 32
+        conn.execute(text(f"INSERT INTO media_files VALUES ('{sha}', 3, '.png', 1.0)"))
+        conn.execute(
+            text(
+                "INSERT INTO media_items (run_id, key, step, time, type, data) VALUES "
+                f"""('r1', 'img', 0, 1.0, 'image', '{{"_type": "image", "sha256": "{sha}"}}')"""
+            )
+        )
     engine.dispose()
     store = open_store(url)
     try:
@@ -170,6 +178,7 @@ def test_upgrade_gives_existing_keys_and_runs_to_an_admin(tmp_path: Path) -> Non
             "owner_kind": "user",
             "visibility": "private",
         }
+        assert store.access.orphan_media(1e12) == []  # the old image is referenced by r1
     finally:
         store.close()
 
@@ -190,3 +199,33 @@ def test_csv_export_neutralises_formulas_and_times_are_range_checked(api: Any) -
     for bad in (1e300, -5.0):
         r = api.put("/api/v1/runs/r2", json={"project": "p", "created_at": bad})
         assert r.status_code == 422 and r.json()["error"]["field"] == "created_at"
+
+
+def test_gc_deletes_only_unreferenced_media(tmp_path: Path) -> None:
+    """`wisp server gc` removes media no run refers to, keeps referenced and recent ones."""
+    import time
+
+    from wisp.server import media_gc
+    from wisp.server._blobs import open_blob_store
+    from wisp.server._ingest import prepare_records
+    from wisp.server._store import open_store
+
+    url, media = f"sqlite:///{tmp_path / 'gc.db'}", str(tmp_path / "media")
+    store, blobs = open_store(url), open_blob_store(media)
+    kept, orphan = b"kept-bytes", b"orphan-bytes"
+    shas = [hashlib.sha256(b).hexdigest() for b in (kept, orphan)]
+    for sha, data in zip(shas, (kept, orphan), strict=True):
+        blobs.put(sha, [data])
+        store.media_add(sha, len(data), ".png")
+    recs = [
+        {"type": 1, "data": {"project": "p"}},
+        history([(0, 1.0, {"img": {"_type": "image", "sha256": shas[0]}})]),
+    ]
+    store.ingest("r1", "w", 0, prepare_records(recs))
+    store.close()
+    assert media_gc(url, media, older_than_days=1.0) == (0, 0)  # too recent to judge
+    time.sleep(0.01)
+    assert media_gc(url, media, older_than_days=0, dry_run=True) == (1, len(orphan))
+    assert blobs.exists(shas[1])
+    assert media_gc(url, media, older_than_days=0) == (1, len(orphan))
+    assert blobs.exists(shas[0]) and not blobs.exists(shas[1])

@@ -68,7 +68,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
 def cmd_server(args: argparse.Namespace) -> int:
     if getattr(args, "keys_action", None):
         return cmd_keys(args)
-    if getattr(args, "keys_group", None) in ("users", "teams", "projects"):
+    if getattr(args, "keys_group", None) in ("users", "teams", "projects", "gc"):
         from wisp.cli._server_admin import cmd_admin
 
         return cmd_admin(args)

@@ -1,4 +1,4 @@
-"""``wisp server users|teams|projects ...`` (administration with database access)."""
+"""``wisp server users|teams|projects|gc ...`` (administration with database access)."""
 
 from __future__ import annotations
 
@@ -41,8 +41,19 @@ def _fn(name: str) -> Callable[..., Any]:
 
 def cmd_admin(args: argparse.Namespace) -> int:
     group = args.keys_group
-    action = getattr(args, f"{group}_action")
     db = args.db
+    if group == "gc":
+        n, size = call_with(
+            _fn("media_gc"),
+            db=db,
+            media_dir=args.media_dir,
+            older_than_days=args.older_than_days,
+            dry_run=args.dry_run,
+        )
+        verb = "would delete" if args.dry_run else "deleted"
+        print(f"{verb} {n} unreferenced media files ({size} bytes)")
+        return EXIT["ok"]
+    action = getattr(args, f"{group}_action")
     if group == "users":
         if action == "add":
             pw = None if args.no_password else read_password(args.password_file)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from wisp.server._app import create_app
     from wisp.server._manage import (
+        media_gc,
         projects_set,
         teams_add,
         teams_list,
@@ -30,6 +31,7 @@ __all__ = [
     "keys_create",
     "keys_list",
     "keys_revoke",
+    "media_gc",
     "open_store",
     "projects_set",
     "serve",
@@ -48,6 +50,7 @@ _WHERE = {
     "keys_list": "_serve",
     "keys_revoke": "_serve",
     "serve": "_serve",
+    "media_gc": "_manage",
     "projects_set": "_manage",
     "teams_add": "_manage",
     "teams_list": "_manage",

@@ -12,6 +12,7 @@ from typing import Any
 from wisp.server._settings import ServerSettings
 
 __all__ = [
+    "media_gc",
     "projects_set",
     "teams_add",
     "teams_list",
@@ -93,3 +94,28 @@ def projects_set(
         return s.access.describe(name)
 
     return dict(_run(db, go))
+
+
+def media_gc(
+    db: str | None = None,
+    media_dir: str | None = None,
+    older_than_days: float = 1.0,
+    dry_run: bool = False,
+) -> tuple[int, int]:
+    """Delete media no run refers to, uploaded more than ``older_than_days`` ago (an upload
+    is referenced by its records shortly after); returns ``(files, bytes)``."""
+    from wisp.server._blobs import open_blob_store
+
+    settings = ServerSettings(db=db or "", media_dir=media_dir or "").resolved()
+    blobs = open_blob_store(settings.media_dir)
+
+    def go(s: Any) -> tuple[int, int]:
+        orphans = s.access.orphan_media(s.clock() - older_than_days * 86400)
+        if not dry_run:
+            for sha, _ in orphans:
+                s.access.forget_media(sha)
+                blobs.delete(sha)
+        return len(orphans), sum(size for _, size in orphans)
+
+    out: tuple[int, int] = _run(db, go)
+    return out

@@ -265,6 +265,21 @@ class ProjectStore:
                     return True
         return False
 
+    def orphan_media(self, before: float) -> list[tuple[str, int]]:
+        """``(sha256, size)`` of blobs recorded before ``before`` that no run refers to."""
+        f, m = S.media_files.c, S.media_refs.c
+        q = select(f.sha256, f.size).where(
+            f.created_at < before, ~select(m.sha256).where(m.sha256 == f.sha256).exists()
+        )
+        with self.db.read() as conn:
+            return [(str(a), int(b)) for a, b in conn.execute(q)]
+
+    def forget_media(self, sha: str) -> None:
+        """Drop a blob from the index (its bytes are deleted by the caller)."""
+        with self.db.tx() as conn:
+            conn.execute(S.media_owners.delete().where(S.media_owners.c.sha256 == sha))
+            conn.execute(S.media_files.delete().where(S.media_files.c.sha256 == sha))
+
     # -- audit --------------------------------------------------------------------------------
 
     def audit(

@@ -134,6 +134,37 @@ def _adopt_existing() -> None:
         ),
         {"u": uid, "now": now},
     )
+    conn.execute(
+        sa.text("INSERT INTO media_owners (sha256, user_id) SELECT sha256, :u FROM media_files"),
+        {"u": uid},
+    )
+    _backfill_media_refs(conn)
+
+
+def _backfill_media_refs(conn: sa.Connection) -> None:
+    """``media_refs`` for existing media items (read rights and ``wisp server gc``)."""
+    import json
+    import re
+
+    sha = re.compile(r'"sha256"\s*:\s*"([0-9a-f]{64})"')
+    refs: set[tuple[str, str]] = set()
+    last = -1
+    while True:
+        rows = conn.execute(
+            sa.text(
+                "SELECT id, run_id, data FROM media_items WHERE id > :last ORDER BY id LIMIT 5000"
+            ),
+            {"last": last},
+        ).all()
+        if not rows:
+            break
+        for item_id, run_id, data in rows:
+            last = item_id
+            text = data if isinstance(data, str) else json.dumps(data)
+            refs.update((s, run_id) for s in sha.findall(text))
+    rows_out = [{"s": s, "r": r} for s, r in sorted(refs)]
+    if rows_out:
+        conn.execute(sa.text("INSERT INTO media_refs (sha256, run_id) VALUES (:s, :r)"), rows_out)
 
 
 def downgrade() -> None:
