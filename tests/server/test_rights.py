@@ -235,10 +235,12 @@ def test_audit_log_records_writes_and_admin_actions(world: World, store: Any) ->
     key = store.create_key("admin", "root", admin_id)[1]
     world.client("tina").put("/api/v1/teams/team-a/members/dave", json={"role": "viewer"})
     world.client("outsider").put("/api/v1/runs/a2", json={"project": "x"})
+    world.client("viewer", read_only=True).put("/api/v1/runs/v9", json={"project": "teamp"})
     c = TestClient(world.app, headers={"Authorization": f"Bearer {key}"})
     rows = c.get("/api/v1/audit?limit=50").json()["audit"]
     seen = {(r["actor"], r["action"], r["status"]) for r in rows}
     assert ("tina", "team.member", 200) in seen
     assert ("eve", "run.put", 200) in seen
     assert ("dave", "run.put", 409) in seen
+    assert ("carol", "run.put", 403) in seen  # refused by the middleware (a read key)
     assert rows == sorted(rows, key=lambda r: -r["id"])

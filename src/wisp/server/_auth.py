@@ -136,14 +136,17 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
             return
         headers = _headers(scope)
+        rule, params = _match(scope["method"], scope["path"])
+        principal = ANONYMOUS
         try:
             self._check_host(headers)
             principal = await self._identify(scope, headers)
             scope["wisp_principal"] = principal
-            rule, params = _match(scope["method"], scope["path"])
             await self._authorize(scope, principal, rule, params, headers)
         except Problem as p:
             await json_response(p.body(), p.status)(scope, receive, send)
+            if rule is not None and rule.audit:  # refused writes are audited too
+                await self._audit(scope, principal, rule.audit, scope["path"], p.status)
             return
         status = 0
         is_media = rule is not None and rule.touches == "media"
