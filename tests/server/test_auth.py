@@ -229,3 +229,19 @@ def test_gc_deletes_only_unreferenced_media(tmp_path: Path) -> None:
     assert blobs.exists(shas[1])
     assert media_gc(url, media, older_than_days=0) == (1, len(orphan))
     assert blobs.exists(shas[0]) and not blobs.exists(shas[1])
+
+
+def test_console_cursor_beyond_32_bits(api: Any) -> None:
+    """`console?after=N` with N past 2**31 answers 200 on both databases (64-bit ids)."""
+    batch = {
+        "writer_id": "w",
+        "first_seq": 0,
+        "records": [
+            {"type": 1, "data": {"project": "p"}},
+            {"type": 7, "data": {"lines": [[1.0, "stdout", "x"]]}},
+        ],
+    }
+    assert api.post("/api/v1/runs/r1/records", json=batch).status_code == 200
+    r = api.get(f"/api/v1/runs/r1/console?after={2**31 + 5}")
+    assert r.status_code == 200 and r.json() == {"lines": []}
+    assert len(api.get("/api/v1/runs/r1/console?after=-1").json()["lines"]) == 1
