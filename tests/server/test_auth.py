@@ -245,3 +245,24 @@ def test_console_cursor_beyond_32_bits(api: Any) -> None:
     r = api.get(f"/api/v1/runs/r1/console?after={2**31 + 5}")
     assert r.status_code == 200 and r.json() == {"lines": []}
     assert len(api.get("/api/v1/runs/r1/console?after=-1").json()["lines"]) == 1
+
+
+def test_media_quota_per_user(settings: Any, store: Any) -> None:
+    """Past their media quota a user's uploads are refused (413 quota); others still upload."""
+    from wisp.server import create_app
+
+    settings.media_quota_bytes = 100
+    app = create_app(settings, store=store)
+    clients = {}
+    for name in ("alice", "bob"):
+        key = store.create_key("write", name, store.users.add_user(name))[1]
+        clients[name] = TestClient(app, headers={"Authorization": f"Bearer {key}"})
+    first, second = b"a" * 80, b"b" * 80
+    put = clients["alice"].put
+    assert (
+        put(f"/api/v1/media/{hashlib.sha256(first).hexdigest()}", content=first).status_code == 201
+    )
+    r = put(f"/api/v1/media/{hashlib.sha256(second).hexdigest()}", content=second)
+    assert r.status_code == 413 and r.json()["error"]["code"] == "quota"
+    bob = clients["bob"].put(f"/api/v1/media/{hashlib.sha256(second).hexdigest()}", content=second)
+    assert bob.status_code == 201

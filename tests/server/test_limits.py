@@ -195,3 +195,32 @@ def test_a_64_mib_batch_raises_peak_memory_by_at_most_256_mib(tmp_path: Path) ->
         print(f"64 MiB batch: peak RSS +{rise_mib:.0f} MiB")
         assert rise_mib <= 256
         assert srv.get("/runs/big")["metric_keys"] == ["acc", "loss", "lr"]
+
+
+def test_tls_serves_https_with_secure_cookies(tmp_path: Path) -> None:
+    """With --tls-cert/--tls-key the server speaks HTTPS and its session cookie is Secure."""
+    import json
+    import ssl
+    import subprocess
+    import urllib.request
+
+    from wisp.server import users_add
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    srv = Server(tmp_path, args=["--tls-cert", str(cert), "--tls-key", str(key)])
+    users_add("alice", "correct horse", db=srv.db_url)
+    ctx = ssl.create_default_context(cafile=str(cert))
+    ctx.check_hostname = False
+    srv.url = srv.url.replace("http://", "https://")
+    with srv:
+        body = json.dumps({"name": "alice", "password": "correct horse"}).encode()
+        req = urllib.request.Request(f"{srv.url}/api/v1/auth/login", body, method="POST")
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+            cookies = r.headers.get_all("set-cookie")
+        session = next(c for c in cookies if c.startswith("wisp_session="))
+        assert "Secure" in session and "HttpOnly" in session
