@@ -266,3 +266,16 @@ def test_media_quota_per_user(settings: Any, store: Any) -> None:
     assert r.status_code == 413 and r.json()["error"]["code"] == "quota"
     bob = clients["bob"].put(f"/api/v1/media/{hashlib.sha256(second).hexdigest()}", content=second)
     assert bob.status_code == 201
+
+
+def test_requests_per_key_are_rate_limited(settings: Any, store: Any) -> None:
+    """Past its burst a key gets 429 rate_limited; another key is not slowed by it."""
+    from wisp.server import create_app
+
+    settings.key_rate = 5.0
+    app = create_app(settings, store=store)
+    a = TestClient(app, headers={"Authorization": f"Bearer {store.create_key('read')[1]}"})
+    b = TestClient(app, headers={"Authorization": f"Bearer {store.create_key('read')[1]}"})
+    codes = [a.get("/api/v1/projects").status_code for _ in range(30)]
+    assert codes[:10] == [200] * 10 and 429 in codes
+    assert b.get("/api/v1/projects").status_code == 200

@@ -85,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--max-connections", type=int, default=None, help="connection cap (503 beyond)")
     sp.add_argument("--header-timeout", type=float, default=None, help="seconds to send headers")
     sp.add_argument("--body-timeout", type=float, default=None, help="seconds a body may pause")
+    sp.add_argument("--key-rate", type=float, default=None, help="requests/s per key (0: off)")
     ksub = sp.add_subparsers(dest="keys_group", metavar="keys")
     kp = ksub.add_parser("keys", help="create, list or revoke API keys")
     kact = kp.add_subparsers(dest="keys_action", metavar="ACTION", required=True)

@@ -91,6 +91,7 @@ def cmd_server(args: argparse.Namespace) -> int:
         max_connections=args.max_connections,
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
+        key_rate=args.key_rate,
     )
     return EXIT["ok"]
 

@@ -15,6 +15,7 @@ store inside its transaction (ownership, :mod:`._store_projects`), with the call
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
@@ -130,6 +131,8 @@ class AuthMiddleware:
         self.settings = settings
         self.hosts = settings.host_allow_list()
         self.proxies = settings.trusted_proxy_networks()
+        self.buckets: dict[str, tuple[float, float]] = {}  # key id -> (tokens, at)
+        self.clock = time.monotonic
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -142,6 +145,8 @@ class AuthMiddleware:
             self._check_host(headers)
             principal = await self._identify(scope, headers)
             scope["wisp_principal"] = principal
+            if principal.key_id is not None:
+                self._throttle(principal.key_id)
             await self._authorize(scope, principal, rule, params, headers)
         except Problem as p:
             await json_response(p.body(), p.status)(scope, receive, send)
@@ -177,6 +182,21 @@ class AuthMiddleware:
     ) -> None:
         addr = (scope.get("client") or ("", 0))[0]
         await run_in_threadpool(self.store.access.audit, principal, action, target, status, addr)
+
+    def _throttle(self, key_id: str) -> None:
+        """A token bucket per API key: ``key_rate`` requests a second, bursts of twice that."""
+        rate = self.settings.key_rate
+        if rate <= 0:
+            return
+        now = self.clock()
+        tokens, last = self.buckets.get(key_id, (2.0 * rate, now))
+        tokens = min(2.0 * rate, tokens + (now - last) * rate)
+        if tokens < 1.0:
+            self.buckets[key_id] = (tokens, now)
+            raise Problem(429, "rate_limited", f"more than {rate:g} requests a second with one key")
+        self.buckets[key_id] = (tokens - 1.0, now)
+        if len(self.buckets) > 100_000:
+            self.buckets.clear()
 
     # -- the steps ----------------------------------------------------------------------------
 

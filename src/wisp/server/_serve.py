@@ -35,6 +35,7 @@ def serve(
     max_connections: int | None = None,
     header_timeout: float | None = None,
     body_timeout: float | None = None,
+    key_rate: float | None = None,
 ) -> None:
     """Run the tracking server (blocks).  ``--no-auth`` is refused on a non-loopback host.
 
@@ -82,6 +83,8 @@ def serve(
         settings.header_timeout = header_timeout
     if body_timeout is not None:
         settings.body_timeout = body_timeout
+    if key_rate is not None:
+        settings.key_rate = key_rate
     settings = settings.resolved()
     settings.trusted_proxy_networks()  # a malformed address fails here, not per request
     if not loopback and not settings.tls:
