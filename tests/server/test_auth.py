@@ -279,3 +279,13 @@ def test_requests_per_key_are_rate_limited(settings: Any, store: Any) -> None:
     codes = [a.get("/api/v1/projects").status_code for _ in range(30)]
     assert codes[:10] == [200] * 10 and 429 in codes
     assert b.get("/api/v1/projects").status_code == 200
+
+
+def test_failed_sign_ins_are_limited(app: Any, alice: int) -> None:
+    """After 10 wrong passwords for a name, even the right one is refused for a while (429)."""
+    c = TestClient(app)
+    for _ in range(10):
+        r = c.post("/api/v1/auth/login", json={"name": "alice", "password": "wrong guess"})
+        assert r.status_code == 401
+    r = c.post("/api/v1/auth/login", json={"name": "alice", "password": "correct horse"})
+    assert r.status_code == 429 and r.json()["error"]["code"] == "rate_limited"

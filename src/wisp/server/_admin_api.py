@@ -9,6 +9,7 @@ change is written to the audit log.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -33,6 +34,9 @@ from wisp.server._store import Store
 from wisp.server._store_users import SESSION_SECONDS, check_name
 
 __all__ = ["admin_openapi_paths", "admin_routes"]
+
+_FAIL_LIMIT = 10  # failed sign-ins per user name (5x per address) within _FAIL_WINDOW s
+_FAIL_WINDOW = 600.0
 
 
 class LoginBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -215,6 +219,7 @@ class _AdminApi:
     def __init__(self, store: Store, settings: ServerSettings) -> None:
         self.store = store
         self.settings = settings
+        self.fails: dict[str, list[float]] = {}  # "u:name" / "a:addr" -> failed sign-ins
 
     def endpoint(self, fn: Handler) -> Handler:
         async def handle(request: Request) -> Response:
@@ -232,6 +237,16 @@ class _AdminApi:
             self.store.access.audit, principal_of(request), action, target, status, addr
         )
 
+    def _failures(self, key: str, now: float) -> bool:
+        """Whether ``key`` (a user name or an address) failed too often lately."""
+        recent = [t for t in self.fails.get(key, ()) if t > now - _FAIL_WINDOW]
+        if recent:
+            self.fails[key] = recent
+        else:
+            self.fails.pop(key, None)
+        limit = _FAIL_LIMIT if key.startswith("u:") else 5 * _FAIL_LIMIT
+        return len(recent) >= limit
+
     def _secure(self, request: Request) -> bool:
         return self.settings.tls or request.url.scheme == "https"
 
@@ -242,8 +257,15 @@ class _AdminApi:
         if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
             raise Problem(403, "csrf", "cross-site sign-in refused (Origin does not match Host)")
         body = await _body(request, LoginBody)
+        addr = request.client.host if request.client else ""
+        now = time.monotonic()
+        tries = [k for k in (f"u:{body.name[:64]}", f"a:{addr}") if self._failures(k, now)]
+        if tries:
+            raise Problem(429, "rate_limited", "too many failed sign-ins: wait a few minutes")
         uid = await run_in_threadpool(self.store.users.check_login, body.name, body.password)
         if uid is None:
+            for k in (f"u:{body.name[:64]}", f"a:{addr}"):
+                self.fails.setdefault(k, []).append(now)
             await self._log(request, "auth.login_failed", body.name[:64], 401)
             raise Problem(401, "unauthorized", "wrong user name or password")
         token, csrf = await run_in_threadpool(self.store.users.new_session, uid)
@@ -267,7 +289,6 @@ class _AdminApi:
             secure=secure,
             path="/",
         )
-        addr = request.client.host if request.client else ""
         p = Principal(uid, body.name, via="session")
         await run_in_threadpool(self.store.access.audit, p, "auth.login", body.name, 200, addr)
         return resp
