@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+import urllib.error
 import urllib.request
 import zlib
 from collections.abc import Iterator
@@ -165,3 +166,40 @@ def test_html_and_svg_media_cannot_touch_the_dashboard(page: Any, server: dict[s
             "(src) => { location.href = src; }", f"/api/v1/media/{server['shas']['html']}.html"
         )
     assert dl.value.suggested_filename
+
+
+def test_account_page_creates_and_revokes_keys_and_sets_roles(
+    page: Any, server: dict[str, Any]
+) -> None:
+    """Signed in, a user creates a key (shown once), sees it listed, revokes it, and as a
+    team's admin gives a member a role; the key works against the API until revoked."""
+    from wisp.server import teams_add, teams_member, users_add
+
+    srv = server["srv"]
+    teams_add("vision", db=srv.db_url)
+    teams_member("vision", "alice", "admin", db=srv.db_url)
+    users_add("bob", db=srv.db_url)
+    _sign_in(page, srv.url)
+    page.wait_for_selector("#account-link")
+    page.click("#account-link")
+    page.fill("#new-key-name", "from the browser")
+    page.select_option("#new-key-scope", "read")
+    page.click("#new-key button")
+    secret = page.locator("#new-key-secret code").inner_text()
+    assert secret.startswith("wisp_r_")
+    page.wait_for_selector("#keys td:has-text('from the browser')")
+    req = urllib.request.Request(
+        f"{srv.url}/api/v1/runs/r1", headers={"Authorization": f"Bearer {secret}"}
+    )
+    with urllib.request.urlopen(req, timeout=10) as r:
+        assert json.loads(r.read())["id"] == "r1"
+    row = page.locator("#keys tr", has_text="from the browser")
+    row.locator("button:has-text('Revoke')").click()
+    page.wait_for_selector("#keys tr:has-text('from the browser') td:has-text('revoked')")
+    with pytest.raises(urllib.error.HTTPError, match="401"):
+        urllib.request.urlopen(req, timeout=10)
+    page.fill("#member-team", "vision")
+    page.fill("#member-user", "bob")
+    page.select_option("#member-role", "viewer")
+    page.click("#set-member button")
+    page.wait_for_selector("#teams td:has-text('bob (viewer)')")

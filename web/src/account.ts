@@ -64,6 +64,18 @@ export function accountPage(app: HTMLElement, me: Me): Dispose {
     teamsBox.replaceChildren(table(["team", "members"], teams.map((t) => [t.name, t.members.map((m) => `${m.user} (${m.role})`).join(", ")]), "teams"));
   }
 
+  // team admins set roles: team, user, role (or "remove")
+  const mTeam = h("input", { id: "member-team", placeholder: "team", "aria-label": "team" });
+  const mUser = h("input", { id: "member-user", placeholder: "user", "aria-label": "user" });
+  const mRole = h("select", { id: "member-role", "aria-label": "role" }, ...["viewer", "member", "admin", "remove"].map((r) => h("option", { value: r }, r)));
+  const member = h("form", { class: "row", id: "set-member" }, mTeam, mUser, mRole, h("button", { type: "submit" }, "Set role"));
+  member.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const path = `/api/v1/teams/${encodeURIComponent(mTeam.value.trim())}/members/${encodeURIComponent(mUser.value.trim())}`;
+    const done = mRole.value === "remove" ? send("DELETE", path) : send("PUT", path, { role: mRole.value });
+    done.then(loadTeams, fail);
+  });
+
   async function loadAdmin(): Promise<void> {
     const [{ users }, { audit }] = await Promise.all([
       getJSON<{ users: { name: string; is_admin: boolean; disabled_at: number | null }[] }>("/api/v1/users"),
@@ -95,6 +107,7 @@ export function accountPage(app: HTMLElement, me: Me): Dispose {
     secret,
     h("h2", {}, "Teams"),
     teamsBox,
+    member,
     adminBox,
   );
   loadKeys().catch(fail);
