@@ -96,6 +96,12 @@ def _open_objects(node: Any) -> Any:
     return node
 
 
+def _admin_paths() -> dict[str, Any]:
+    from wisp.server._admin_api import admin_openapi_paths  # people, keys, audit
+
+    return admin_openapi_paths()
+
+
 def openapi_document() -> dict[str, Any]:
     """The document, built from the endpoint declarations and their types."""
     eps = all_endpoints()
@@ -132,6 +138,8 @@ def openapi_document() -> dict[str, Any]:
             op["security"] = [{"bearer": []}]
         op["x-wisp-scope"] = e.scope
         paths.setdefault(e.full_path, {})[e.method.lower()] = op
+    for path, ops in _admin_paths().items():  # people, keys, audit (hand-written)
+        paths.setdefault(path, {}).update(ops)
     classes = _structs()
     for name, comp in kept.items():
         if getattr(classes.get(name), "open_members", False):  # more members than declared
@@ -148,7 +156,10 @@ def openapi_document() -> dict[str, Any]:
             "paths": paths,
             "components": {
                 "schemas": kept,
-                "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+                "securitySchemes": {
+                    "bearer": {"type": "http", "scheme": "bearer"},
+                    "session": {"type": "apiKey", "in": "cookie", "name": "wisp_session"},
+                },
                 "responses": {
                     "Error": {
                         "description": "client error",
