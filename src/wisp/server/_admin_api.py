@@ -1,26 +1,26 @@
 """People endpoints: sign-in, users, teams, API keys, project settings, the audit log.
 
-Request bodies are msgspec Structs (a wrong field is a 422 naming it).  Identity comes from
-the auth middleware (:func:`._auth.principal_of`); the finer rights (site admin, team
-admin, project admin, one's own keys) are checked here through :mod:`._rights`.  Every
-change is written to the audit log.
+Declared with :func:`~wisp.server._routes.endpoint` like every endpoint (shapes below;
+a wrong field is a 422 naming it).  Identity comes from the auth middleware
+(:func:`._auth.principal_of`), which also refuses callers without the route's scope; the
+finer rights (site admin, team admin, project admin, one's own keys) are checked here
+through :mod:`._rights`.  Every change is written to the audit log.
 """
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Annotated, ClassVar
 
 import msgspec
+from msgspec import Meta
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from wisp.server._auth import CSRF_COOKIE, SESSION_COOKIE, principal_of
-from wisp.server._http import json_response, q_int, q_str, read_body
+from wisp.server._blobs import BlobStore
+from wisp.server._http import json_response
 from wisp.server._problem import Problem
 from wisp.server._rights import (
     SCOPES,
@@ -29,207 +29,195 @@ from wisp.server._rights import (
     can_read_project,
     need_scope,
 )
+from wisp.server._routes import In, endpoint
 from wisp.server._settings import ServerSettings
 from wisp.server._store import Store
 from wisp.server._store_users import SESSION_SECONDS, check_name
 
-__all__ = ["admin_openapi_paths", "admin_routes"]
+__all__ = ["AdminApi"]
 
 _FAIL_LIMIT = 10  # failed sign-ins per user name (5x per address) within _FAIL_WINDOW s
 _FAIL_WINDOW = 600.0
 
+Text = Annotated[str, Meta(max_length=200)]
+Name = Annotated[str, Meta(max_length=64)]
+
+
+# -- request shapes ---------------------------------------------------------------------------
+
 
 class LoginBody(msgspec.Struct, forbid_unknown_fields=True):
-    name: str
-    password: str
+    name: Text
+    password: Text
 
 
 class NewUser(msgspec.Struct, forbid_unknown_fields=True):
-    name: str
-    password: str | None = None
+    name: Name
+    password: Text | None = None
     admin: bool = False
 
 
 class NewTeam(msgspec.Struct, forbid_unknown_fields=True):
-    name: str
+    name: Name
 
 
 class Membership(msgspec.Struct, forbid_unknown_fields=True):
-    role: str
+    role: Annotated[str, Meta(description="viewer, member or admin")]
 
 
 class NewKey(msgspec.Struct, forbid_unknown_fields=True):
-    name: str = ""
-    scope: str = "write"
+    name: Text = ""
+    scope: Annotated[str, Meta(description="read, write or admin")] = "write"
     expires_in_days: float | None = None
 
 
 class ProjectSettings(msgspec.Struct, forbid_unknown_fields=True):
-    owner: str | None = None
-    visibility: str | None = None
+    owner: Name | None = None
+    visibility: Annotated[str, Meta(description="private, team or public-read")] | None = None
+
+
+class UserPath(msgspec.Struct):
+    name: Text
+
+
+class MemberPath(msgspec.Struct):
+    team: Text
+    user: Text
+
+
+class KeyPath(msgspec.Struct):
+    key_id: Text
+
+
+class ProjectPath(msgspec.Struct):
+    project: Text
+
+
+class KeysQuery(msgspec.Struct):
+    all: Annotated[str, Meta(max_length=8, description="1: every key (site admins)")] = ""
+
+
+class AuditQuery(msgspec.Struct):
+    limit: Annotated[int, Meta(ge=1, le=1000)] = 100
+    before: Annotated[int, Meta(ge=0, le=2**62)] = 0
+    user: Name | None = None
+
+
+# -- answers ----------------------------------------------------------------------------------
+
+
+class SignedIn(msgspec.Struct):
+    user: str
+    csrf: str
+
+
+class LoggedOut(msgspec.Struct):
+    ok: bool
+
+
+class TeamRole(msgspec.Struct):
+    team: str
+    role: str
 
 
 class Me(msgspec.Struct):
     user: str | None
     is_admin: bool
-    teams: list[dict[str, str]]
+    teams: list[TeamRole]
     csrf: str | None
     via: str
     auth_required: bool
 
 
-Handler = Callable[[Request], Awaitable[Response]]
+class UserRow(msgspec.Struct):
+    open_members: ClassVar[bool] = True
+    id: int
+    name: str
+    is_admin: bool
 
 
-async def _body(request: Request, typ: type[Any]) -> Any:
-    raw = await read_body(request, 64 * 1024)
-    try:
-        return msgspec.json.decode(raw or b"{}", type=typ)
-    except msgspec.ValidationError as e:
-        raise Problem(422, "invalid", f"body: {e}", "body") from None
-    except msgspec.DecodeError as e:
-        raise Problem(400, "bad_json", f"request body is not valid JSON: {e}", "body") from None
+class UserList(msgspec.Struct):
+    users: list[UserRow]
 
 
-_S = {"type": "string", "maxLength": 200}
-_NAME = {"type": "string", "pattern": "^[a-z0-9][a-z0-9_.-]{0,63}$"}
+class Named(msgspec.Struct):
+    name: str
 
 
-def _obj(props: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    return (
-        {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": props,
-            "required": list(required),
-        }
-        if required
-        else {"type": "object", "additionalProperties": False, "properties": props}
-    )
+class UserDisabled(msgspec.Struct):
+    name: str
+    disabled: bool
 
 
-# (method, path, handler name, summary, request body schema) - the routes and their OpenAPI
-_TABLE: tuple[tuple[str, str, str, str, dict[str, Any] | None], ...] = (
-    (
-        "POST",
-        "/auth/login",
-        "login",
-        "Sign in: sets the session and CSRF cookies",
-        _obj({"name": _S, "password": _S}, ("name", "password")),
-    ),
-    ("POST", "/auth/logout", "logout", "Sign out: ends the session", None),
-    ("GET", "/auth/me", "me", "Who is calling (user, teams, CSRF token)", None),
-    ("GET", "/users", "users", "Users (any signed-in caller)", None),
-    (
-        "POST",
-        "/users",
-        "add_user",
-        "Add a user (site admins)",
-        _obj({"name": _NAME, "password": _S, "admin": {"type": "boolean"}}, ("name",)),
-    ),
-    ("POST", "/users/{name}/disable", "disable_user", "Disable a user (site admins)", None),
-    ("GET", "/teams", "teams", "Teams and their members", None),
-    (
-        "POST",
-        "/teams",
-        "add_team",
-        "Add a team (the caller becomes its admin)",
-        _obj({"name": _NAME}, ("name",)),
-    ),
-    (
-        "PUT",
-        "/teams/{team}/members/{user}",
-        "set_member",
-        "Set a member's role (team admins)",
-        _obj({"role": {"type": "string", "enum": ["viewer", "member", "admin"]}}, ("role",)),
-    ),
-    ("DELETE", "/teams/{team}/members/{user}", "del_member", "Remove a member (team admins)", None),
-    ("GET", "/keys", "keys", "The caller's API keys (?all=1: every key, site admins)", None),
-    (
-        "POST",
-        "/keys",
-        "add_key",
-        "Create an API key of the caller (secret shown once)",
-        _obj(
-            {
-                "name": _S,
-                "scope": {"type": "string", "enum": ["read", "write", "admin"]},
-                "expires_in_days": {"type": "number"},
-            }
-        ),
-    ),
-    ("DELETE", "/keys/{key_id}", "revoke_key", "Revoke one of the caller's keys", None),
-    ("GET", "/projects/{project}", "project", "A project's owner and visibility", None),
-    (
-        "PUT",
-        "/projects/{project}",
-        "set_project",
-        "Create or change a project (its admins)",
-        _obj(
-            {
-                "owner": _NAME,
-                "visibility": {"type": "string", "enum": ["private", "team", "public-read"]},
-            }
-        ),
-    ),
-    ("GET", "/audit", "audit", "The audit log, newest first (site admins)", None),
-)
+class TeamMember(msgspec.Struct):
+    user: str
+    role: str
 
 
-def admin_routes(store: Store, settings: ServerSettings) -> list[Route]:
-    """The routes of this module, bound to ``store``."""
-    api = _AdminApi(store, settings)
-    return [
-        Route(f"/api/v1{path}", api.endpoint(getattr(api, name)), methods=[method])
-        for method, path, name, _, _ in _TABLE
-    ]
+class TeamRow(msgspec.Struct):
+    name: str
+    members: list[TeamMember]
 
 
-def admin_openapi_paths() -> dict[str, Any]:
-    """The OpenAPI path items of these routes (merged into ``/api/openapi.json``)."""
-    paths: dict[str, Any] = {}
-    err = {"$ref": "#/components/responses/Error"}
-    for method, path, _, summary, body in _TABLE:
-        params = [
-            {"name": n, "in": "path", "required": True, "schema": _S}
-            for n in re.findall(r"{(\w+)}", path)
-        ]
-        if path == "/audit":
-            params += [
-                {"name": "limit", "in": "query", "schema": {"type": "integer"}},
-                {"name": "before", "in": "query", "schema": {"type": "integer"}},
-                {"name": "user", "in": "query", "schema": _S},
-            ]
-        op: dict[str, Any] = {
-            "summary": summary,
-            "parameters": params,
-            "responses": {"200": {"description": "OK"}, "4XX": err},
-            "security": [{"bearer": []}, {"session": []}],
-        }
-        if body is not None:
-            op["requestBody"] = {
-                "required": True,
-                "content": {"application/json": {"schema": body}},
-            }
-        paths.setdefault(f"/api/v1{path}", {})[method.lower()] = op
-    return paths
+class TeamList(msgspec.Struct):
+    teams: list[TeamRow]
 
 
-class _AdminApi:
-    def __init__(self, store: Store, settings: ServerSettings) -> None:
+class MemberSet(msgspec.Struct):
+    team: str
+    user: str
+    role: str | None
+
+
+class KeyRow(msgspec.Struct):
+    open_members: ClassVar[bool] = True
+    id: str
+    scope: str
+    name: str
+    user: str | None
+
+
+class KeyList(msgspec.Struct):
+    keys: list[KeyRow]
+
+
+class KeyCreated(msgspec.Struct):
+    id: str
+    key: Annotated[str, Meta(description="the secret, shown once")]
+    scope: str
+
+
+class KeyRevoked(msgspec.Struct):
+    id: str
+    revoked: bool
+
+
+class ProjectOut(msgspec.Struct):
+    name: str
+    owner: str | None
+    owner_kind: str | None
+    visibility: str
+
+
+class AuditRow(msgspec.Struct):
+    open_members: ClassVar[bool] = True
+    id: int
+    ts: float
+    actor: str
+    action: str
+    target: str
+    status: int
+
+
+class AuditPage(msgspec.Struct):
+    audit: list[AuditRow]
+
+
+class AdminApi:
+    def __init__(self, store: Store, settings: ServerSettings, blobs: BlobStore) -> None:
         self.store = store
         self.settings = settings
         self.fails: dict[str, list[float]] = {}  # "u:name" / "a:addr" -> failed sign-ins
-
-    def endpoint(self, fn: Handler) -> Handler:
-        async def handle(request: Request) -> Response:
-            try:
-                return await fn(request)
-            except Problem as p:
-                return json_response(p.body(), p.status)
-
-        handle.__name__ = fn.__name__
-        return handle
 
     async def _log(self, request: Request, action: str, target: str, status: int = 200) -> None:
         addr = request.client.host if request.client else ""
@@ -252,11 +240,20 @@ class _AdminApi:
 
     # -- sign-in ------------------------------------------------------------------------------
 
-    async def login(self, request: Request) -> Response:
+    @endpoint(
+        "POST",
+        "/auth/login",
+        scope="public",
+        summary="Sign in: sets the session and CSRF cookies",
+        body=LoginBody,
+        responses={200: SignedIn},
+    )
+    async def login(self, r: In) -> Response:
+        request = r.request
         origin = request.headers.get("origin")
         if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
             raise Problem(403, "csrf", "cross-site sign-in refused (Origin does not match Host)")
-        body = await _body(request, LoginBody)
+        body = r.body
         addr = request.client.host if request.client else ""
         now = time.monotonic()
         tries = [k for k in (f"u:{body.name[:64]}", f"a:{addr}") if self._failures(k, now)]
@@ -293,7 +290,15 @@ class _AdminApi:
         await run_in_threadpool(self.store.access.audit, p, "auth.login", body.name, 200, addr)
         return resp
 
-    async def logout(self, request: Request) -> Response:
+    @endpoint(
+        "POST",
+        "/auth/logout",
+        scope="public",
+        summary="Sign out: ends the session",
+        responses={200: LoggedOut},
+    )
+    async def logout(self, r: In) -> Response:
+        request = r.request
         token = request.cookies.get(SESSION_COOKIE)
         if token and len(token) <= 200:
             await run_in_threadpool(self.store.users.end_session, token)
@@ -302,7 +307,15 @@ class _AdminApi:
         resp.delete_cookie(CSRF_COOKIE, path="/")
         return resp
 
-    async def me(self, request: Request) -> Response:
+    @endpoint(
+        "GET",
+        "/auth/me",
+        scope="public",
+        summary="Who is calling (user, teams, CSRF token)",
+        responses={200: Me},
+    )
+    async def me(self, r: In) -> Response:
+        request = r.request
         p = principal_of(request)
         csrf = None
         token = request.cookies.get(SESSION_COOKIE)
@@ -310,7 +323,7 @@ class _AdminApi:
             got = await run_in_threadpool(self.store.users.session, token)
             csrf = got[1] if got else None
         names = await run_in_threadpool(self._team_names)
-        teams = [{"team": names.get(t, str(t)), "role": r} for t, r in sorted(p.teams.items())]
+        teams = [TeamRole(names.get(t, str(t)), role) for t, role in sorted(p.teams.items())]
         me = Me(
             p.name if p.user_id is not None else None,
             p.is_admin,
@@ -326,32 +339,71 @@ class _AdminApi:
 
     # -- users and teams ----------------------------------------------------------------------
 
-    async def users(self, request: Request) -> Response:
+    @endpoint(
+        "GET",
+        "/users",
+        scope="read",
+        summary="Users (any signed-in caller)",
+        responses={200: UserList},
+    )
+    async def users(self, r: In) -> Response:
+        request = r.request
         need_scope(principal_of(request), "read")
         return json_response({"users": await run_in_threadpool(self.store.users.users)})
 
-    async def add_user(self, request: Request) -> Response:
+    @endpoint(
+        "POST",
+        "/users",
+        scope="admin",
+        summary="Add a user (site admins)",
+        body=NewUser,
+        responses={201: Named},
+    )
+    async def add_user(self, r: In) -> Response:
+        request = r.request
         need_scope(principal_of(request), "admin")
-        body = await _body(request, NewUser)
+        body = r.body
         await run_in_threadpool(self.store.users.add_user, body.name, body.password, body.admin)
         await self._log(request, "user.add", body.name, 201)
         return json_response({"name": body.name}, 201)
 
-    async def disable_user(self, request: Request) -> Response:
+    @endpoint(
+        "POST",
+        "/users/{name}/disable",
+        scope="admin",
+        summary="Disable a user (site admins)",
+        path_params=UserPath,
+        responses={200: UserDisabled},
+    )
+    async def disable_user(self, r: In) -> Response:
+        request = r.request
         need_scope(principal_of(request), "admin")
         name = check_name(request.path_params["name"])
         await run_in_threadpool(self.store.users.set_disabled, name, True)
         await self._log(request, "user.disable", name)
         return json_response({"name": name, "disabled": True})
 
-    async def teams(self, request: Request) -> Response:
+    @endpoint(
+        "GET", "/teams", scope="read", summary="Teams and their members", responses={200: TeamList}
+    )
+    async def teams(self, r: In) -> Response:
+        request = r.request
         need_scope(principal_of(request), "read")
         return json_response({"teams": await run_in_threadpool(self.store.users.teams)})
 
-    async def add_team(self, request: Request) -> Response:
+    @endpoint(
+        "POST",
+        "/teams",
+        scope="write",
+        summary="Add a team (the caller becomes its admin)",
+        body=NewTeam,
+        responses={201: Named},
+    )
+    async def add_team(self, r: In) -> Response:
+        request = r.request
         p = principal_of(request)
         need_scope(p, "write")
-        body = await _body(request, NewTeam)
+        body = r.body
         await run_in_threadpool(self.store.users.add_team, body.name)
         if p.user_id is not None:  # the creator administers it
             await run_in_threadpool(self.store.users.set_member, body.name, p.name, "admin")
@@ -368,14 +420,33 @@ class _AdminApi:
             raise Problem(403, "forbidden", f"only admins of team {team!r} change its members")
         return team, user
 
-    async def set_member(self, request: Request) -> Response:
+    @endpoint(
+        "PUT",
+        "/teams/{team}/members/{user}",
+        scope="write",
+        summary="Set a member's role (team admins)",
+        path_params=MemberPath,
+        body=Membership,
+        responses={200: MemberSet},
+    )
+    async def set_member(self, r: In) -> Response:
+        request = r.request
         team, user = await self._need_team_admin(request)
-        body = await _body(request, Membership)
+        body = r.body
         await run_in_threadpool(self.store.users.set_member, team, user, body.role)
         await self._log(request, "team.member", f"{team}/{user}={body.role}")
         return json_response({"team": team, "user": user, "role": body.role})
 
-    async def del_member(self, request: Request) -> Response:
+    @endpoint(
+        "DELETE",
+        "/teams/{team}/members/{user}",
+        scope="write",
+        summary="Remove a member (team admins)",
+        path_params=MemberPath,
+        responses={200: MemberSet},
+    )
+    async def del_member(self, r: In) -> Response:
+        request = r.request
         team, user = await self._need_team_admin(request)
         await run_in_threadpool(self.store.users.set_member, team, user, None)
         await self._log(request, "team.member", f"{team}/{user}=none")
@@ -383,17 +454,35 @@ class _AdminApi:
 
     # -- keys ---------------------------------------------------------------------------------
 
-    async def keys(self, request: Request) -> Response:
+    @endpoint(
+        "GET",
+        "/keys",
+        scope="read",
+        summary="The caller's API keys (?all=1: every key, site admins)",
+        query=KeysQuery,
+        responses={200: KeyList},
+    )
+    async def keys(self, r: In) -> Response:
+        request = r.request
         p = principal_of(request)
         need_scope(p, "read")
-        everyone = p.is_admin and q_str(request, "all", "") in ("1", "true")
+        everyone = p.is_admin and r.query.all in ("1", "true")
         keys = await run_in_threadpool(self.store.list_keys, None if everyone else p.user_id)
         return json_response({"keys": keys})
 
-    async def add_key(self, request: Request) -> Response:
+    @endpoint(
+        "POST",
+        "/keys",
+        scope="write",
+        summary="Create an API key of the caller (secret shown once)",
+        body=NewKey,
+        responses={201: KeyCreated},
+    )
+    async def add_key(self, r: In) -> Response:
+        request = r.request
         p = principal_of(request)
         need_scope(p, "write")
-        body = await _body(request, NewKey)
+        body = r.body
         if body.scope not in SCOPES:
             raise Problem(422, "invalid", f"scope: expected one of {', '.join(SCOPES)}", "scope")
         if body.scope == "admin" and not p.is_admin:
@@ -413,7 +502,16 @@ class _AdminApi:
         await self._log(request, "key.create", f"{p.name}:{key_id}:{body.scope}", 201)
         return json_response({"id": key_id, "key": secret, "scope": body.scope}, 201)
 
-    async def revoke_key(self, request: Request) -> Response:
+    @endpoint(
+        "DELETE",
+        "/keys/{key_id}",
+        scope="write",
+        summary="Revoke one of the caller's keys",
+        path_params=KeyPath,
+        responses={200: KeyRevoked},
+    )
+    async def revoke_key(self, r: In) -> Response:
+        request = r.request
         p = principal_of(request)
         need_scope(p, "write")
         key_id = request.path_params["key_id"][:32]
@@ -425,7 +523,16 @@ class _AdminApi:
 
     # -- projects -----------------------------------------------------------------------------
 
-    async def project(self, request: Request) -> Response:
+    @endpoint(
+        "GET",
+        "/projects/{project}",
+        scope="read",
+        summary="A project's owner and visibility",
+        path_params=ProjectPath,
+        responses={200: ProjectOut},
+    )
+    async def project(self, r: In) -> Response:
+        request = r.request
         p = principal_of(request)
         need_scope(p, "read")
         name = request.path_params["project"]
@@ -434,11 +541,21 @@ class _AdminApi:
             raise Problem(404, "project_not_found", f"no project {name!r} you may read")
         return json_response(await run_in_threadpool(self.store.access.describe, name))
 
-    async def set_project(self, request: Request) -> Response:
+    @endpoint(
+        "PUT",
+        "/projects/{project}",
+        scope="write",
+        summary="Create or change a project (its admins)",
+        path_params=ProjectPath,
+        body=ProjectSettings,
+        responses={200: ProjectOut},
+    )
+    async def set_project(self, r: In) -> Response:
+        request = r.request
         p = principal_of(request)
         need_scope(p, "write")
         name = request.path_params["project"]
-        body = await _body(request, ProjectSettings)
+        body = r.body
         info = await run_in_threadpool(self.store.access.project, name)
         if info is not None and not can_admin_project(p, info):
             raise Problem(403, "forbidden", f"{p.name!r} does not administer project {name!r}")
@@ -465,10 +582,19 @@ class _AdminApi:
 
     # -- audit --------------------------------------------------------------------------------
 
-    async def audit(self, request: Request) -> Response:
+    @endpoint(
+        "GET",
+        "/audit",
+        scope="admin",
+        summary="The audit log, newest first (site admins)",
+        query=AuditQuery,
+        responses={200: AuditPage},
+    )
+    async def audit(self, r: In) -> Response:
+        request = r.request
         need_scope(principal_of(request), "admin")
-        limit = q_int(request, "limit", 100, 1, 1000)
-        before = q_int(request, "before", 0, 0, 2**62) or None
-        user = q_str(request, "user", None, 64)
-        rows = await run_in_threadpool(self.store.access.audit_log, limit, before, user)
+        q: AuditQuery = r.query
+        rows = await run_in_threadpool(
+            self.store.access.audit_log, q.limit, q.before or None, q.user
+        )
         return json_response({"audit": rows})

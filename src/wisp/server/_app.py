@@ -11,7 +11,6 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
-from wisp.server._admin_api import admin_routes
 from wisp.server._api import Api
 from wisp.server._auth import AuthMiddleware
 from wisp.server._blobs import BlobStore, open_blob_store
@@ -53,7 +52,6 @@ def create_app(
         obj = api if cls is Api else cls(store, settings, blobs)
         routes += [Route(e.full_path, bind(e, obj), methods=[e.method]) for e in endpoints(cls)]
     routes += [
-        *admin_routes(store, settings),
         Route("/api/{rest:path}", _api_not_found),
         Route("/{path:path}", _static_handler(Path(settings.static_dir)), methods=["GET", "HEAD"]),
     ]

@@ -26,11 +26,12 @@ _REF = "#/components/schemas/{name}"
 
 def api_classes() -> list[type]:
     """The classes whose ``@endpoint`` methods make up the API (the app routes the same)."""
+    from wisp.server._admin_api import AdminApi
     from wisp.server._api import Api
     from wisp.server._export import ExportApi
     from wisp.server._sweeps import SweepApi
 
-    return [Api, SweepApi, ExportApi]
+    return [Api, SweepApi, ExportApi, AdminApi]
 
 
 def all_endpoints() -> list[Endpoint]:
@@ -96,12 +97,6 @@ def _open_objects(node: Any) -> Any:
     return node
 
 
-def _admin_paths() -> dict[str, Any]:
-    from wisp.server._admin_api import admin_openapi_paths  # people, keys, audit
-
-    return admin_openapi_paths()
-
-
 def openapi_document() -> dict[str, Any]:
     """The document, built from the endpoint declarations and their types."""
     eps = all_endpoints()
@@ -135,11 +130,9 @@ def openapi_document() -> dict[str, Any]:
             op["requestBody"] = {"required": True, "content": {e.body_content: {"schema": schema}}}
         op["responses"] = responses
         if e.scope != "public":
-            op["security"] = [{"bearer": []}]
+            op["security"] = [{"bearer": []}, {"session": []}]
         op["x-wisp-scope"] = e.scope
         paths.setdefault(e.full_path, {})[e.method.lower()] = op
-    for path, ops in _admin_paths().items():  # people, keys, audit (hand-written)
-        paths.setdefault(path, {}).update(ops)
     classes = _structs()
     for name, comp in kept.items():
         if getattr(classes.get(name), "open_members", False):  # more members than declared
