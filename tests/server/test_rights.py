@@ -246,3 +246,29 @@ def test_audit_log_records_writes_and_admin_actions(world: World, store: Any) ->
     assert ("dave", "run.put", 409) in seen
     assert ("carol", "run.put", 403) in seen  # refused by the middleware (a read key)
     assert rows == sorted(rows, key=lambda r: -r["id"])
+
+
+def test_run_edits_exports_and_sweeps_follow_project_rights(world: World) -> None:
+    """Editing/deleting a run needs its owner or a project admin; export and sweeps follow
+    the project's read/write rights."""
+    grid = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1]}}}
+    mate, tina, dave = world.client("mate"), world.client("tina"), world.client("outsider")
+    assert mate.patch("/api/v1/runs/a1", json={"name": "x"}).status_code == 403
+    assert dave.delete("/api/v1/runs/a1").status_code == 403
+    assert tina.patch("/api/v1/runs/a1", json={"name": "by-admin"}).status_code == 200
+    assert world.client("owner").patch("/api/v1/runs/a1", json={"tags": ["t"]}).status_code == 200
+    export = {"runs": ["a1"], "format": "jsonl"}
+    assert mate.post("/api/v1/export/histories", json=export).status_code == 200
+    assert dave.post("/api/v1/export/histories", json=export).status_code == 403
+    sweep = {"id": "sw1", "project": "teamp", "config": grid, "created_at": 1.0}
+    assert dave.post("/api/v1/sweeps", json=sweep).status_code == 403
+    assert mate.post("/api/v1/sweeps", json=sweep).status_code == 201
+    assert mate.get("/api/v1/sweeps/sw1").status_code == 200
+    assert world.client("viewer").get("/api/v1/sweeps/sw1/trials").status_code == 200
+    assert (
+        world.client("viewer").patch("/api/v1/sweeps/sw1", json={"state": "paused"}).status_code
+        == 403
+    )
+    assert dave.get("/api/v1/sweeps/sw1").status_code == 403
+    assert world.client("anon").get("/api/v1/sweeps/sw1").status_code == 401
+    assert mate.patch("/api/v1/sweeps/sw1", json={"state": "paused"}).status_code == 200
