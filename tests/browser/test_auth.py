@@ -145,7 +145,8 @@ def test_writes_need_the_csrf_token_and_sign_out_ends_the_session(
 
 
 def test_html_and_svg_media_cannot_touch_the_dashboard(page: Any, server: dict[str, Any]) -> None:
-    """Uploaded HTML/SVG framed in the dashboard neither run against it nor read its data."""
+    """Uploaded HTML/SVG framed in the dashboard neither run against it nor read its data;
+    SVG opened directly downloads (HTML stays inline for the dashboard's sandboxed frame)."""
     _sign_in(page, server["srv"].url)
     page.wait_for_selector("text=secret")
     page.evaluate(
@@ -163,7 +164,7 @@ def test_html_and_svg_media_cannot_touch_the_dashboard(page: Any, server: dict[s
     assert page.evaluate("() => window.leaks") == []
     with page.expect_download() as dl:
         page.evaluate(
-            "(src) => { location.href = src; }", f"/api/v1/media/{server['shas']['html']}.html"
+            "(src) => { location.href = src; }", f"/api/v1/media/{server['shas']['svg']}.svg"
         )
     assert dl.value.suggested_filename
 
