@@ -270,5 +270,7 @@ def test_run_edits_exports_and_sweeps_follow_project_rights(world: World) -> Non
         == 403
     )
     assert dave.get("/api/v1/sweeps/sw1").status_code == 403
+    assert [x["id"] for x in mate.get("/api/v1/sweeps").json()["sweeps"]] == ["sw1"]
+    assert dave.get("/api/v1/sweeps").json()["sweeps"] == []
     assert world.client("anon").get("/api/v1/sweeps/sw1").status_code == 401
     assert mate.patch("/api/v1/sweeps/sw1", json={"state": "paused"}).status_code == 200

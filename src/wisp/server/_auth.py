@@ -346,7 +346,7 @@ class AuthMiddleware:
                 raise deny_read(p, f"media {params['sha']}")
         elif rule.touches == "upload":
             await run_in_threadpool(self._check_quota, p, headers)
-        if path == "/api/v1/projects":
+        if path in ("/api/v1/projects", "/api/v1/sweeps") and scope["method"] in _SAFE:
             scope["wisp_readable"] = await run_in_threadpool(self.store.access.readable, p)
 
     def _need_project_read(self, p: Principal, project: str) -> None:
