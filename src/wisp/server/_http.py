@@ -13,14 +13,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from wisp.server._problem import Problem, invalid
+from wisp.server._problem import Problem
 
 __all__ = [
     "json_response",
     "loads",
-    "q_float",
-    "q_int",
-    "q_str",
     "read_batch",
     "read_body",
     "read_json",
@@ -161,38 +158,3 @@ def _batch_type() -> Any:
         fields = [("writer_id", Any, None), ("first_seq", Any, None)]
         _BATCH = msgspec.defstruct("Batch", [*fields, ("records", list[msgspec.Raw] | None, None)])
     return _BATCH
-
-
-def q_str(request: Request, name: str, default: str | None = None, max_len: int = 4000) -> Any:
-    v = request.query_params.get(name)
-    if v is None:
-        return default
-    if len(v) > max_len or "\x00" in v:
-        raise invalid(name, f"at most {max_len} characters, no NUL")
-    return v
-
-
-def q_int(request: Request, name: str, default: int, lo: int, hi: int) -> int:
-    v = request.query_params.get(name)
-    if v is None or v == "":
-        return default
-    try:
-        n = int(v)
-    except ValueError:
-        raise invalid(name, f"expected an integer, got {v[:40]!r}") from None
-    if not lo <= n <= hi:
-        raise invalid(name, f"expected an integer from {lo} to {hi}, got {n}")
-    return n
-
-
-def q_float(request: Request, name: str) -> float | None:
-    v = request.query_params.get(name)
-    if v is None or v == "":
-        return None
-    try:
-        f = float(v)
-    except ValueError:
-        raise invalid(name, f"expected a number, got {v[:40]!r}") from None
-    if not math.isfinite(f):
-        raise invalid(name, "expected a finite number")
-    return f
