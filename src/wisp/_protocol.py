@@ -43,6 +43,7 @@ __all__ = [
     "MAX_STRING_LENGTH",
     "MAX_TAGS",
     "MAX_TAG_LENGTH",
+    "MAX_TIMESTAMP",
     "PROTOCOL_VERSION",
     "REPLACEMENT",
     "RUN_STATES",
@@ -133,6 +134,7 @@ MAX_JSON_KEY_LENGTH = 4096
 MAX_DEPTH = 64
 #: Steps (and system timestamps in ms) are 0 <= step < MAX_STEP (a signed 64-bit column).
 MAX_STEP = 1 << 62
+MAX_TIMESTAMP = 32503680000.0  # seconds since the epoch: 3000-01-01; timestamps are 0..this
 #: Record sequence numbers within a writer segment (``first_seq`` of a batch).
 MAX_SEQ = 1 << 62
 #: A plain list of scalars logged as one value; longer lists belong in a Histogram/Table.

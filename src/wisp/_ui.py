@@ -251,7 +251,8 @@ class _LocalServer:
             import uvicorn
 
             from wisp.server._app import create_app
-            from wisp.server._settings import ServerSettings
+            from wisp.server._conn import uvicorn_options
+            from wisp.server._settings import LOOPBACK_NAMES, ServerSettings
             from wisp.server._store import open_store
         except ImportError as e:
             raise ImportError(
@@ -259,12 +260,26 @@ class _LocalServer:
             ) from e
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError(f"wisp ui binds to loopback only, got host={host!r}")
-        settings = ServerSettings(db=db, media_dir=media_dir, host=host, port=port, no_auth=True)
+        settings = ServerSettings(
+            db=db,
+            media_dir=media_dir,
+            host=host,
+            port=port,
+            no_auth=True,
+            allowed_hosts=list(LOOPBACK_NAMES),  # no DNS rebinding onto the open local server
+        )
         # Reads are open on loopback; the importer writes with a key that lives as long as we do.
         self._store = open_store(db)
         self._key_id, self.write_key = self._store.create_key("write", "wisp ui importer")
         self.app = app = create_app(settings, store=self._store)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="off",
+            **uvicorn_options(settings),
+        )
         self._server = uvicorn.Server(config)
         self.url = f"http://{host}:{port}"
         self._thread = threading.Thread(target=self._server.run, name="wisp-ui-server", daemon=True)

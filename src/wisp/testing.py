@@ -33,7 +33,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -63,7 +63,8 @@ class Server:
     """A real ``wisp server`` process on loopback (see the module docstring).
 
     ``db``: a database URL (default ``sqlite:///<base_dir>/server.db``); ``key``: use this
-    API key instead of creating one of ``key_scope``; ``no_auth``: open reads without a key.
+    API key instead of creating one of ``key_scope``; ``no_auth``: open reads without a key;
+    ``args``: more ``wisp server`` options.
     """
 
     def __init__(
@@ -75,6 +76,7 @@ class Server:
         no_auth: bool = False,
         key: str | None = None,
         key_scope: str = "write",
+        args: Sequence[str] = (),
     ) -> None:
         self.base_dir = Path(base_dir)
         self.base_dir.mkdir(parents=True, exist_ok=True)
@@ -82,6 +84,7 @@ class Server:
         self.media_dir = str(self.base_dir / "server-media")
         self.port = port or free_port()
         self.no_auth = no_auth
+        self.args = list(args)  # more `wisp server` options
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = self.base_dir / f"server-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -96,7 +99,7 @@ class Server:
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "wisp.cli", "server", "--host", "127.0.0.1"]
         cmd += ["--port", str(self.port), "--db", self.db_url, "--media-dir", self.media_dir]
-        return [*cmd, "--no-auth"] if self.no_auth else cmd
+        return [*cmd, *self.args, *(["--no-auth"] if self.no_auth else [])]
 
     def start(self, timeout: float = 30.0) -> Server:
         """Start the process and wait until it answers (``RuntimeError`` if it does not)."""
@@ -117,7 +120,8 @@ class Server:
                 self.proc = None
                 raise RuntimeError(f"wisp server exited with {code}: {self._log_tail()}")
             try:
-                urllib.request.urlopen(f"{self.url}/api/openapi.json", timeout=1).close()
+                probe = f"{self.url}/api/openapi.json"
+                urllib.request.urlopen(probe, timeout=1, context=self._probe_tls()).close()
                 return self
             except urllib.error.HTTPError as e:  # it answers: up
                 e.close()
@@ -126,6 +130,17 @@ class Server:
                 time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"wisp server did not answer within {timeout}s: {self._log_tail()}")
+
+    def _probe_tls(self) -> Any:
+        """For an ``https`` url (``--tls-cert``): a context that only checks it answers."""
+        if not self.url.startswith("https://"):
+            return None
+        import ssl
+
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        return ctx
 
     @property
     def running(self) -> bool:

@@ -69,3 +69,17 @@ def test_login_usage_errors(tmp_path: Path) -> None:
     assert res.returncode == 2 and "must look like http://host:port" in res.stderr
     res = wisp_cli("login", "http://localhost:1", cwd=tmp_path, stdin="")
     assert res.returncode == 2 and res.stderr.startswith("wisp: error: no API key given")
+
+
+def test_login_reads_the_key_from_stdin_or_a_file(tmp_path: Path) -> None:
+    """A key piped in or named by --key-file is saved, so it never has to be in argv (ps)."""
+    import json
+
+    url = "http://127.0.0.1:9"
+    res = wisp_cli("login", url, "--no-verify", cwd=tmp_path, stdin="wisp_w_piped\n")
+    assert res.returncode == 0, res.stderr
+    assert json.loads((tmp_path / "wisp-config.json").read_text())["api_key"] == "wisp_w_piped"
+    (tmp_path / "key.txt").write_text("wisp_w_fromfile\n")
+    res = wisp_cli("login", url, "--no-verify", "--key-file", "key.txt", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((tmp_path / "wisp-config.json").read_text())["api_key"] == "wisp_w_fromfile"

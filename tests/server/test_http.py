@@ -112,3 +112,10 @@ def test_non_finite_floats_are_sent_as_null(client: TestClient) -> None:
     r = json_response({"a": math.nan, "b": [math.inf, 1.5], "c": {"d": -math.inf}})
     assert json.loads(bytes(r.body)) == {"a": None, "b": [None, 1.5], "c": {"d": None}}
     assert r.media_type == "application/json"
+
+
+def test_bytes_after_the_gzip_stream_are_refused(client: TestClient) -> None:
+    """A gzip body followed by trailing garbage answers 400 bad_gzip instead of being accepted."""
+    gz = {"Content-Encoding": "gzip"}
+    body = gzip.compress(b'{"a": 1}') + b"garbage"
+    assert _code(client.post("/body", content=body, headers=gz)) == (400, "bad_gzip")

@@ -56,6 +56,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The audit log, newest first (site admins) */
+        get: operations["audit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Sign in: sets the session and CSRF cookies */
+        post: operations["login"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Sign out: ends the session */
+        post: operations["logout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who is calling (user, teams, CSRF token) */
+        get: operations["me"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/export/histories": {
         parameters: {
             query?: never;
@@ -90,6 +158,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's API keys (?all=1: every key, site admins) */
+        get: operations["keys"];
+        put?: never;
+        /** Create an API key of the caller (secret shown once) */
+        post: operations["add_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke one of the caller's keys */
+        delete: operations["revoke_key"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/media/{sha256}": {
         parameters: {
             query?: never;
@@ -119,6 +222,24 @@ export interface paths {
         /** Projects with run counts */
         get: operations["projects"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A project's owner and visibility */
+        get: operations["project"];
+        /** Create or change a project (its admins) */
+        put: operations["set_project"];
         post?: never;
         delete?: never;
         options?: never;
@@ -507,6 +628,77 @@ export interface paths {
         patch: operations["update_trial"];
         trace?: never;
     };
+    "/api/v1/teams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Teams and their members */
+        get: operations["teams"];
+        put?: never;
+        /** Add a team (the caller becomes its admin) */
+        post: operations["add_team"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/teams/{team}/members/{user}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set a member's role (team admins) */
+        put: operations["set_member"];
+        post?: never;
+        /** Remove a member (team admins) */
+        delete: operations["del_member"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Users (any signed-in caller) */
+        get: operations["users"];
+        put?: never;
+        /** Add a user (site admins) */
+        post: operations["add_user"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{name}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Disable a user (site admins) */
+        post: operations["disable_user"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -635,6 +827,21 @@ export interface components {
         ArtifactsMissing: {
             missing: string[];
         };
+        /** AuditPage */
+        AuditPage: {
+            audit: components["schemas"]["AuditRow"][];
+        };
+        /** AuditRow */
+        AuditRow: {
+            action: string;
+            actor: string;
+            id: number;
+            status: number;
+            target: string;
+            ts: number;
+        } & {
+            [key: string]: unknown;
+        };
         /** ConsoleLine */
         ConsoleLine: {
             id: number;
@@ -689,6 +896,49 @@ export interface components {
             } | null;
             version: number;
         };
+        /** KeyCreated */
+        KeyCreated: {
+            id: string;
+            /** @description the secret, shown once */
+            key: string;
+            scope: string;
+        };
+        /** KeyList */
+        KeyList: {
+            keys: components["schemas"]["KeyRow"][];
+        };
+        /** KeyRevoked */
+        KeyRevoked: {
+            id: string;
+            revoked: boolean;
+        };
+        /** KeyRow */
+        KeyRow: {
+            id: string;
+            name: string;
+            scope: string;
+            user: string | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** LoggedOut */
+        LoggedOut: {
+            ok: boolean;
+        };
+        /** LoginBody */
+        LoginBody: {
+            name: string;
+            password: string;
+        };
+        /** Me */
+        Me: {
+            auth_required: boolean;
+            csrf: string | null;
+            is_admin: boolean;
+            teams: components["schemas"]["TeamRole"][];
+            user: string | null;
+            via: string;
+        };
         /**
          * MediaItem
          * @description A typed value; more fields depend on ``type`` (image: ``sha256``, ``path``, ...).
@@ -709,6 +959,17 @@ export interface components {
             sha256: string;
             stored: boolean;
         };
+        /** MemberSet */
+        MemberSet: {
+            role: string | null;
+            team: string;
+            user: string;
+        };
+        /** Membership */
+        Membership: {
+            /** @description viewer, member or admin */
+            role: string;
+        };
         /**
          * MetricSpec
          * @description ``wisp.define_metric()``: the payload of a METRIC record, checked at ingestion.
@@ -724,6 +985,34 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** Named */
+        Named: {
+            name: string;
+        };
+        /** NewKey */
+        NewKey: {
+            /** @default null */
+            expires_in_days?: number | null;
+            /** @default  */
+            name?: string;
+            /**
+             * @description read, write or admin
+             * @default write
+             */
+            scope?: string;
+        };
+        /** NewTeam */
+        NewTeam: {
+            name: string;
+        };
+        /** NewUser */
+        NewUser: {
+            /** @default false */
+            admin?: boolean;
+            name: string;
+            /** @default null */
+            password?: string | null;
+        };
         /** Ok */
         Ok: {
             ok: boolean;
@@ -737,6 +1026,20 @@ export interface components {
         /** ProjectList */
         ProjectList: {
             projects: components["schemas"]["Project"][];
+        };
+        /** ProjectOut */
+        ProjectOut: {
+            name: string;
+            owner: string | null;
+            owner_kind: string | null;
+            visibility: string;
+        };
+        /** ProjectSettings */
+        ProjectSettings: {
+            /** @default null */
+            owner?: string | null;
+            /** @default null */
+            visibility?: string | null;
         };
         /**
          * RecordIn
@@ -915,6 +1218,11 @@ export interface components {
         SeriesList: {
             series: components["schemas"]["Series"][];
         };
+        /** SignedIn */
+        SignedIn: {
+            csrf: string;
+            user: string;
+        };
         /**
          * SweepBody
          * @description ``POST /sweeps``: a sweep made by ``wisp.sweeps._controller.new_sweep``.
@@ -1028,6 +1336,25 @@ export interface components {
             state: "cancelled" | "finished" | "paused" | "running" | "stopped";
             trial_count: number;
         };
+        /** TeamList */
+        TeamList: {
+            teams: components["schemas"]["TeamRow"][];
+        };
+        /** TeamMember */
+        TeamMember: {
+            role: string;
+            user: string;
+        };
+        /** TeamRole */
+        TeamRole: {
+            role: string;
+            team: string;
+        };
+        /** TeamRow */
+        TeamRow: {
+            members: components["schemas"]["TeamMember"][];
+            name: string;
+        };
         /**
          * TrialBody
          * @description ``POST /sweeps/{sweep_id}/trials``: claim trial ``number`` (409 when taken).
@@ -1131,6 +1458,23 @@ export interface components {
         /** TrialUpdated */
         TrialUpdated: {
             updated: boolean;
+        };
+        /** UserDisabled */
+        UserDisabled: {
+            disabled: boolean;
+            name: string;
+        };
+        /** UserList */
+        UserList: {
+            users: components["schemas"]["UserRow"][];
+        };
+        /** UserRow */
+        UserRow: {
+            id: number;
+            is_admin: boolean;
+            name: string;
+        } & {
+            [key: string]: unknown;
         };
         /** VersionLineage */
         VersionLineage: {
@@ -1265,6 +1609,98 @@ export interface operations {
             "4XX": components["responses"]["Error"];
         };
     };
+    audit: {
+        parameters: {
+            query?: {
+                limit?: number;
+                before?: number;
+                user?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    login: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LoginBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignedIn"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    logout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LoggedOut"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    me: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Me"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
     export_histories: {
         parameters: {
             query?: never;
@@ -1309,6 +1745,78 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FilterParsed"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    keys: {
+        parameters: {
+            query?: {
+                /** @description 1: every key (site admins) */
+                all?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    add_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewKey"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyCreated"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    revoke_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyRevoked"];
                 };
             };
             "4XX": components["responses"]["Error"];
@@ -1417,6 +1925,56 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ProjectList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    project: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectOut"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    set_project: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProjectSettings"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectOut"];
                 };
             };
             "4XX": components["responses"]["Error"];
@@ -2179,6 +2737,173 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TrialUpdated"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    teams: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    add_team: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewTeam"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Named"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    set_member: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                team: string;
+                user: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Membership"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberSet"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    del_member: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                team: string;
+                user: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberSet"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    users: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    add_user: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewUser"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Named"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    disable_user: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserDisabled"];
                 };
             };
             "4XX": components["responses"]["Error"];

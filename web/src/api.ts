@@ -70,7 +70,6 @@ async function getOnce<T>(path: string, signal?: AbortSignal): Promise<T> {
   try {
     const res = await fetch(path, { headers, signal });
     if (!res.ok) {
-      if (res.status === 401) window.dispatchEvent(new Event("wisp-auth"));
       let message = `${res.status} ${res.statusText}`;
       let field: string | undefined;
       try {
@@ -80,6 +79,8 @@ async function getOnce<T>(path: string, signal?: AbortSignal): Promise<T> {
       } catch {
         /* not JSON */
       }
+      // main.ts answers with the sign-in page, a task after this page has shown the error
+      if (res.status === 401) window.dispatchEvent(new Event("wisp-auth"));
       throw new ApiError(res.status, message, field);
     }
     return (await res.json()) as T;

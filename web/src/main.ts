@@ -2,7 +2,8 @@
 import "uplot/dist/uPlot.min.css";
 import "./style.css";
 import "./media_kinds";
-import { setApiKey } from "./api";
+import { accountPage } from "./account";
+import { loginPage, logout, whoami } from "./auth";
 import { comparePage, projectsPage, runPage, type Dispose } from "./pages";
 import { artifactsPage } from "./artifacts";
 import { runLineage } from "./artifactsLineage";
@@ -19,15 +20,33 @@ lineage.id = "run-lineage";
 app.after(lineage);
 
 function login(): void {
-  const input = h("input", { type: "password", id: "api-key", placeholder: "API key", "aria-label": "API key", autocomplete: "off" });
-  const form = h("form", { class: "login" }, h("h1", {}, "Sign in"), h("p", {}, "This server needs an API key (create one with ", h("code", {}, "wisp server keys create"), ")."), input, h("button", { type: "submit" }, "Sign in"));
-  form.addEventListener("submit", (e) => {
-    e.preventDefault();
-    setApiKey(input.value.trim());
+  loginPage(app, () => {
+    void showUser();
     render();
+void showUser();
   });
-  app.replaceChildren(form);
-  input.focus();
+}
+
+/** The header's "user · Account · Sign out" (nothing for a local server without sign-in). */
+async function showUser(): Promise<void> {
+  const me = await whoami();
+  const box = document.getElementById("user") ?? h("span", { id: "user" });
+  document.getElementById("top")!.append(box);
+  if (!me || !me.auth_required || !me.user) {
+    box.replaceChildren();
+    return;
+  }
+  const out = h("a", { href: "#/", id: "sign-out" }, "Sign out");
+  out.addEventListener("click", (e) => {
+    e.preventDefault();
+    void logout().then(() => {
+      box.replaceChildren();
+      dispose();
+      dispose = () => {};
+      login();
+    });
+  });
+  box.replaceChildren(h("span", { class: "muted" }, me.user), " · ", h("a", { href: href(["account"]), id: "account-link" }, "Account"), " · ", out);
 }
 
 function render(): void {
@@ -49,6 +68,13 @@ function render(): void {
   }
   crumbs.replaceChildren(...parts);
   lineage.replaceChildren();
+  if (a === "account") {
+    void whoami().then((me) => {
+      if (me?.user) dispose = accountPage(app, me);
+      else login();
+    });
+    return;
+  }
   if (a === "sweeps" && project) dispose = sweepPage(app, project);
   else if (a === "sweeps") dispose = sweepsPage(app);
   else if (a === "p" && project && b === "r" && id) {
@@ -62,11 +88,14 @@ function render(): void {
 
 window.addEventListener("hashchange", render);
 window.addEventListener("wisp-auth", () => {
-  if (!document.getElementById("api-key")) {
-    dispose();
-    dispose = () => {};
-    login();
-  }
+  // after the page that got the 401 has shown its error (a task later): the form replaces it
+  setTimeout(() => {
+    if (!document.getElementById("login-form")) {
+      dispose();
+      dispose = () => {};
+      login();
+    }
+  }, 0);
 });
 document.addEventListener("keydown", (e) => {
   if (e.key === "/" && !(e.target instanceof HTMLInputElement)) {
@@ -78,3 +107,4 @@ document.addEventListener("keydown", (e) => {
   }
 });
 render();
+void showUser();

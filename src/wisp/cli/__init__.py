@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--open", action="store_true", help="also open the dashboard in a browser")
 
-    sp = add("server", "run the wisp server, or manage its API keys (`wisp server keys`)")
+    sp = add("server", "run the wisp server, or manage its keys, users, teams and projects")
     server_opts = argparse.ArgumentParser(add_help=False)
     for target in (server_opts, sp):
         target.add_argument(
@@ -64,21 +64,85 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-auth", action="store_true", help="serve reads without an API key")
     sp.add_argument("--heartbeat-timeout", type=float, default=None)
     sp.add_argument("--workers", type=int, default=None)
+    sp.add_argument(
+        "--allowed-host",
+        action="append",
+        default=None,
+        help="a Host name clients may use (repeatable; '*': any; default on loopback: loopback)",
+    )
+    sp.add_argument("--tls-cert", default=None, help="PEM certificate: serve HTTPS")
+    sp.add_argument("--tls-key", default=None, help="the certificate's private key")
+    sp.add_argument("--sso-header", default=None, help="trusted user header, e.g. X-Forwarded-User")
+    sp.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=None,
+        help="address or network of the proxy allowed to set --sso-header (repeatable)",
+    )
+    sp.add_argument(
+        "--media-quota", type=int, default=None, help="media bytes per user (0: no cap)"
+    )
+    sp.add_argument("--max-connections", type=int, default=None, help="connection cap (503 beyond)")
+    sp.add_argument("--header-timeout", type=float, default=None, help="seconds to send headers")
+    sp.add_argument("--body-timeout", type=float, default=None, help="seconds a body may pause")
+    sp.add_argument("--key-rate", type=float, default=None, help="requests/s per key (0: off)")
     ksub = sp.add_subparsers(dest="keys_group", metavar="keys")
     kp = ksub.add_parser("keys", help="create, list or revoke API keys")
     kact = kp.add_subparsers(dest="keys_action", metavar="ACTION", required=True)
     kc = kact.add_parser("create", help="create a key (printed once)", parents=[server_opts])
     kc.add_argument("--name", default=None)
     kc.add_argument("--scope", choices=("read", "write", "admin"), default="write")
+    kc.add_argument("--user", default=None, help="the key's user (default: the admin user)")
+    kc.add_argument("--expires-days", type=float, default=None, help="expire after N days")
     kc.add_argument("--json", action="store_true")
     kl = kact.add_parser("list", help="list keys", parents=[server_opts])
     kl.add_argument("--json", action="store_true")
     kr = kact.add_parser("revoke", help="revoke a key", parents=[server_opts])
     kr.add_argument("key_id")
+    pw_help = "read the password from this file ('-': stdin; default: $WISP_PASSWORD or a prompt)"
+    up = ksub.add_parser("users", help="add, list, disable users, reset passwords")
+    uact = up.add_subparsers(dest="users_action", metavar="ACTION", required=True)
+    ua = uact.add_parser("add", help="add a user", parents=[server_opts])
+    ua.add_argument("name")
+    ua.add_argument("--admin", action="store_true", help="a site admin")
+    ua.add_argument("--password-file", default=None, help=pw_help)
+    ua.add_argument("--no-password", action="store_true", help="API keys only, no dashboard")
+    uact.add_parser("ls", help="list users", parents=[server_opts]).add_argument(
+        "--json", action="store_true"
+    )
+    ud = uact.add_parser("disable", help="disable a user", parents=[server_opts])
+    ud.add_argument("name")
+    ud.add_argument("--enable", action="store_true", help="enable them again")
+    ur = uact.add_parser("reset-password", help="set a user's password", parents=[server_opts])
+    ur.add_argument("name")
+    ur.add_argument("--password-file", default=None, help=pw_help)
+    tp = ksub.add_parser("teams", help="add teams, list them, set members' roles")
+    tact = tp.add_subparsers(dest="teams_action", metavar="ACTION", required=True)
+    tact.add_parser("add", help="add a team", parents=[server_opts]).add_argument("name")
+    tact.add_parser("ls", help="list teams and members", parents=[server_opts]).add_argument(
+        "--json", action="store_true"
+    )
+    tm = tact.add_parser("member", help="set a member's role (or --remove)", parents=[server_opts])
+    tm.add_argument("team")
+    tm.add_argument("user")
+    tm.add_argument("--role", choices=("viewer", "member", "admin"), default="member")
+    tm.add_argument("--remove", action="store_true")
+    gp = ksub.add_parser("gc", help="delete media no run refers to", parents=[server_opts])
+    gp.add_argument("--older-than-days", type=float, default=1.0, help="grace period (default 1)")
+    gp.add_argument("--dry-run", action="store_true", help="only count what would go")
+    pp = ksub.add_parser("projects", help="set a project's owner and visibility")
+    pact = pp.add_subparsers(dest="projects_action", metavar="ACTION", required=True)
+    ps = pact.add_parser("set", help="create or change a project", parents=[server_opts])
+    ps.add_argument("name")
+    ps.add_argument("--owner", default=None, help="a user or team name")
+    ps.add_argument("--visibility", choices=("private", "team", "public-read"), default=None)
 
     sp = add("login", "save a server URL and API key to the config file (mode 0600)")
     sp.add_argument("url", help="the server, e.g. http://localhost:8080")
-    sp.add_argument("--key", default=None, help="API key (default: $WISP_API_KEY or a prompt)")
+    sp.add_argument(
+        "--key", default=None, help="API key (visible in ps: prefer --key-file, stdin or env)"
+    )
+    sp.add_argument("--key-file", default=None, help="read the key from a file ('-': stdin)")
     sp.add_argument("--no-verify", action="store_true", help="save without contacting the server")
 
     sp = add("sync", "upload local runs to the server")
@@ -92,6 +156,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--server", default=None, help="server URL (default: the configured one)")
     sp.add_argument("--key", default=None, help="API key (default: the configured one)")
+    sp.add_argument("--key-file", default=None, help="read the key from a file ('-': stdin)")
     dir_opt(sp)
 
     sp = add("ls", "list local runs")

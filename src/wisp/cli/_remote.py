@@ -70,6 +70,10 @@ def cmd_ui(args: argparse.Namespace) -> int:
 def cmd_server(args: argparse.Namespace) -> int:
     if getattr(args, "keys_action", None):
         return cmd_keys(args)
+    if getattr(args, "keys_group", None) in ("users", "teams", "projects", "gc"):
+        from wisp.cli._server_admin import cmd_admin
+
+        return cmd_admin(args)
     serve = _function("wisp.server", "serve", "`wisp server`", "server")
     call_with(
         serve,
@@ -80,6 +84,16 @@ def cmd_server(args: argparse.Namespace) -> int:
         workers=args.workers,
         no_auth=args.no_auth,
         heartbeat_timeout=args.heartbeat_timeout,
+        allowed_hosts=args.allowed_host,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        sso_header=args.sso_header,
+        trusted_proxies=args.trusted_proxy,
+        media_quota_bytes=args.media_quota,
+        max_connections=args.max_connections,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        key_rate=args.key_rate,
     )
     return EXIT["ok"]
 
@@ -89,7 +103,14 @@ def cmd_keys(args: argparse.Namespace) -> int:
     what = f"`wisp server keys {action}`"
     if action == "create":
         fn = _function("wisp.server", "keys_create", what, "server")
-        made = call_with(fn, scope=args.scope, name=args.name, db=args.db)
+        made = call_with(
+            fn,
+            scope=args.scope,
+            name=args.name,
+            db=args.db,
+            user=args.user,
+            expires_days=args.expires_days,
+        )
         key_id, secret = made if isinstance(made, tuple) else ("", made)
         if args.json:
             print(json.dumps({"id": key_id, "key": secret, "scope": args.scope}))
@@ -106,9 +127,11 @@ def cmd_keys(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"keys": keys}, default=str))
         else:
-            cols = ("id", "scope", "name", "created_at", "revoked_at")
+            cols: tuple[str, ...] = ("id", "user", "scope", "name", "created_at")
+            cols = (*cols, "expires_at", "last_used_at", "revoked_at")
+            heads = ["ID", "USER", "SCOPE", "NAME", "CREATED", "EXPIRES", "LAST USED", "REVOKED"]
             rows = [[_cell(k.get(c)) for c in cols] for k in keys]
-            print(table(["ID", "SCOPE", "NAME", "CREATED", "REVOKED"], rows) if rows else "no keys")
+            print(table(heads, rows) if rows else "no keys")
     else:
         fn = _function("wisp.server", "keys_revoke", what, "server")
         if call_with(fn, args.key_id, db=args.db) is False:
@@ -154,14 +177,26 @@ def _check_url(url: str) -> str:
     return url.rstrip("/")
 
 
+def key_from_file(path: str | None) -> str | None:
+    """An API key from a file's first line (``-``: stdin), so it never shows in ``ps``."""
+    if path is None:
+        return None
+    if path == "-":
+        return sys.stdin.readline().strip() or None
+    with open(path, encoding="utf-8") as f:
+        return f.readline().strip() or None
+
+
 def cmd_login(args: argparse.Namespace) -> int:
     from wisp._userconfig import config_path, write_config
 
     url = _check_url(args.url)
-    key = args.key or os.environ.get("WISP_API_KEY")
+    key = key_from_file(args.key_file) or args.key or os.environ.get("WISP_API_KEY")
+    if not key and not sys.stdin.isatty():
+        key = sys.stdin.readline().strip()  # `... | wisp login URL`: not in argv or ps
+        if not key:
+            raise CliError("no API key given", "pipe it in, --key-file F, or set WISP_API_KEY")
     if not key:
-        if not sys.stdin.isatty():
-            raise CliError("no API key given", "pass --key KEY (or set WISP_API_KEY)")
         import getpass
 
         key = getpass.getpass("API key: ").strip()
@@ -218,7 +253,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
         all=False,
         follow=args.follow,
         server_url=args.server,
-        api_key=args.key,
+        api_key=key_from_file(args.key_file) or args.key,
         progress=sys.stderr.isatty(),
         retry_rejected=args.retry_rejected or None,
     )

@@ -9,6 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from wisp.server._app import create_app
+    from wisp.server._manage import (
+        media_gc,
+        projects_set,
+        teams_add,
+        teams_list,
+        teams_member,
+        users_add,
+        users_disable,
+        users_list,
+        users_reset_password,
+    )
     from wisp.server._serve import keys_create, keys_list, keys_revoke, serve
     from wisp.server._settings import ServerSettings
     from wisp.server._store import Store, open_store
@@ -20,8 +31,17 @@ __all__ = [
     "keys_create",
     "keys_list",
     "keys_revoke",
+    "media_gc",
     "open_store",
+    "projects_set",
     "serve",
+    "teams_add",
+    "teams_list",
+    "teams_member",
+    "users_add",
+    "users_disable",
+    "users_list",
+    "users_reset_password",
 ]
 
 _WHERE = {
@@ -30,6 +50,15 @@ _WHERE = {
     "keys_list": "_serve",
     "keys_revoke": "_serve",
     "serve": "_serve",
+    "media_gc": "_manage",
+    "projects_set": "_manage",
+    "teams_add": "_manage",
+    "teams_list": "_manage",
+    "teams_member": "_manage",
+    "users_add": "_manage",
+    "users_disable": "_manage",
+    "users_list": "_manage",
+    "users_reset_password": "_manage",
     "ServerSettings": "_settings",
     "Store": "_store",
     "open_store": "_store",

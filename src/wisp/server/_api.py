@@ -1,9 +1,10 @@
 """HTTP endpoints of API v1 (shapes: ``_types``; prose: docs/http-api.md).
 
 Each handler declares its method, path, scope and types once with
-:func:`~wisp.server._routes.endpoint`; the wrapper checks the key, decodes the
-request through the declared types and turns :class:`Problem` into a JSON error.
-Blocking storage calls run in the thread pool.
+:func:`~wisp.server._routes.endpoint`; the wrapper decodes the request through the
+declared types and turns :class:`Problem` into a JSON error. Who may call what is
+decided before routing, in one place: the auth middleware (:mod:`._auth`, rules in
+:mod:`._rights`). Blocking storage calls run in the thread pool.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ import mimetypes
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 
 from wisp._protocol import MAX_KEY_LENGTH
 from wisp.server import _types as T
+from wisp.server._auth import readable_projects
 from wisp.server._blobs import BlobStore, open_blob_store
 from wisp.server._filter import TREE_VERSION
 from wisp.server._http import json_response
@@ -31,7 +32,6 @@ from wisp.server._store import Store
 
 __all__ = ["Api"]
 
-_LEVEL = {"read": 1, "write": 2, "admin": 3}
 #: Sent with every media file: ``sandbox`` (without allow-same-origin) gives logged HTML an
 #: opaque origin; its scripts may run but reach nothing outside the document itself.
 MEDIA_CSP = (
@@ -54,25 +54,6 @@ class Api:
         self.blobs: BlobStore = blobs if blobs is not None else open_blob_store(settings.media_dir)
 
     # -- plumbing -----------------------------------------------------------------------------
-
-    async def auth(self, request: Request, scope: str) -> None:
-        """Check the request's key has ``scope`` (401/403 otherwise)."""
-        if scope == "public" or (scope == "read" and self.settings.no_auth):
-            return
-        header = request.headers.get("authorization", "")
-        kind, _, token = header.partition(" ")
-        if kind.lower() != "bearer" or not token.strip():
-            raise Problem(
-                401, "unauthorized", "an API key is required: Authorization: Bearer <key>"
-            )
-        token = token.strip()
-        if len(token) > 200 or not token.isascii():
-            raise Problem(401, "unauthorized", "the API key is not valid")
-        have = await run_in_threadpool(self.store.key_scope, token)
-        if have is None:
-            raise Problem(401, "unauthorized", "the API key is not valid or was revoked")
-        if _LEVEL[have] < _LEVEL[scope]:
-            raise Problem(403, "forbidden", f"this endpoint needs a {scope} key, got a {have} key")
 
     async def _need_run(self, run_id: str) -> dict[str, Any]:
         run = await run_in_threadpool(self.store.get_run, run_id)
@@ -180,7 +161,9 @@ class Api:
         known = await run_in_threadpool(self.store.media_known, sha)
         if known is None or not await run_in_threadpool(self.blobs.exists, sha):
             return Response(status_code=404)
-        return Response(status_code=200, headers={"content-length": str(known["size"])})
+        ctype = mimetypes.guess_type("x" + (known["suffix"] or ""))[0] or "application/octet-stream"
+        headers = {"content-length": str(known["size"]), "content-type": ctype}
+        return Response(status_code=200, headers=headers)
 
     @endpoint(
         "GET",
@@ -247,7 +230,9 @@ class Api:
         responses={200: T.ProjectList},
     )
     async def projects(self, r: In) -> Response:
-        return json_response({"projects": await run_in_threadpool(self.store.projects)})
+        readable = readable_projects(r.request)  # the caller's visibility (auth middleware)
+        projects = await run_in_threadpool(self.store.projects, readable)
+        return json_response({"projects": projects})
 
     @endpoint(
         "GET",

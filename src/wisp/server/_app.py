@@ -6,11 +6,13 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
 from wisp.server._api import Api
+from wisp.server._auth import AuthMiddleware
 from wisp.server._blobs import BlobStore, open_blob_store
 from wisp.server._http import json_response
 from wisp.server._openapi import api_classes, openapi_bytes
@@ -48,15 +50,14 @@ def create_app(
     routes = []
     for cls in api_classes():  # every handler class takes (store, settings, blobs)
         obj = api if cls is Api else cls(store, settings, blobs)
-        routes += [
-            Route(e.full_path, bind(e, obj, api.auth), methods=[e.method]) for e in endpoints(cls)
-        ]
+        routes += [Route(e.full_path, bind(e, obj), methods=[e.method]) for e in endpoints(cls)]
     routes += [
         Route("/api/{rest:path}", _api_not_found),
         Route("/{path:path}", _static_handler(Path(settings.static_dir)), methods=["GET", "HEAD"]),
     ]
     openapi_bytes()  # generated once, at startup: a bad declaration fails here
-    app = Starlette(routes=routes)
+    auth = Middleware(AuthMiddleware, store=store, settings=settings)  # who may do what
+    app = Starlette(routes=routes, middleware=[auth])
     app.state.store = store
     app.state.settings = settings
     return app

@@ -131,7 +131,10 @@ class SqliteDialect(Dialect):
 
         path = url.split("///", 1)[1] if "///" in url else ""
         if path and path != ":memory:":
-            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            db = Path(path).expanduser()
+            db.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # created 0600 (SQLite gives its -wal and -shm files the same mode)
+            os.close(os.open(db, os.O_CREAT | os.O_RDWR, 0o600))
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
         @event.listens_for(engine, "connect")

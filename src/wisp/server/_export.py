@@ -33,6 +33,7 @@ from starlette.responses import Response, StreamingResponse
 from wisp._protocol import MAX_KEY_LENGTH, MAX_NAME_LENGTH, MAX_NOTES_LENGTH, MAX_STEP
 from wisp.server import _schema as S
 from wisp.server import _types as T
+from wisp.server._auth import need_runs_read
 from wisp.server._blobs import BlobStore
 from wisp.server._http import json_response
 from wisp.server._ingest import check_tags
@@ -425,6 +426,7 @@ class ExportApi:
         if not req.runs or len(req.runs) > MAX_EXPORT_RUNS:
             raise invalid("runs", f"expected 1 to {MAX_EXPORT_RUNS} run ids")
         req.runs = [check_id(x, "runs") for x in dict.fromkeys(req.runs)]
+        await run_in_threadpool(need_runs_read, r.request, req.runs)  # rights on every run
         if req.format not in ("arrow", "jsonl"):
             raise invalid("format", "expected arrow or jsonl")
         for name in ("min_step", "max_step"):

@@ -14,9 +14,10 @@ import itertools
 import json
 import math
 import operator
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from wisp._protocol import (
     MAX_EXIT_CODE,
@@ -28,6 +29,7 @@ from wisp._protocol import (
     MAX_STREAM_LENGTH,
     MAX_TAG_LENGTH,
     MAX_TAGS,
+    MAX_TIMESTAMP,
     RUN_STATES,
     RecordType,
     project_problem,
@@ -141,11 +143,16 @@ def _fast_history(rows: list[Any], fld: str) -> Prepared | None:
     if times is None or times[1] is not None:
         return None
     prep = Prepared(RecordType.HISTORY, {})
+    # machine arrays (8 bytes a number, not a 32-byte float object and its slot): a batch
+    # of millions of points is held once, compactly, until it is written
+    step_a, time_a = array("q", steps), array("d", cast("list[float]", times[0]))
     for k, col in zip(keys, zip(*map(dict.values, dicts), strict=True), strict=True):
         vals = _finite_column(col)
         if vals is None:
             return None
-        prep.points.append(Column(k, steps, times[0], vals[0], vals[1]))  # type: ignore[arg-type]
+        finite = cast("list[float]", vals[0])  # no None where nfs is None
+        values = array("d", finite) if vals[1] is None else vals[0]
+        prep.points.append(Column(k, step_a, time_a, values, vals[1]))
     return prep
 
 
@@ -153,6 +160,14 @@ def _num(value: Any, fld: str) -> float:
     if type(value) not in (int, float) or not math.isfinite(value):
         raise invalid(fld, "expected a finite number")
     return float(value)
+
+
+def _when(value: Any, fld: str) -> float:
+    """A timestamp: a number of seconds from 0 to ``MAX_TIMESTAMP`` (the year 3000)."""
+    t = _num(value, fld)
+    if not 0.0 <= t <= MAX_TIMESTAMP:
+        raise invalid(fld, f"expected a time in seconds since the epoch, 0 to {MAX_TIMESTAMP:.0f}")
+    return t
 
 
 def check_project(value: Any, fld: str) -> str:
@@ -186,7 +201,7 @@ def check_run_fields(data: dict[str, Any], prefix: str) -> dict[str, Any]:
             v = data[src]
             out[col] = None if v is None else clean_str(v, f"{prefix}{src}", MAX_NAME_LENGTH)
     if data.get("created_at") is not None:
-        out["created_at"] = _num(data["created_at"], f"{prefix}created_at")
+        out["created_at"] = _when(data["created_at"], f"{prefix}created_at")
     return out
 
 
@@ -330,7 +345,7 @@ def _prep_one(kind: int, data: dict[str, Any], fld: str) -> Prepared:
             RecordType.FINISH,
             {
                 "state": state,
-                "finished_at": None if fin is None else _num(fin, f"{fld}.finished_at"),
+                "finished_at": None if fin is None else _when(fin, f"{fld}.finished_at"),
                 "exit_code": code,
             },
         )
@@ -348,6 +363,8 @@ def prepare_records(records: Any, fld: str = "records") -> list[Prepared]:
     out = []
     for i, rec in enumerate(records):
         rf = f"{fld}[{i}]"
+        if not isinstance(rec, dict | list | str | int | float | None):
+            rec = _decode_raw(rec, rf)  # a record left undecoded by read_batch
         if not isinstance(rec, dict):
             raise invalid(rf, "expected an object {type, data}")
         kind = rec.get("type")
@@ -358,6 +375,15 @@ def prepare_records(records: Any, fld: str = "records") -> list[Prepared]:
             raise invalid(f"{rf}.data", "expected the record's JSON object payload")
         out.append(_prep_one(kind, data, f"{rf}.data"))
     return out
+
+
+def _decode_raw(raw: Any, fld: str) -> Any:
+    from wisp.server._http import loads
+
+    try:
+        return loads(bytes(raw))
+    except (ValueError, RecursionError):
+        raise invalid(fld, "not valid JSON") from None
 
 
 Clock = Callable[[], float]

@@ -26,12 +26,13 @@ _REF = "#/components/schemas/{name}"
 
 def api_classes() -> list[type]:
     """The classes whose ``@endpoint`` methods make up the API (the app routes the same)."""
+    from wisp.server._admin_api import AdminApi
     from wisp.server._api import Api
     from wisp.server._artifacts import ArtifactApi
     from wisp.server._export import ExportApi
     from wisp.server._sweeps import SweepApi
 
-    return [Api, SweepApi, ExportApi, ArtifactApi]
+    return [Api, SweepApi, ExportApi, ArtifactApi, AdminApi]
 
 
 def all_endpoints() -> list[Endpoint]:
@@ -130,7 +131,7 @@ def openapi_document() -> dict[str, Any]:
             op["requestBody"] = {"required": True, "content": {e.body_content: {"schema": schema}}}
         op["responses"] = responses
         if e.scope != "public":
-            op["security"] = [{"bearer": []}]
+            op["security"] = [{"bearer": []}, {"session": []}]
         op["x-wisp-scope"] = e.scope
         paths.setdefault(e.full_path, {})[e.method.lower()] = op
     classes = _structs()
@@ -149,7 +150,10 @@ def openapi_document() -> dict[str, Any]:
             "paths": paths,
             "components": {
                 "schemas": kept,
-                "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+                "securitySchemes": {
+                    "bearer": {"type": "http", "scheme": "bearer"},
+                    "session": {"type": "apiKey", "in": "cookie", "name": "wisp_session"},
+                },
                 "responses": {
                     "Error": {
                         "description": "client error",

@@ -3,7 +3,7 @@
 ``@endpoint(...)`` on a handler method records an :class:`Endpoint`; the app
 (``_app``) builds its Starlette routes from those records and ``_openapi``
 builds the OpenAPI document from the same records, so the two cannot disagree.
-The wrapper checks the key's scope, decodes path parameters, query parameters
+The wrapper decodes path parameters, query parameters
 and the JSON body through the declared msgspec Structs (a mismatch is a 422
 whose ``field`` names the offending parameter or body member), calls the
 handler with an :class:`In`, and turns a :class:`Problem` into its JSON answer.
@@ -161,15 +161,22 @@ def _lax_fields(typ: type) -> frozenset[str]:
     return frozenset(out)
 
 
-def bind(spec: Endpoint, obj: Any, auth: Callable[[Request, str], Awaitable[None]]) -> Any:
-    """The ASGI-level handler for ``spec``, calling ``obj.<spec.name>``."""
+Auth = Callable[[Request, str], Awaitable[None]]
+
+
+def bind(spec: Endpoint, obj: Any, auth: Auth | None = None) -> Any:
+    """The ASGI-level handler for ``spec``, calling ``obj.<spec.name>``.
+
+    The server passes no ``auth``: who may call what is decided once, before routing, by
+    the auth middleware (``_auth.RULES``); ``auth`` is for apps without it (tests)."""
     fn: Callable[[In], Awaitable[Response]] = getattr(obj, spec.name)
     lax = _lax_fields(spec.query) if spec.query is not None else frozenset()
     max_body = getattr(getattr(obj, "settings", None), "max_body_bytes", 1 << 30)
 
     async def handle(request: Request) -> Response:
         try:
-            await auth(request, spec.scope)
+            if auth is not None:
+                await auth(request, spec.scope)
             r = In(request)
             if spec.path_params is not None:
                 r.path = convert(dict(request.path_params), spec.path_params, "path")

@@ -15,6 +15,14 @@ new Alembic revision under ``migrations/versions`` *and* here.
 - ``media_items``  typed history values (``{"_type": ...}``) with their key and step.
 - ``run_metrics``  ``define_metric`` specs; ``console`` lines; ``events`` other record types.
 - ``media_files``  uploaded media by sha256; ``api_keys`` hashed API keys.
+
+Schema version 2 (Alembic ``0002_team``) adds people and rights: ``users``, ``teams``,
+``team_members`` (role viewer/member/admin), ``projects`` (owner user or team, visibility
+private/team/public-read), ``sessions`` (dashboard logins, token hashes), ``audit``,
+``media_owners`` (who uploaded a blob: quotas and read rights) and ``media_refs`` (which run
+references a blob); ``api_keys`` gain ``user_id``, ``expires_at``, ``last_used_at``; ``runs``
+gain ``owner_id``; ``writers`` gain ``user_id`` (the user whose key opened the writer); the
+``console``, ``events`` and ``media_items`` ids are 64-bit on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -38,7 +46,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 __all__ = ["SCHEMA_VERSION", "metadata"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+BIGID = BigInteger().with_variant(Integer(), "sqlite")  # INTEGER PRIMARY KEY is 64-bit
 JSONT = JSON().with_variant(JSONB(), "postgresql")
 
 metadata = MetaData()
@@ -61,6 +70,7 @@ runs = Table(
     Column("finished_at", Float, nullable=True),
     Column("exit_code", Integer, nullable=True),
     Column("last_seen", Float, nullable=False),
+    Column("owner_id", Integer, nullable=True),
     Index("ix_runs_project_created", "project", "created_at"),
 )
 
@@ -70,6 +80,7 @@ writers = Table(
     Column("run_id", String(64), nullable=False),
     Column("writer_id", String(64), nullable=False),
     Column("acked_seq", BigInteger, nullable=False),
+    Column("user_id", Integer, nullable=True),
     PrimaryKeyConstraint("run_id", "writer_id"),
 )
 
@@ -126,7 +137,7 @@ extras = Table(
 media_items = Table(
     "media_items",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", BIGID, primary_key=True, autoincrement=True),
     Column("run_id", String(64), nullable=False),
     Column("key", Text, nullable=False),
     Column("step", BigInteger, nullable=False),
@@ -148,7 +159,7 @@ run_metrics = Table(
 console = Table(
     "console",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", BIGID, primary_key=True, autoincrement=True),
     Column("run_id", String(64), nullable=False),
     Column("ts", Float, nullable=False),
     Column("stream", String(16), nullable=False),
@@ -159,7 +170,7 @@ console = Table(
 events = Table(
     "events",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", BIGID, primary_key=True, autoincrement=True),
     Column("run_id", String(64), nullable=False),
     Column("type", Integer, nullable=False),
     Column("data", Text, nullable=False),
@@ -184,4 +195,86 @@ api_keys = Table(
     Column("name", Text, nullable=False),
     Column("created_at", Float, nullable=False),
     Column("revoked_at", Float, nullable=True),
+    Column("user_id", Integer, nullable=True),
+    Column("expires_at", Float, nullable=True),
+    Column("last_used_at", Float, nullable=True),
+)
+
+users = Table(
+    "users",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(64), nullable=False, unique=True),
+    Column("password_hash", Text, nullable=True),
+    Column("is_admin", Integer, nullable=False, default=0),
+    Column("created_at", Float, nullable=False),
+    Column("disabled_at", Float, nullable=True),
+)
+
+teams = Table(
+    "teams",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(64), nullable=False, unique=True),
+    Column("created_at", Float, nullable=False),
+)
+
+team_members = Table(
+    "team_members",
+    metadata,
+    Column("team_id", Integer, nullable=False),
+    Column("user_id", Integer, nullable=False),
+    Column("role", String(8), nullable=False),
+    PrimaryKeyConstraint("team_id", "user_id"),
+)
+
+projects = Table(
+    "projects",
+    metadata,
+    Column("name", String(128), primary_key=True),
+    Column("owner_user", Integer, nullable=True),
+    Column("owner_team", Integer, nullable=True),
+    Column("visibility", String(16), nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("user_id", Integer, nullable=False),
+    Column("csrf", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)
+
+audit = Table(
+    "audit",
+    metadata,
+    Column("id", BIGID, primary_key=True, autoincrement=True),
+    Column("ts", Float, nullable=False),
+    Column("user_id", Integer, nullable=True),
+    Column("actor", String(64), nullable=False),
+    Column("action", String(64), nullable=False),
+    Column("target", Text, nullable=False),
+    Column("status", Integer, nullable=False),
+    Column("addr", String(64), nullable=False),
+    Index("ix_audit_ts", "ts"),
+)
+
+media_owners = Table(
+    "media_owners",
+    metadata,
+    Column("sha256", String(64), nullable=False),
+    Column("user_id", Integer, nullable=False),
+    PrimaryKeyConstraint("sha256", "user_id"),
+    Index("ix_media_owners_user", "user_id"),
+)
+
+media_refs = Table(
+    "media_refs",
+    metadata,
+    Column("sha256", String(64), nullable=False),
+    Column("run_id", String(64), nullable=False),
+    PrimaryKeyConstraint("sha256", "run_id"),
 )

@@ -362,8 +362,13 @@ def _csv_cell(v: Any) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
         return "nan" if v != v else ("inf" if v > 0 else "-inf")
     if isinstance(v, (dict, list, bool)) or v is None:
-        return "" if v is None else json.dumps(v, allow_nan=True)
+        v = "" if v is None else json.dumps(v, allow_nan=True)
+    if isinstance(v, str) and v[:1] in _FORMULA:
+        return "'" + v  # a spreadsheet would run =..., +..., -..., @... as a formula
     return v
+
+
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 def export_history(store: Any, run_id: str, fmt: str, keys: list[str] | None) -> Iterator[str]:

@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import json
 import os
+import sys
 from typing import Any
 
 from wisp.errors import UsageError
-from wisp.server._settings import ServerSettings
+from wisp.server._settings import LOOPBACK_NAMES, ServerSettings, is_loopback
 
 __all__ = ["keys_create", "keys_list", "keys_revoke", "serve"]
 
 _ENV = "WISP_SERVER_SETTINGS_JSON"
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def serve(
@@ -34,9 +25,26 @@ def serve(
     no_auth: bool = False,
     heartbeat_timeout: float = 300.0,
     log_level: str = "info",
+    *,
+    allowed_hosts: list[str] | None = None,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    sso_header: str | None = None,
+    trusted_proxies: list[str] | None = None,
+    media_quota_bytes: int | None = None,
+    max_connections: int | None = None,
+    header_timeout: float | None = None,
+    body_timeout: float | None = None,
+    key_rate: float | None = None,
 ) -> None:
-    """Run the tracking server (blocks).  ``--no-auth`` is refused on a non-loopback host."""
-    if no_auth and not _is_loopback(host):
+    """Run the tracking server (blocks).  ``--no-auth`` is refused on a non-loopback host.
+
+    On a loopback host the ``Host`` header must name a loopback address unless
+    ``allowed_hosts`` says otherwise (DNS rebinding); binding another address without TLS
+    prints a warning (keys and passwords would cross the network in clear).
+    """
+    loopback = is_loopback(host)
+    if no_auth and not loopback:
         raise UsageError(
             f"--no-auth is only allowed on a loopback host (127.0.0.1, ::1, localhost), "
             f"not {host!r}: create a read key with `wisp server keys create --scope read`"
@@ -45,10 +53,14 @@ def serve(
         raise UsageError(f"--workers must be >= 1, got {workers}")
     if heartbeat_timeout <= 0:
         raise UsageError(f"--heartbeat-timeout must be > 0, got {heartbeat_timeout}")
+    if bool(sso_header) != bool(trusted_proxies):
+        raise UsageError("--sso-header needs --trusted-proxy (the proxies allowed to set it)")
     try:
         import uvicorn
     except ImportError:
         raise UsageError("the wisp server needs its extra: pip install 'wisp[server]'") from None
+    if allowed_hosts is None and loopback:
+        allowed_hosts = list(LOOPBACK_NAMES)
     settings = ServerSettings(
         db=db or "",
         media_dir=media_dir or "",
@@ -57,17 +69,44 @@ def serve(
         workers=workers,
         no_auth=no_auth,
         heartbeat_timeout=heartbeat_timeout,
-    ).resolved()
+        allowed_hosts=allowed_hosts,
+        tls_cert=tls_cert or "",
+        tls_key=tls_key or "",
+        sso_header=sso_header or "",
+        trusted_proxies=list(trusted_proxies or []),
+    )
+    if media_quota_bytes is not None:
+        settings.media_quota_bytes = media_quota_bytes
+    if max_connections is not None:
+        settings.max_connections = max_connections
+    if header_timeout is not None:
+        settings.header_timeout = header_timeout
+    if body_timeout is not None:
+        settings.body_timeout = body_timeout
+    if key_rate is not None:
+        settings.key_rate = key_rate
+    settings = settings.resolved()
+    settings.trusted_proxy_networks()  # a malformed address fails here, not per request
+    if not loopback and not settings.tls:
+        print(
+            f"wisp server: WARNING: serving {host}:{port} without TLS: API keys, passwords and "
+            "session cookies cross the network in clear. Use --tls-cert/--tls-key, or bind "
+            "127.0.0.1 behind a TLS reverse proxy (docs/server.md).",
+            file=sys.stderr,
+            flush=True,
+        )
+    from wisp.server._conn import uvicorn_options
     from wisp.server._db import make_engine, migrate
 
     engine = make_engine(settings.db)
     migrate(engine)
     engine.dispose()
     settings.migrate = False
+    opts = uvicorn_options(settings)
     if workers == 1:
         from wisp.server._app import create_app
 
-        uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level)
+        uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, **opts)
         return
     os.environ[_ENV] = json.dumps(dataclasses.asdict(settings))
     uvicorn.run(
@@ -77,6 +116,7 @@ def serve(
         port=port,
         workers=workers,
         log_level=log_level,
+        **opts,
     )
 
 
@@ -93,13 +133,29 @@ def _store(db: str | None) -> Any:
     return open_store(ServerSettings(db=db or "").resolved().db)
 
 
-def keys_create(scope: str = "write", name: str = "", db: str | None = None) -> tuple[str, str]:
-    """Create an API key; returns ``(key_id, secret)``.  The secret is shown only this once."""
+def keys_create(
+    scope: str = "write",
+    name: str = "",
+    db: str | None = None,
+    user: str | None = None,
+    expires_days: float | None = None,
+) -> tuple[str, str]:
+    """Create an API key of ``user`` (default: the site admin ``admin``, created if
+    missing); returns ``(key_id, secret)``.  The secret is shown only this once."""
     if scope not in ("read", "write", "admin"):
         raise UsageError(f"--scope must be read, write or admin, got {scope!r}")
     store = _store(db)
     try:
-        result: tuple[str, str] = store.create_key(scope, name)
+        uid = None
+        if user is not None:
+            got = store.users.user(user)
+            if got is None:
+                raise UsageError(f"no user {user!r}: `wisp server users add {user}` first")
+            if scope == "admin" and not got["is_admin"]:
+                raise UsageError(f"{user!r} is not a site admin: admin keys are for admins")
+            uid = int(got["id"])
+        expires = store.clock() + expires_days * 86400 if expires_days else None
+        result: tuple[str, str] = store.create_key(scope, name, uid, expires)
         return result
     finally:
         store.close()

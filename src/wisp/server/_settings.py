@@ -5,8 +5,22 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-__all__ = ["ServerSettings", "default_data_dir"]
+__all__ = ["LOOPBACK_NAMES", "ServerSettings", "default_data_dir", "is_loopback"]
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def default_data_dir() -> Path:
@@ -31,8 +45,34 @@ class ServerSettings:
     heartbeat_timeout: float = 300.0
     max_body_bytes: int = 64 * 1024 * 1024
     max_media_bytes: int = 1024 * 1024 * 1024
+    media_quota_bytes: int = 0  # per user, 0: unlimited
+    allowed_hosts: list[str] | None = None  # None: any (serve() and wisp ui fill in loopback)
+    sso_header: str = ""  # e.g. X-Forwarded-User; trusted only from trusted_proxies
+    trusted_proxies: list[str] = field(default_factory=list)
+    tls_cert: str = ""  # PEM certificate (chain): serve HTTPS
+    tls_key: str = ""  # its private key (if not in the certificate file)
+    header_timeout: float = 10.0  # seconds to send complete request headers
+    body_timeout: float = 30.0  # seconds a request body may pause
+    keep_alive_timeout: int = 5  # seconds an idle keep-alive connection stays open
+    key_rate: float = 1000.0  # requests a second per API key (bursts of twice that; 0: off)
+    max_connections: int = 1000  # concurrent connections + requests; 503 beyond (0: no cap)
     static_dir: str = field(default_factory=lambda: str(Path(__file__).with_name("static")))
     migrate: bool = True
+
+    @property
+    def tls(self) -> bool:
+        return bool(self.tls_cert)
+
+    def host_allow_list(self) -> set[str] | None:
+        """Host names (lower case, no port) requests may name; None for any."""
+        if self.allowed_hosts is None or "*" in self.allowed_hosts:
+            return None
+        return {h.lower() for h in self.allowed_hosts}
+
+    def trusted_proxy_networks(self) -> list[Any]:
+        import ipaddress
+
+        return [ipaddress.ip_network(p, strict=False) for p in self.trusted_proxies]
 
     def resolved(self) -> ServerSettings:
         """A copy with the database URL and media directory defaults filled in."""

@@ -8,7 +8,10 @@ differences in :mod:`._dialect`), runs the Alembic migrations and returns a
 - :mod:`._store_records` (exactly-once ingestion; points and blocks via :mod:`._points`),
 - :mod:`._store_media` (media index; the bytes are in a :mod:`._blobs` store),
 - :mod:`._store_console` (console lines),
-- :mod:`._store_keys` (API keys),
+- :mod:`._store_keys` (API keys of users),
+- :mod:`._store_users` (users, teams, members, sessions),
+- :mod:`._store_projects` (projects and their rights, the runs' write guard, media
+  owners and references, the audit log),
 - :mod:`._store_artifacts` (artifacts, versions, aliases, lineage; bytes in :mod:`._blobs`).
 
 All SQL is SQLAlchemy Core with bound parameters, except the bulk paths for
@@ -18,7 +21,7 @@ numeric points in :mod:`._points` (also parameterised).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -30,8 +33,10 @@ from wisp.server._store_artifacts import ArtifactStore
 from wisp.server._store_console import ConsoleStore
 from wisp.server._store_keys import SCOPES, KeyStore, hash_key
 from wisp.server._store_media import MediaIndex
+from wisp.server._store_projects import ProjectStore
 from wisp.server._store_records import RecordStore
 from wisp.server._store_runs import RunStore
+from wisp.server._store_users import UserStore
 
 __all__ = ["SCOPES", "Store", "hash_key", "open_store"]
 
@@ -55,7 +60,9 @@ class Store:
 
     def __init__(self, engine: Engine, *, heartbeat_timeout: float, clock: Callable[[], float]):
         self.db = Db(engine, clock)
-        self.runs = RunStore(self.db, heartbeat_timeout)
+        self.access = ProjectStore(self.db)
+        self.users = UserStore(self.db)
+        self.runs = RunStore(self.db, heartbeat_timeout, self.access)
         self.records = RecordStore(self.db, self.runs)
         self.media = MediaIndex(self.db)
         self.console = ConsoleStore(self.db)
@@ -105,8 +112,9 @@ class Store:
     def heartbeat(self, run_id: str) -> bool:
         return self.runs.heartbeat(run_id)
 
-    def projects(self) -> list[dict[str, Any]]:
-        return self.runs.projects()
+    def projects(self, readable: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """Projects with runs; only those named in ``readable`` when given (visibility)."""
+        return self.runs.projects(readable)
 
     # -- ingestion ----------------------------------------------------------------------------
 
@@ -133,15 +141,24 @@ class Store:
 
     # -- API keys -----------------------------------------------------------------------------
 
-    def create_key(self, scope: str, name: str = "") -> tuple[str, str]:
-        """A new API key ``(key_id, secret)``; only the sha256 of the secret is stored."""
-        return self.keys.create(scope, name)
+    def create_key(
+        self,
+        scope: str,
+        name: str = "",
+        user_id: int | None = None,
+        expires_at: float | None = None,
+    ) -> tuple[str, str]:
+        """A new API key ``(key_id, secret)`` of ``user_id`` (default: the site admin
+        ``admin``, created if missing); only the sha256 of the secret is stored."""
+        if user_id is None:
+            user_id = self.users.admin_user()
+        return self.keys.create(scope, name, user_id, expires_at)
 
-    def list_keys(self) -> list[dict[str, Any]]:
-        return self.keys.all_keys()
+    def list_keys(self, user_id: int | None = None) -> list[dict[str, Any]]:
+        return self.keys.all_keys(user_id)
 
-    def revoke_key(self, key_id: str) -> bool:
-        return self.keys.revoke(key_id)
+    def revoke_key(self, key_id: str, user_id: int | None = None) -> bool:
+        return self.keys.revoke(key_id, user_id)
 
     def key_scope(self, secret: str) -> str | None:
         return self.keys.scope(secret)

@@ -8,6 +8,8 @@ records at or below the writer's acked seq are skipped, a gap is a 409
 
 from __future__ import annotations
 
+import re
+
 from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
@@ -22,6 +24,7 @@ from wisp.server._store_runs import RunStore
 __all__ = ["RecordStore"]
 
 _KEY_CACHE_MAX = 200_000
+_SHA = re.compile(r"[0-9a-f]{64}")
 
 
 class RecordStore:
@@ -46,10 +49,11 @@ class RecordStore:
         dialect = self.db.dialect
         new_keys: dict[tuple[str, str], int] = {}
         with self.db.tx() as conn:
+            user = self.runs.guard.on_writer(conn, run_id, writer_id)  # 409: another's writer
             dialect.insert_ignore(
                 conn,
                 S.writers,
-                [{"run_id": run_id, "writer_id": writer_id, "acked_seq": -1}],
+                [{"run_id": run_id, "writer_id": writer_id, "acked_seq": -1, "user_id": user}],
                 ["run_id", "writer_id"],
             )
             q = select(w.acked_seq).where(w.run_id == run_id, w.writer_id == writer_id)
@@ -71,6 +75,8 @@ class RecordStore:
                         "run_id",
                     )
                 self.runs.create(conn, run_id, {**first.data["cols"], "meta": first.data["meta"]})
+            else:
+                self.runs.guard.on_write(conn, run_id, None)  # 409 unless the caller owns it
             for rec in todo:
                 self._apply(conn, run_id, rec, new_keys)
             new_acked = first_seq + len(records) - 1
@@ -179,3 +185,23 @@ class RecordStore:
                     for k, s, t, ty, data in rec.media
                 ],
             )
+            shas: set[str] = set()
+            for item in rec.media:
+                _media_shas(item[4], shas, 0)
+            self.runs.guard.add_media_refs(conn, run_id, shas)
+
+
+def _media_shas(v: object, out: set[str], depth: int) -> None:
+    """The ``sha256`` values a media item refers to (tables may nest images)."""
+    if depth > 8 or len(out) > 10_000:
+        return
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if k == "sha256" and isinstance(x, str) and _SHA.fullmatch(x):
+                out.add(x)
+            elif isinstance(x, dict | list):
+                _media_shas(x, out, depth + 1)
+    elif isinstance(v, list):
+        for x in v:
+            if isinstance(x, dict | list):
+                _media_shas(x, out, depth + 1)

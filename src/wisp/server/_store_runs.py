@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import and_, case, func, select, update
@@ -12,6 +13,7 @@ from wisp._protocol import RecordType
 from wisp.server import _schema as S
 from wisp.server._db import Db
 from wisp.server._problem import Problem
+from wisp.server._store_projects import ProjectStore
 
 __all__ = ["RunStore"]
 
@@ -19,9 +21,10 @@ __all__ = ["RunStore"]
 class RunStore:
     """Runs; a ``running`` run not heard from for ``heartbeat_timeout`` s reads as ``crashed``."""
 
-    def __init__(self, db: Db, heartbeat_timeout: float) -> None:
+    def __init__(self, db: Db, heartbeat_timeout: float, guard: ProjectStore) -> None:
         self.db = db
         self.heartbeat_timeout = heartbeat_timeout
+        self.guard = guard
 
     def state_expr(self) -> Any:
         """SQL for the reported state: ``running`` past the heartbeat timeout is ``crashed``."""
@@ -76,8 +79,10 @@ class RunStore:
             "finished_at": cols.get("finished_at"),
             "exit_code": None,
             "last_seen": now,
+            "owner_id": self.guard.on_create(conn, cols),
         }
         self.db.dialect.insert_ignore(conn, S.runs, [row], ["id"])
+        self.guard.on_write(conn, run_id, None)  # lost a race for the id: not ours
 
     def exists(self, conn: Connection, run_id: str) -> bool:
         return conn.execute(select(S.runs.c.id).where(S.runs.c.id == run_id)).first() is not None
@@ -89,7 +94,9 @@ class RunStore:
                 if "project" not in cols:
                     raise Problem(422, "invalid", "project: required to create a run", "project")
                 self.create(conn, run_id, cols)
-            elif cols:
+            else:
+                self.guard.on_write(conn, run_id, cols)
+            if cols:
                 conn.execute(update(S.runs).where(S.runs.c.id == run_id).values(**cols))
             row = conn.execute(select(S.runs).where(S.runs.c.id == run_id)).one()
         return self.run_dict(row)
@@ -142,17 +149,21 @@ class RunStore:
 
     def heartbeat(self, run_id: str) -> bool:
         with self.db.tx() as conn:
+            self.guard.on_write(conn, run_id, None)
             res = conn.execute(
                 update(S.runs).where(S.runs.c.id == run_id).values(last_seen=self.db.clock())
             )
             return bool(res.rowcount)
 
-    def projects(self) -> list[dict[str, Any]]:
+    def projects(self, readable: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """Projects with runs (only those in ``readable`` when given)."""
         r = S.runs.c
         q = (
             select(r.project, func.count(), func.max(r.last_seen))
             .group_by(r.project)
             .order_by(r.project)
         )
+        if readable is not None:
+            q = q.where(r.project.in_(list(readable)))
         with self.db.read() as conn:
             return [{"name": p, "run_count": n, "last_activity": t} for p, n, t in conn.execute(q)]

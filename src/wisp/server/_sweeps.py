@@ -42,6 +42,7 @@ from starlette.responses import Response
 
 from wisp.server import _schema as S
 from wisp.server import _sweeps_types as T
+from wisp.server._auth import need_project_write, readable_projects
 from wisp.server._blobs import BlobStore
 from wisp.server._http import json_response
 from wisp.server._problem import Problem, check_id, clean_json, clean_str, invalid
@@ -342,6 +343,8 @@ class SweepApi:
     )
     async def create_sweep(self, r: In) -> Response:
         row = _check_sweep(r.raw)
+        if row.get("project"):  # rights on the body's project (the middleware saw no body)
+            await run_in_threadpool(need_project_write, r.request, row["project"])
         if not await run_in_threadpool(self.tables.create, row):
             raise Problem(409, "sweep_exists", f"sweep {row['id']!r} exists", "id")
         return json_response({"sweep": row}, 201)
@@ -358,7 +361,11 @@ class SweepApi:
         project = r.query.project
         if project is not None:
             project = clean_str(project, "project", 128)
-        return json_response({"sweeps": await run_in_threadpool(self.tables.list_sweeps, project)})
+        rows = await run_in_threadpool(self.tables.list_sweeps, project)
+        readable = readable_projects(r.request)  # None: all (the auth middleware)
+        if readable is not None:
+            rows = [s for s in rows if s.get("project") is None or s["project"] in readable]
+        return json_response({"sweeps": rows})
 
     @endpoint(
         "GET",

@@ -1,0 +1,276 @@
+"""The allow/deny matrix of a shared server, on SQLite and PostgreSQL (docs/server.md).
+
+Three teams; a private user project, a team project, a private team project and a
+public-read project; every read endpoint called by the run's owner, a team member, a team
+viewer, an outsider and anonymously; writes to someone else's run, id collisions and a
+writer-id hijack refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from tests.server.conftest import history
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"team-image"
+SHA = hashlib.sha256(PNG).hexdigest()
+WHO = ("owner", "mate", "viewer", "outsider", "anon")
+
+
+class World:
+    """The people, their keys and clients, and the projects they made."""
+
+    def __init__(self, app: Any, store: Any) -> None:
+        self.app, self.store = app, store
+        u = store.users
+        ids = {n: u.add_user(n) for n in ("alice", "bob", "carol", "dave", "tina", "eve")}
+        self.ids = ids
+        for team in ("team-a", "team-b", "team-c"):
+            u.add_team(team)
+        u.set_member("team-a", "alice", "member")
+        u.set_member("team-a", "bob", "member")
+        u.set_member("team-a", "carol", "viewer")
+        u.set_member("team-a", "tina", "admin")
+        u.set_member("team-b", "dave", "member")
+        u.set_member("team-c", "eve", "admin")
+        self.keys = {n: store.create_key("write", n, ids[n])[1] for n in ids}
+        self.read_keys = {n: store.create_key("read", n, ids[n])[1] for n in ids}
+        store.access.set_project("teamp", ("team", u.need_team("team-a")), "team")
+        store.access.set_project("tpriv", ("team", u.need_team("team-a")), "private")
+        store.access.set_project("pub", ("team", u.need_team("team-c")), "public-read")
+        self.people = {"owner": "alice", "mate": "bob", "viewer": "carol", "outsider": "dave"}
+
+    def client(self, who: str, read_only: bool = False) -> TestClient:
+        c = TestClient(self.app)
+        name = self.people.get(who, who)
+        if who != "anon":
+            key = (self.read_keys if read_only else self.keys)[name]
+            c.headers["Authorization"] = f"Bearer {key}"
+        return c
+
+
+@pytest.fixture
+def world(app: Any, store: Any) -> World:
+    w = World(app, store)
+    alice = w.client("owner")
+    for run_id, project in (("a1", "teamp"), ("a2", "priv"), ("a3", "tpriv")):
+        batch = {
+            "writer_id": "wa",
+            "first_seq": 0,
+            "records": [
+                {"type": 1, "data": {"project": project, "name": run_id}},
+                history([(0, 1.0, {"loss": 0.5, "img": {"_type": "image", "sha256": SHA}})]),
+                {"type": 7, "data": {"lines": [[1.0, "stdout", "hello"]]}},
+            ],
+        }
+        assert alice.post(f"/api/v1/runs/{run_id}/records", json=batch).status_code == 200
+    assert alice.put(f"/api/v1/media/{SHA}.png", content=PNG).status_code == 201
+    eve = w.client("eve")
+    assert eve.put("/api/v1/runs/c1", json={"project": "pub"}).status_code == 200
+    return w
+
+
+def _reads(run_id: str, project: str) -> list[str]:
+    return [
+        f"/api/v1/runs/{run_id}",
+        f"/api/v1/runs/{run_id}/history?format=csv",
+        f"/api/v1/runs/{run_id}/media",
+        f"/api/v1/runs/{run_id}/console",
+        f"/api/v1/runs/{run_id}/writers/wa",
+        f"/api/v1/series?runs={run_id}&keys=loss",
+        f"/api/v1/projects/{project}/runs",
+    ]
+
+
+# who may read each project: owner (alice), mate (bob, member), viewer (carol), outsider
+# (dave, another team), anonymous
+READ_MATRIX = {
+    ("a1", "teamp"): (200, 200, 200, 403, 401),  # team project, team visibility
+    ("a2", "priv"): (200, 403, 403, 403, 401),  # alice's own private project
+    ("a3", "tpriv"): (200, 200, 403, 403, 401),  # private team project: not for viewers
+    ("c1", "pub"): (200, 200, 200, 200, 200),  # public-read
+}
+
+
+@pytest.mark.parametrize(("run_id", "project"), list(READ_MATRIX))
+def test_read_matrix(world: World, run_id: str, project: str) -> None:
+    """Every read endpoint of a run answers exactly as the visibility matrix says."""
+    for who, want in zip(WHO, READ_MATRIX[(run_id, project)], strict=True):
+        c = world.client(who)
+        for url in _reads(run_id, project):
+            got = c.get(url)
+            assert got.status_code == want, (who, url, got.status_code, want)
+        if want == 200 and run_id != "c1":  # what they read is the run's data
+            assert c.get(f"/api/v1/runs/{run_id}/console").json()["lines"][0]["text"] == "hello"
+
+
+def test_media_follows_the_runs_that_reference_it(world: World) -> None:
+    """An image is readable by whoever may read a run that shows it, and by no one else."""
+    for who, want in zip(WHO, (200, 200, 200, 403, 401), strict=True):
+        c = world.client(who)
+        assert c.get(f"/api/v1/media/{SHA}.png").status_code == want, who
+        assert c.head(f"/api/v1/media/{SHA}").status_code == want, who
+
+
+def test_listing_shows_only_readable_projects(world: World) -> None:
+    """GET /projects lists exactly the projects the caller may read."""
+    want = {
+        "owner": {"teamp", "priv", "tpriv", "pub"},
+        "mate": {"teamp", "tpriv", "pub"},
+        "viewer": {"teamp", "pub"},
+        "outsider": {"pub"},
+    }
+    for who, names in want.items():
+        got = world.client(who, read_only=True).get("/api/v1/projects").json()["projects"]
+        assert {p["name"] for p in got} == names, who
+    assert world.client("anon").get("/api/v1/projects").status_code == 401
+
+
+def test_only_the_owner_writes_to_a_run(world: World) -> None:
+    """A teammate cannot append, heartbeat, finish or rename a run they do not own (409)."""
+    bob = world.client("mate")
+    batch = {"writer_id": "wb", "first_seq": 0, "records": [history([(5, 2.0, {"loss": 9.0})])]}
+    r = bob.post("/api/v1/runs/a1/records", json=batch)
+    assert r.status_code == 409 and r.json()["error"]["code"] == "run_owned", r.text
+    assert "belongs to another user" in r.json()["error"]["message"]
+    assert bob.post("/api/v1/runs/a1/heartbeat").status_code == 409
+    assert bob.put("/api/v1/runs/a1", json={"name": "mine"}).status_code == 409
+    assert bob.put("/api/v1/runs/a1", json={"state": "killed"}).status_code == 409
+    run = world.client("owner").get("/api/v1/runs/a1").json()
+    assert run["name"] == "a1" and run["state"] == "running"
+    assert world.client("owner").get("/api/v1/runs/a1/writers/wb").json()["acked_seq"] == -1
+
+
+def test_project_admin_edits_metadata_only(world: World) -> None:
+    """The team's admin may rename and tag a member's run, but not move or finish it."""
+    tina = world.client("tina")
+    assert tina.put("/api/v1/runs/a1", json={"name": "renamed", "tags": ["x"]}).status_code == 200
+    assert tina.put("/api/v1/runs/a1", json={"project": "tinas"}).status_code == 409
+    assert tina.put("/api/v1/runs/a1", json={"state": "finished"}).status_code == 409
+    run = world.client("owner").get("/api/v1/runs/a1").json()
+    assert (run["name"], run["tags"], run["project"]) == ("renamed", ["x"], "teamp")
+
+
+def test_creating_runs_needs_write_rights_on_the_project(world: World) -> None:
+    """Members create runs in a team project; viewers, outsiders, read keys and anonymous cannot."""
+    body = {"project": "teamp"}
+    assert world.client("mate").put("/api/v1/runs/b1", json=body).status_code == 200
+    assert world.client("viewer").put("/api/v1/runs/v1", json=body).status_code == 403
+    assert world.client("outsider").put("/api/v1/runs/d1", json=body).status_code == 403
+    assert world.client("anon").put("/api/v1/runs/n1", json=body).status_code == 401
+    assert (
+        world.client("owner", read_only=True).put("/api/v1/runs/r9", json=body).status_code == 403
+    )
+    assert (
+        world.client("outsider").put("/api/v1/runs/d2", json={"project": "priv"}).status_code == 403
+    )
+    assert world.client("owner").get("/api/v1/runs/b1").json()["project"] == "teamp"
+
+
+def test_id_collision_is_an_error_not_a_merge(world: World) -> None:
+    """Reusing another user's run id is a 409 for every write path; their run is untouched."""
+    dave = world.client("outsider")
+    r = dave.put("/api/v1/runs/a2", json={"project": "daves", "name": "exp"})
+    assert r.status_code == 409 and r.json()["error"]["code"] == "run_id_taken"
+    batch = {
+        "writer_id": "wd",
+        "first_seq": 0,
+        "records": [{"type": 1, "data": {"project": "daves"}}, history([(0, 1.0, {"loss": 7.0})])],
+    }
+    assert dave.post("/api/v1/runs/a2/records", json=batch).status_code == 409
+    run = world.client("owner").get("/api/v1/runs/a2").json()
+    assert run["project"] == "priv" and run["name"] == "a2"
+    assert "daves" not in {
+        p["name"] for p in world.client("tina").get("/api/v1/projects").json()["projects"]
+    }
+
+
+def test_writer_id_is_bound_to_its_user(world: World, store: Any) -> None:
+    """Another user cannot continue a writer id; the owner's other key can (key rotation)."""
+    batch = {"writer_id": "wa", "first_seq": 3, "records": [history([(9, 2.0, {"loss": 0.1})])]}
+    r = world.client("tina").post("/api/v1/runs/a1/records", json=batch)
+    assert r.status_code == 409 and r.json()["error"]["code"] == "writer_owned", r.text
+    second = store.create_key("write", "rotated", world.ids["alice"])[1]
+    c = TestClient(world.app, headers={"Authorization": f"Bearer {second}"})
+    assert c.post("/api/v1/runs/a1/records", json=batch).json() == {"acked_seq": 3}
+
+
+def test_disabled_user_and_expired_key_are_refused(world: World, store: Any) -> None:
+    """Disabling a user stops their keys at once; an expired key is refused."""
+    bob = world.client("mate")
+    assert bob.get("/api/v1/runs/a1").status_code == 200
+    store.users.set_disabled("bob", True)
+    assert bob.get("/api/v1/runs/a1").status_code == 401
+    _, old = store.create_key("read", "old", world.ids["carol"], store.clock() - 1)
+    c = TestClient(world.app, headers={"Authorization": f"Bearer {old}"})
+    assert c.get("/api/v1/runs/a1").status_code == 401
+
+
+def test_admin_api_rights(world: World) -> None:
+    """Only site admins add users or read the audit log; team admins manage their members."""
+    alice = world.client("owner")
+    assert alice.post("/api/v1/users", json={"name": "zed"}).status_code == 403
+    assert alice.get("/api/v1/audit").status_code == 403
+    assert (
+        alice.put("/api/v1/teams/team-a/members/dave", json={"role": "member"}).status_code == 403
+    )
+    tina = world.client("tina")
+    assert tina.put("/api/v1/teams/team-a/members/dave", json={"role": "viewer"}).status_code == 200
+    assert world.client("outsider").get("/api/v1/runs/a1").status_code == 200  # now a viewer
+    assert world.client("outsider").get("/api/v1/runs/a3").status_code == 403  # not private ones
+    made = alice.post("/api/v1/keys", json={"name": "ci", "scope": "read"}).json()
+    assert made["scope"] == "read" and made["key"].startswith("wisp_r_")
+    assert alice.post("/api/v1/keys", json={"scope": "admin"}).status_code == 403
+    listed = alice.get("/api/v1/keys").json()["keys"]
+    assert {k["user"] for k in listed} == {"alice"}
+    assert world.client("mate").delete(f"/api/v1/keys/{made['id']}").status_code == 404
+    assert alice.delete(f"/api/v1/keys/{made['id']}").status_code == 200
+
+
+def test_audit_log_records_writes_and_admin_actions(world: World, store: Any) -> None:
+    """A site admin sees who created runs, changed members and made keys, newest first."""
+    admin_id = store.users.add_user("root", admin=True)
+    key = store.create_key("admin", "root", admin_id)[1]
+    world.client("tina").put("/api/v1/teams/team-a/members/dave", json={"role": "viewer"})
+    world.client("outsider").put("/api/v1/runs/a2", json={"project": "x"})
+    world.client("viewer", read_only=True).put("/api/v1/runs/v9", json={"project": "teamp"})
+    c = TestClient(world.app, headers={"Authorization": f"Bearer {key}"})
+    rows = c.get("/api/v1/audit?limit=50").json()["audit"]
+    seen = {(r["actor"], r["action"], r["status"]) for r in rows}
+    assert ("tina", "team.member", 200) in seen
+    assert ("eve", "run.put", 200) in seen
+    assert ("dave", "run.put", 409) in seen
+    assert ("carol", "run.put", 403) in seen  # refused by the middleware (a read key)
+    assert rows == sorted(rows, key=lambda r: -r["id"])
+
+
+def test_run_edits_exports_and_sweeps_follow_project_rights(world: World) -> None:
+    """Editing/deleting a run needs its owner or a project admin; export and sweeps follow
+    the project's read/write rights."""
+    grid = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1]}}}
+    mate, tina, dave = world.client("mate"), world.client("tina"), world.client("outsider")
+    assert mate.patch("/api/v1/runs/a1", json={"name": "x"}).status_code == 403
+    assert dave.delete("/api/v1/runs/a1").status_code == 403
+    assert tina.patch("/api/v1/runs/a1", json={"name": "by-admin"}).status_code == 200
+    assert world.client("owner").patch("/api/v1/runs/a1", json={"tags": ["t"]}).status_code == 200
+    export = {"runs": ["a1"], "format": "jsonl"}
+    assert mate.post("/api/v1/export/histories", json=export).status_code == 200
+    assert dave.post("/api/v1/export/histories", json=export).status_code == 403
+    sweep = {"id": "sw1", "project": "teamp", "config": grid, "created_at": 1.0}
+    assert dave.post("/api/v1/sweeps", json=sweep).status_code == 403
+    assert mate.post("/api/v1/sweeps", json=sweep).status_code == 201
+    assert mate.get("/api/v1/sweeps/sw1").status_code == 200
+    assert world.client("viewer").get("/api/v1/sweeps/sw1/trials").status_code == 200
+    assert (
+        world.client("viewer").patch("/api/v1/sweeps/sw1", json={"state": "paused"}).status_code
+        == 403
+    )
+    assert dave.get("/api/v1/sweeps/sw1").status_code == 403
+    assert [x["id"] for x in mate.get("/api/v1/sweeps").json()["sweeps"]] == ["sw1"]
+    assert dave.get("/api/v1/sweeps").json()["sweeps"] == []
+    assert world.client("anon").get("/api/v1/sweeps/sw1").status_code == 401
+    assert mate.patch("/api/v1/sweeps/sw1", json={"state": "paused"}).status_code == 200
