@@ -21,11 +21,11 @@ from wisp.server import _types as T
 from wisp.server._auth import readable_projects
 from wisp.server._blobs import BlobStore, open_blob_store
 from wisp.server._filter import TREE_VERSION
-from wisp.server._http import json_response
+from wisp.server._http import json_response, read_batch
 from wisp.server._ingest import check_project, check_run_fields, prepare_records
 from wisp.server._problem import Problem, check_id, clean_json, clean_str, invalid
 from wisp.server._query import filter_tree, list_runs
-from wisp.server._routes import RAW, In, endpoint
+from wisp.server._routes import RAW, In, convert, endpoint
 from wisp.server._series import export_history, series
 from wisp.server._settings import ServerSettings
 from wisp.server._store import Store
@@ -105,10 +105,15 @@ class Api:
         path_params=T.RunPath,
         body=T.RecordsBody,
         responses={200: T.Ack, 409: T.SeqConflict},
+        reader=read_batch,  # records stay raw JSON slices until prepared one by one
     )
     async def post_records(self, r: In) -> Response:
-        b: T.RecordsBody = r.body
-        prepared = await run_in_threadpool(prepare_records, r.raw["records"])
+        raw = r.raw
+        if not isinstance(raw, dict):
+            raise invalid("body", "expected a JSON object {writer_id, first_seq, records}")
+        envelope = {k: v for k, v in raw.items() if k != "records"}
+        b: T.RecordsBody = convert({**envelope, "records": []}, T.RecordsBody, "body")
+        prepared = await run_in_threadpool(prepare_records, raw.get("records"))
         acked = await run_in_threadpool(
             self.store.ingest, r.path.run_id, b.writer_id, b.first_seq, prepared
         )

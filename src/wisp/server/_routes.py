@@ -45,6 +45,9 @@ class Endpoint:
     body_content: str = "application/json"
     name: str = ""
     description: str = ""
+    #: reads the body instead of :func:`read_json` (for payloads too large to decode whole);
+    #: the handler then validates ``r.raw`` itself (``r.body`` stays None)
+    reader: Callable[[Request, int], Awaitable[Any]] | None = None
 
     @property
     def full_path(self) -> str:
@@ -82,6 +85,7 @@ def endpoint(
     body: Any = None,
     body_content: str = "application/json",
     description: str = "",
+    reader: Callable[[Request, int], Awaitable[Any]] | None = None,
 ) -> Callable[[Handler], Handler]:
     """Declare a handler method ``async def h(self, r: In) -> Response`` as an endpoint."""
 
@@ -98,6 +102,7 @@ def endpoint(
             body_content,
             fn.__name__,
             description,
+            reader,
         )
         setattr(fn, _ATTR, spec)
         return fn
@@ -183,7 +188,9 @@ def bind(spec: Endpoint, obj: Any, auth: Auth | None = None) -> Any:
             if spec.query is not None:
                 q = {k: v for k, v in request.query_params.items() if v or k not in lax}
                 r.query = convert(q, spec.query, "query", strict=False)
-            if spec.body is not None and spec.body != RAW:
+            if spec.body is not None and spec.body != RAW and spec.reader is not None:
+                r.raw = await spec.reader(request, max_body)
+            elif spec.body is not None and spec.body != RAW:
                 r.raw = await read_json(request, max_body)
                 r.body = convert(r.raw, spec.body, "body")
             return await fn(r)
