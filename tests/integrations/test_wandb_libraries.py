@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import wisp
+from wisp.errors import ArtifactError
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).parent / "wandb_libs"
@@ -124,6 +125,7 @@ import wandb
 assert importlib.metadata.version("wandb") == "0.30.0+wisp.1"
 assert wandb.__name__ == "wisp.wandb_compat" and sys.modules["wandb"] is wandb
 import wisp
+from wisp.errors import ArtifactError
 from wandb.sdk.lib import RunDisabled, telemetry
 from wandb.sdk.lib.config_util import ConfigError
 from wandb.wandb_run import Run
@@ -268,7 +270,7 @@ def test_lightning_log_model_true_logs_the_kept_checkpoints_at_the_end(
         assert (root / "model.ckpt").read_bytes() == (ckpt / filename).read_bytes()
         got.add(filename)
     assert got == set(result["kept"])
-    with pytest.raises(wisp.ArtifactError):
+    with pytest.raises(ArtifactError):
         reader("lit", f"{name}:v{len(got)}")
     art, root = reader("lit", f"{name}:best")
     assert (root / "model.ckpt").read_bytes() == Path(result["best"]).read_bytes()
