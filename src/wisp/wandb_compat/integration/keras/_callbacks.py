@@ -60,29 +60,22 @@ class WandbModelCheckpoint(keras.callbacks.ModelCheckpoint):  # type: ignore[mis
         )
         if wisp.run is None:
             raise RunStateError("You must call wandb.init() before WandbModelCheckpoint()")
-        self._written: dict[str, tuple[int, int]] = {}
+        self._saving = False
+
+    def _should_save_model(self, epoch: int, batch: int | None, logs: Any, filepath: str) -> bool:
+        self._saving = bool(super()._should_save_model(epoch, batch, logs, filepath))
+        return self._saving
 
     def _save_model(self, epoch: int, batch: int | None, logs: Any) -> None:
-        super()._save_model(epoch, batch, logs)
+        self._saving = False
+        super()._save_model(epoch, batch, logs)  # asks _should_save_model, then saves
         run = wisp.run
         path = self._get_file_path(epoch, batch, logs)
-        try:
-            st = os.stat(path)
-        except OSError:
-            return  # nothing saved yet (save_best_only)
-        if run is None or self._written.get(path) == (st.st_size, st.st_mtime_ns):
-            return  # not saved this time
-        self._written[path] = (st.st_size, st.st_mtime_ns)
+        if not self._saving or run is None or not os.path.isfile(path):
+            return  # not saved this time (save_best_only), or no run to log to
         tag = f"epoch_{epoch}" if batch is None else f"epoch_{epoch}_batch_{batch}"
         art = wisp.Artifact(f"run_{run.id}_model", type="model")
-        files = [(path, os.path.basename(path))]
-        if os.path.isdir(path):
-            files = [
-                (os.path.join(d, f), os.path.relpath(os.path.join(d, f), path).replace(os.sep, "/"))
-                for d, _, names in os.walk(path)
-                for f in names
-            ]
-        for src, name in files:  # a copy: Keras rewrites the same file in place
-            with open(src, "rb") as fin, art.new_file(name, mode="wb") as fout:
-                shutil.copyfileobj(fin, fout)
+        # a copy, not add_file's hard link: Keras rewrites the same path in place
+        with open(path, "rb") as fin, art.new_file(os.path.basename(path), mode="wb") as fout:
+            shutil.copyfileobj(fin, fout)
         run.log_artifact(art, aliases=["latest", tag])
