@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import subprocess
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 import wisp
+from wisp.errors import ArtifactError
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).parent / "wandb_libs"
@@ -50,6 +52,7 @@ def _env(shim: Path, tmp_path: Path, **extra: str) -> dict[str, str]:
     env.update(
         PYTHONPATH=os.pathsep.join([str(shim), str(ROOT / "src")]),
         WISP_DIR=str(tmp_path),
+        WISP_CACHE_DIR=str(tmp_path / "cache"),
         WISP_GIT="false",
         WISP_SYSTEM_METRICS="false",
         KERAS_BACKEND="torch",
@@ -77,12 +80,52 @@ def _script(shim: Path, tmp_path: Path, name: str, **extra: str) -> dict[str, An
     return result
 
 
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A real wisp server (SQLite) that the library subprocess and ``reader`` log to."""
+    from wisp.testing import Server
+
+    with Server(tmp_path / "server") as srv:
+        monkeypatch.setenv("WISP_SERVER_URL", srv.url)
+        monkeypatch.setenv("WISP_API_KEY", srv.key)
+        monkeypatch.setenv("WISP_MODE", "online")
+        monkeypatch.setenv("WISP_CACHE_DIR", str(tmp_path / "reader-cache"))
+        yield srv
+
+
+def _online(server: Any) -> dict[str, str]:
+    return {"WISP_SERVER_URL": server.url, "WISP_API_KEY": server.key, "WISP_MODE": "online"}
+
+
+@pytest.fixture
+def reader(server: Any, tmp_path: Path) -> Any:
+    """``reader(project, ref)``: that version fetched from the server by an online run
+    with an empty cache of its own, downloaded; returns (artifact, folder)."""
+    runs: list[Any] = []
+
+    def fetch(project: str, ref: str) -> tuple[Any, Path]:
+        if not runs:
+            runs.append(wisp.init(project=project, dir=str(tmp_path / "reader")))
+        art = runs[0].use_artifact(f"{project}/{ref}")
+        root = tmp_path / "downloads" / ref.replace(":", "-")
+        return art, Path(art.download(str(root)))
+
+    yield fetch
+    for run in runs:
+        run.finish()
+
+
 SHIM_CHECKS = """
 import importlib.metadata, sys
 import wandb
 assert importlib.metadata.version("wandb") == "0.30.0+wisp.1"
 assert wandb.__name__ == "wisp.wandb_compat" and sys.modules["wandb"] is wandb
 import wisp
+from wisp.errors import ArtifactError
 from wandb.sdk.lib import RunDisabled, telemetry
 from wandb.sdk.lib.config_util import ConfigError
 from wandb.wandb_run import Run
@@ -107,13 +150,13 @@ wandb.termwarn("once", repeat=False)
 wandb.termwarn("once", repeat=False)
 wandb.termlog("log line")
 wandb.require("service")
-for make in (lambda: wandb.Artifact("m", type="model"), lambda: wandb.log_artifact("x")):
-    try:
-        make()
-    except wisp.UsageError as e:
-        assert "no artifact store" in str(e)
-    else:
-        raise AssertionError("Artifact should raise")
+assert wandb.Artifact is wisp.Artifact and wandb.use_artifact is wisp.use_artifact
+with open("weights.bin", "wb") as f:
+    f.write(b"w" * 100)
+wandb.log_model("weights.bin", aliases=["best"]).wait(30)
+wandb.link_model("weights.bin", "Registry Model").wait(30)
+art = wandb.use_artifact(f"run-{run.id}-weights.bin:best", type="model")
+assert art.type == "model" and [e.path for e in art.files()] == ["weights.bin"], art
 path = run.dir
 wandb.finish()
 assert wandb.run is None
@@ -124,11 +167,12 @@ print(path)
 def test_compat_module_resolves_to_wisp_and_tracks_the_live_run(shim: Path, tmp_path: Path) -> None:
     """With the built shim first on the path, `import wandb` is wisp's compatibility module
     with wandb's version metadata, the submodules libraries import, live run/config/summary,
-    star-import safety, and a clear UsageError for artifacts; the data lands in the run."""
+    star-import safety, wisp's artifacts with log_model/link_model; the data lands in the run."""
     proc = _run(shim, tmp_path, SHIM_CHECKS)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("wandb: WARNING once") == 1
     assert "wandb: log line" in proc.stderr
+    assert proc.stderr.count("no model registry") == 1
     data = wisp.open_run(proc.stdout.strip().splitlines()[-1])
     assert data.config["lr"] == 0.1 and data.config["7"] == "seven"
     assert "allow_val_change" not in data.config
@@ -184,26 +228,52 @@ def test_lightning_wandb_logger_matches_csv_logger(shim: Path, tmp_path: Path) -
 
 
 @pytest.mark.slow
-def test_lightning_log_model_stops_with_a_clear_error_and_keeps_the_rows(
-    shim: Path, tmp_path: Path
+def test_lightning_log_model_all_logs_each_checkpoint_as_written(
+    shim: Path, tmp_path: Path, server: Any, reader: Any
 ) -> None:
-    """WandbLogger(log_model="all") stops at the first checkpoint with wisp's UsageError
-    naming the way out, and every value logged before it is in the run, as in the CSV."""
+    """WandbLogger(log_model="all") logs every checkpoint as a version of model-<id> the
+    moment it is written (byte-equal to the file, although Lightning later deletes the
+    worse ones), with the best one aliased `best`, and training runs to the end."""
     _need("lightning")
-    code = (SCRIPTS / "lightning_script.py").read_text()
-    proc = _run(shim, tmp_path, code, TEST_LOG_MODEL="all")
-    assert proc.returncode != 0
-    assert "wisp.errors.UsageError: wandb.Artifact()" in proc.stderr
-    assert "log_model=False" in proc.stderr
-    (run_file,) = tmp_path.glob("wisp/*/run.wisp")
-    data = wisp.open_run(run_file)
-    assert data.state == "failed"
-    (csv_file,) = tmp_path.glob("csv/*/metrics.csv")
-    with open(csv_file) as f:
-        rows = list(csv.DictReader(f))
-    for key in ("train_loss", "val_loss"):
-        want = [(int(r["step"]), float(r[key])) for r in rows if r.get(key)]
-        assert want and list(zip(*data.scalars(key, x="defined"), strict=True)) == want, key
+    result = _script(shim, tmp_path, "lightning_script.py", TEST_LOG_MODEL="all", **_online(server))
+    data = wisp.open_run(result["run_dir"])
+    assert data.state == "finished"
+    written = result["written"]
+    assert len(written) == 3  # one per epoch
+    name = f"model-{data.id}"
+    for n, (filename, sha) in enumerate(written):
+        art, root = reader("lit", f"{name}:v{n}")
+        assert art.type == "model" and art.metadata["original_filename"] == filename
+        assert _sha(root / "model.ckpt") == sha, filename
+    assert len(result["kept"]) == 2  # save_top_k=2: Lightning deleted the first file
+    art, root = reader("lit", f"{name}:best")
+    assert (root / "model.ckpt").read_bytes() == Path(result["best"]).read_bytes()
+
+
+@pytest.mark.slow
+def test_lightning_log_model_true_logs_the_kept_checkpoints_at_the_end(
+    shim: Path, tmp_path: Path, server: Any, reader: Any
+) -> None:
+    """WandbLogger(log_model=True) logs the checkpoints Lightning kept once training
+    succeeded, byte-equal to the files on disk, `best` on the best one."""
+    _need("lightning")
+    result = _script(
+        shim, tmp_path, "lightning_script.py", TEST_LOG_MODEL="true", **_online(server)
+    )
+    data = wisp.open_run(result["run_dir"])
+    ckpt = tmp_path / "ckpt"
+    name = f"model-{data.id}"
+    got = set()
+    for n in range(len(result["kept"])):
+        art, root = reader("lit", f"{name}:v{n}")
+        filename = art.metadata["original_filename"]
+        assert (root / "model.ckpt").read_bytes() == (ckpt / filename).read_bytes()
+        got.add(filename)
+    assert got == set(result["kept"])
+    with pytest.raises(ArtifactError):
+        reader("lit", f"{name}:v{len(got)}")
+    art, root = reader("lit", f"{name}:best")
+    assert (root / "model.ckpt").read_bytes() == Path(result["best"]).read_bytes()
 
 
 @pytest.mark.slow
@@ -230,15 +300,45 @@ def test_transformers_trainer_matches_log_history(shim: Path, tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_transformers_log_model_fails_before_training(shim: Path, tmp_path: Path) -> None:
-    """WANDB_LOG_MODEL=end (artifacts, not supported yet) stops with wisp's UsageError
-    naming the way out before the first training step, not mid-training."""
+def test_transformers_log_model_end_logs_the_final_model(
+    shim: Path, tmp_path: Path, server: Any, reader: Any
+) -> None:
+    """WANDB_LOG_MODEL=end logs the architecture before training (`base_model`) and the
+    final model after it (`final_model`) from temporary folders Transformers deletes at
+    once; the weights and config equal those trainer.save_model writes afterwards."""
     _need("transformers")
-    code = (SCRIPTS / "transformers_script.py").read_text()
-    proc = _run(shim, tmp_path, code, WANDB_LOG_MODEL="end")
-    assert proc.returncode != 0
-    assert "wisp.errors.UsageError" in proc.stderr and "WANDB_LOG_MODEL=false" in proc.stderr
-    assert "'loss'" not in proc.stdout and not (tmp_path / "result.json").exists()
+    result = _script(
+        shim, tmp_path, "transformers_script.py", WANDB_LOG_MODEL="end", **_online(server)
+    )
+    name = f"model-{result['run_id']}"
+    base, root = reader("huggingface", f"{name}:base_model")
+    assert base.metadata["initial_model"] is True
+    assert "BertForSequenceClassification" in (root / "model_architecture.txt").read_text()
+    art, root = reader("huggingface", f"{name}:final_model")
+    assert art.version == "v1" and art.metadata["final_model"] is True
+    for filename in ("model.safetensors", "config.json"):
+        want = (tmp_path / "final" / filename).read_bytes()
+        assert (root / filename).read_bytes() == want, filename
+
+
+@pytest.mark.slow
+def test_transformers_log_model_checkpoint_logs_each_checkpoint_folder(
+    shim: Path, tmp_path: Path, server: Any, reader: Any
+) -> None:
+    """WANDB_LOG_MODEL=checkpoint logs each checkpoint-N folder the Trainer saves as a
+    version aliased checkpoint_global_step_N, every file equal to the folder's."""
+    _need("transformers")
+    result = _script(
+        shim, tmp_path, "transformers_script.py", WANDB_LOG_MODEL="checkpoint", **_online(server)
+    )
+    name = f"model-{result['run_id']}"
+    for step in (4, 8):
+        folder = tmp_path / "hf" / f"checkpoint-{step}"
+        art, root = reader("huggingface", f"{name}:checkpoint_global_step_{step}")
+        files = {e.path for e in art.files()}
+        assert files == {p.name for p in folder.iterdir()} and "model.safetensors" in files
+        for f in files:
+            assert (root / f).read_bytes() == (folder / f).read_bytes(), (step, f)
 
 
 @pytest.mark.slow
@@ -255,6 +355,21 @@ def test_keras_metrics_logger_matches_history(shim: Path, tmp_path: Path) -> Non
         assert steps == [0, 1, 2], key
         assert got == pytest.approx(values, rel=1e-6), key
     assert len(data.scalars("batch/loss")[0]) == 3 * result["steps"]
+
+
+@pytest.mark.slow
+def test_keras_model_checkpoint_logs_each_epochs_file(
+    shim: Path, tmp_path: Path, server: Any, reader: Any
+) -> None:
+    """WandbModelCheckpoint logs the file Keras saves each epoch as a version of
+    run_<id>_model (epoch_<e>), byte-equal to it although Keras rewrites the same path."""
+    _need("keras")
+    result = _script(shim, tmp_path, "keras_script.py", TEST_CHECKPOINT="1", **_online(server))
+    assert len(result["saved"]) == 3
+    for epoch, sha in enumerate(result["saved"]):
+        art, root = reader("keras", f"run_{result['run_id']}_model:epoch_{epoch}")
+        assert art.type == "model" and [e.path for e in art.files()] == ["model.keras"]
+        assert _sha(root / "model.keras") == sha, epoch
 
 
 @pytest.mark.slow

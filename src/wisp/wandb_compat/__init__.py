@@ -12,7 +12,9 @@ Once installed, ``sys.modules["wandb"]`` is this module and ``wandb.<sub>`` impo
 resolve to ``wisp.wandb_compat.<sub>`` (a meta-path finder), so each submodule exists
 once.  Attributes not defined here come from :mod:`wisp` at the moment they are read
 (module ``__getattr__``), so ``wandb.run``, ``wandb.config`` and ``wandb.summary``
-follow the live run.
+follow the live run.  ``wandb.Artifact``, ``log_artifact`` and ``use_artifact`` are
+wisp's artifacts (docs/artifacts.md), so libraries' model logging works; ``log_model``
+and ``link_model`` (no registry: logged, not linked) are defined here.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 
 import wisp
-from wisp.errors import UsageError
+from wisp.errors import RunStateError, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,6 +38,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Error",
     "install",
+    "link_model",
+    "log_model",
     "require",
     "setup",
     "teardown",
@@ -93,24 +98,40 @@ def teardown(exit_code: int | None = None) -> None:
     wisp.finish(exit_code or 0)
 
 
-MODEL_LOGGING = (
-    "wisp has no artifact store yet, so model logging through wandb artifacts is not "
-    "supported: turn it off (Lightning WandbLogger(log_model=False), Transformers "
-    "WANDB_LOG_MODEL=false, no WandbModelCheckpoint) and save checkpoints with wisp.save()"
-)
+def log_model(
+    path: str | os.PathLike[str], name: str | None = None, aliases: list[str] | None = None
+) -> Any:
+    """Log a model file or folder as a ``model`` artifact of the current run, as
+    ``wandb.log_model`` (default name ``run-<id>-<base name>``); returns the
+    :class:`wisp.Artifact` (wandb returns None)."""
+    run = _live_run("log_model()")
+    base = os.path.basename(os.path.abspath(os.fspath(path)))
+    return run.log_artifact(
+        path, name=name or f"run-{run.id}-{base}", type="model", aliases=aliases
+    )
 
 
-def _unsupported(name: str) -> Any:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise UsageError(f"wandb.{name}(): {MODEL_LOGGING}")
+def link_model(
+    path: str | os.PathLike[str],
+    registered_model_name: str,
+    name: str | None = None,
+    aliases: list[str] | None = None,
+) -> Any:
+    """``wandb.link_model``: wisp has no model registry, so the model is logged as with
+    :func:`log_model` and the link to ``registered_model_name`` is not made (warned once)."""
+    termwarn(
+        f"link_model(): wisp has no model registry; the model is logged as an artifact "
+        f"but not linked to {registered_model_name!r}",
+        repeat=False,
+    )
+    return log_model(path, name, aliases)
 
-    refuse.__name__ = refuse.__qualname__ = name
-    return refuse
 
-
-#: wandb names wisp does not provide yet: calling them raises UsageError naming the way
-#: out.  A name wisp gains (``wisp.Artifact``) is forwarded instead.
-_UNSUPPORTED = ("Artifact", "log_artifact", "use_artifact", "log_model", "link_model")
+def _live_run(what: str) -> Any:
+    run = wisp.run
+    if run is None:
+        raise RunStateError(f"You must call wandb.init() before wandb.{what}")
+    return run
 
 
 def __getattr__(name: str) -> Any:
@@ -119,8 +140,6 @@ def __getattr__(name: str) -> Any:
     try:
         return getattr(wisp, name)
     except AttributeError:
-        if name in _UNSUPPORTED:
-            return _unsupported(name)
         raise AttributeError(f"module 'wandb' (wisp) has no attribute {name!r}") from None
 
 

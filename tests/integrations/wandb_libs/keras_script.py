@@ -1,12 +1,14 @@
 """Keras' WandbMetricsLogger, unmodified user code, through `import wandb` = wisp."""
 
+import hashlib
 import json
+import os
 import sys
 
 import keras
 import numpy as np
 import wandb
-from wandb.integration.keras import WandbMetricsLogger
+from wandb.integration.keras import WandbMetricsLogger, WandbModelCheckpoint
 
 out = sys.argv[1]
 assert wandb.__name__ == "wisp.wandb_compat", wandb
@@ -18,6 +20,17 @@ model = keras.Sequential(
 )
 model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse", metrics=["mae"])
 run = wandb.init(project="keras", dir=out)
+callbacks = [WandbMetricsLogger(log_freq="batch")]
+saved = []  # sha256 of model.keras after each epoch's save (the same path is rewritten)
+if os.environ.get("TEST_CHECKPOINT"):
+    ckpt = out + "/model.keras"
+    callbacks.append(WandbModelCheckpoint(ckpt))
+
+    def _hash(epoch, logs):
+        with open(ckpt, "rb") as f:
+            saved.append(hashlib.sha256(f.read()).hexdigest())
+
+    callbacks.append(keras.callbacks.LambdaCallback(on_epoch_end=_hash))
 history = model.fit(
     x,
     y,
@@ -25,9 +38,18 @@ history = model.fit(
     batch_size=8,
     validation_split=0.25,
     verbose=0,
-    callbacks=[WandbMetricsLogger(log_freq="batch")],
+    callbacks=callbacks,
 )
-run_dir = run.dir
+run_dir, run_id = run.dir, run.id
 wandb.finish()
 with open(out + "/result.json", "w") as f:
-    json.dump({"run_dir": run_dir, "history": history.history, "steps": history.params["steps"]}, f)
+    json.dump(
+        {
+            "run_dir": run_dir,
+            "run_id": run_id,
+            "history": history.history,
+            "steps": history.params["steps"],
+            "saved": saved,
+        },
+        f,
+    )

@@ -1,5 +1,6 @@
 """Lightning's WandbLogger beside a CSVLogger, unmodified, through `import wandb` = wisp."""
 
+import hashlib
 import json
 import os
 import sys
@@ -7,6 +8,7 @@ import sys
 import lightning as L
 import torch
 import wandb
+from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger, WandbLogger
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -36,11 +38,23 @@ class Model(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
 
 
+class HashingCheckpoint(ModelCheckpoint):
+    """Lightning's ModelCheckpoint, noting the sha256 of each file once it is written."""
+
+    written: list = []
+
+    def _save_checkpoint(self, trainer, filepath):
+        super()._save_checkpoint(trainer, filepath)  # the loggers log it in here
+        with open(filepath, "rb") as f:
+            self.written.append([os.path.basename(filepath), hashlib.sha256(f.read()).hexdigest()])
+
+
 torch.manual_seed(0)
 x = torch.randn(64, 4)
 data = DataLoader(TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8)
 model = Model()
-log_model = os.environ.get("TEST_LOG_MODEL") == "all" and "all"  # model logging: not yet
+log_model = {"all": "all", "true": True}.get(os.environ.get("TEST_LOG_MODEL", ""), False)
+checkpoint = HashingCheckpoint(dirpath=out + "/ckpt", monitor="val_loss", save_top_k=2)
 wandb_logger = WandbLogger(project="lit", save_dir=out, log_model=log_model)
 wandb_logger.watch(model, log="all", log_freq=4)
 csv_logger = CSVLogger(out, name="csv")
@@ -48,6 +62,7 @@ trainer = L.Trainer(
     max_epochs=3,
     logger=[wandb_logger, csv_logger],
     log_every_n_steps=2,
+    callbacks=[checkpoint] if log_model else [],
     enable_checkpointing=bool(log_model),
     enable_progress_bar=False,
     enable_model_summary=False,
@@ -57,4 +72,13 @@ trainer.fit(model, data, data)
 run_dir = wandb_logger.experiment.dir
 wandb.finish()
 with open(out + "/result.json", "w") as f:
-    json.dump({"run_dir": run_dir, "csv": csv_logger.log_dir + "/metrics.csv"}, f)
+    json.dump(
+        {
+            "run_dir": run_dir,
+            "csv": csv_logger.log_dir + "/metrics.csv",
+            "written": checkpoint.written,
+            "best": checkpoint.best_model_path,
+            "kept": sorted(os.path.basename(p) for p in checkpoint.best_k_models),
+        },
+        f,
+    )

@@ -1,6 +1,7 @@
 """Transformers' Trainer(report_to=["wandb"]), unmodified, through `import wandb` = wisp."""
 
 import json
+import os
 import sys
 
 import torch
@@ -46,7 +47,8 @@ args = TrainingArguments(
     per_device_train_batch_size=4,
     eval_strategy="steps",
     eval_steps=4,
-    save_strategy="no",
+    save_strategy="steps" if os.environ.get("WANDB_LOG_MODEL") == "checkpoint" else "no",
+    save_steps=4,
     use_cpu=True,
     disable_tqdm=True,
     learning_rate=1e-3,
@@ -54,7 +56,8 @@ args = TrainingArguments(
 trainer = Trainer(model=model, args=args, train_dataset=Data(32), eval_dataset=Data(8))
 print("training starts", flush=True)
 trainer.train()
-run_dir = wandb.run.dir
+run_dir, run_id = wandb.run.dir, wandb.run.id
+trainer.save_model(out + "/final")  # the bytes WANDB_LOG_MODEL=end logged from a temp folder
 wandb.finish()
 single = {
     "train_runtime",
@@ -73,4 +76,4 @@ for entry in trainer.state.log_history:
     rows = rewrite_logs({k: v for k, v in entry.items() if k not in single})
     expected += [[k, step, v] for k, v in rows.items()]
 with open(out + "/result.json", "w") as f:
-    json.dump({"run_dir": run_dir, "expected": expected, "summary": summary}, f)
+    json.dump({"run_dir": run_dir, "run_id": run_id, "expected": expected, "summary": summary}, f)

@@ -3,9 +3,9 @@
 ``WandbMetricsLogger(log_freq="epoch" | "batch" | N)`` records into the current run
 (``wandb.init()`` first, as wandb requires): ``epoch/<metric>`` with ``epoch/epoch``
 at the end of each epoch, and ``batch/<metric>`` every ``log_freq`` batches, through
-:class:`wisp.integrations.keras.WispCallback`.  ``WandbModelCheckpoint`` logs models
-as artifacts, which wisp does not support yet: constructing one raises UsageError
-before training starts.
+:class:`wisp.integrations.keras.WispCallback`.  ``WandbModelCheckpoint`` is Keras'
+``ModelCheckpoint`` logging each file it writes as a version of the ``model`` artifact
+``run_<id>_model``.
 """
 
 from __future__ import annotations

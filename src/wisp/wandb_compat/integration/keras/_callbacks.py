@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from typing import Any
 
+import keras  # type: ignore[import-untyped]
+
 import wisp
-from wisp.errors import RunStateError, UsageError
+from wisp.errors import RunStateError
 from wisp.integrations.keras import WispCallback
-from wisp.wandb_compat import MODEL_LOGGING
 
 __all__ = ["WandbMetricsLogger", "WandbModelCheckpoint"]
 
@@ -24,14 +27,55 @@ class WandbMetricsLogger(WispCallback):
         self._batches = initial_global_step
 
 
-def _refuse(name: str) -> Any:
-    class Refused:
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            raise UsageError(f"wandb.integration.keras.{name}: {MODEL_LOGGING}")
+class WandbModelCheckpoint(keras.callbacks.ModelCheckpoint):  # type: ignore[misc]
+    """wandb's ``WandbModelCheckpoint``: Keras' ``ModelCheckpoint`` that logs each file it
+    writes as a version of the ``model`` artifact ``run_<id>_model`` (aliases ``latest``
+    and ``epoch_<e>`` or ``epoch_<e>_batch_<b>``).
 
-    Refused.__name__ = Refused.__qualname__ = name
-    return Refused
+    The bytes are copied into the artifact when the file is written, so Keras may
+    overwrite the same path at the next save; a save skipped by ``save_best_only``
+    logs nothing."""
 
+    def __init__(
+        self,
+        filepath: str,
+        monitor: str = "val_loss",
+        verbose: int = 0,
+        save_best_only: bool = False,
+        save_weights_only: bool = False,
+        mode: str = "auto",
+        save_freq: str | int = "epoch",
+        initial_value_threshold: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            filepath=filepath,
+            monitor=monitor,
+            verbose=verbose,
+            save_best_only=save_best_only,
+            save_weights_only=save_weights_only,
+            mode=mode,
+            save_freq=save_freq,
+            initial_value_threshold=initial_value_threshold,
+        )
+        if wisp.run is None:
+            raise RunStateError("You must call wandb.init() before WandbModelCheckpoint()")
+        self._saving = False
 
-#: Model logging needs artifacts, which wisp does not have yet.
-WandbModelCheckpoint = _refuse("WandbModelCheckpoint")
+    def _should_save_model(self, epoch: int, batch: int | None, logs: Any, filepath: str) -> bool:
+        self._saving = bool(super()._should_save_model(epoch, batch, logs, filepath))
+        return self._saving
+
+    def _save_model(self, epoch: int, batch: int | None, logs: Any) -> None:
+        self._saving = False
+        super()._save_model(epoch, batch, logs)  # asks _should_save_model, then saves
+        run = wisp.run
+        path = self._get_file_path(epoch, batch, logs)
+        if not self._saving or run is None or not os.path.isfile(path):
+            return  # not saved this time (save_best_only), or no run to log to
+        tag = f"epoch_{epoch}" if batch is None else f"epoch_{epoch}_batch_{batch}"
+        art = wisp.Artifact(f"run_{run.id}_model", type="model")
+        # a copy, not add_file's hard link: Keras rewrites the same path in place
+        with open(path, "rb") as fin, art.new_file(os.path.basename(path), mode="wb") as fout:
+            shutil.copyfileobj(fin, fout)
+        run.log_artifact(art, aliases=["latest", tag])
