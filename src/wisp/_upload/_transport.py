@@ -231,7 +231,9 @@ class ApiClient:
             if resp.status == 409:  # not a seq conflict: the run is not ours (run_owned, ...)
                 msg, _ = error_message(resp)
                 raise FatalApiError(
-                    f"POST /runs/{run_id}/records: 409 {msg or doc}: the upload stops", status=409
+                    f"POST /runs/{run_id}/records: 409 without acked_seq ({msg or doc}): "
+                    "the upload stops",
+                    status=409,
                 )
             raise RetryableApiError(f"POST /runs/{run_id}/records: no acked_seq in {doc}")
         return Conflict(acked) if resp.status == 409 else acked
