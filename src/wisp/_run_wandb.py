@@ -151,6 +151,35 @@ class WandbRunApi:
 
     # -- methods: the module-level functions, on this run ------------------------------------
 
+    def log_artifact(
+        self,
+        artifact_or_path: Any,
+        name: str | None = None,
+        type: str | None = None,  # noqa: A002 - wandb's name
+        aliases: list[str] | None = None,
+        tags: list[str] | None = None,
+    ) -> Any:
+        """Log a ``wisp.Artifact`` (or a file/dir path) as produced by this run; returns at
+        once, the work goes on in the background (see docs/artifacts.md)."""
+        from wisp.artifacts._api import log_artifact
+
+        run = self._as_run()
+        if not run.live:
+            run._inactive("log_artifact()")
+        return log_artifact(run, artifact_or_path, name, type, aliases, tags)
+
+    def use_artifact(
+        self,
+        artifact_or_name: Any,
+        type: str | None = None,  # noqa: A002
+        aliases: list[str] | None = None,
+        use_as: str | None = None,
+    ) -> Any:
+        """Declare this run consumes ``"name:alias"`` / ``"name:vN"``; returns the Artifact."""
+        from wisp.artifacts._api import use_artifact
+
+        return use_artifact(self._as_run(), artifact_or_name, type, aliases, use_as)
+
     def watch(
         self,
         models: Any,
