@@ -71,8 +71,8 @@ def test_warm_start_reads_only_new_and_grown_runs(tmp_path: Path) -> None:
         runs = _get(f"{server.url}/api/v1/projects/p/runs")["runs"]
         assert len(runs) == 4
 
+        grown = sorted((root / "wisp").iterdir())[0]  # chosen before the new run exists
         make_runs(root, 1, first=4)
-        grown = sorted((root / "wisp").iterdir())[0]
         with open(grown / "run.wisp", "ab") as f:  # one more summary record, as a resume would
             f.write(encode_record(RecordType.SUMMARY, b'{"summary":{"late":7}}'))
 
