@@ -68,16 +68,3 @@ def test_bad_rows_name_the_field(rows: list[Any], field: str) -> None:
     with pytest.raises(Problem) as e:
         prepare_records([{"type": 3, "data": {"rows": rows}}])
     assert e.value.status == 422 and e.value.field == field
-
-
-def test_blocks_only_for_strictly_increasing_steps() -> None:
-    """Per-block aggregates are computed for increasing steps and skipped for repeats."""
-    rows = [[s, 1.0, {"x": float(s)}] for s in (60, 63, 64, 200)]
-    (col,) = prepare_records([{"type": 3, "data": {"rows": rows}}])[0].points
-    assert col.blocks == [
-        (0, 2, 60.0, 63.0, 60, 63, 60.0, 63.0, 0),
-        (1, 1, 64.0, 64.0, 64, 64, 64.0, 64.0, 0),
-        (3, 1, 200.0, 200.0, 200, 200, 200.0, 200.0, 0),
-    ]
-    rows = [[1, 1.0, {"x": 1.0}], [1, 1.0, {"x": 2.0}]]
-    assert prepare_records([{"type": 3, "data": {"rows": rows}}])[0].points[0].blocks is None

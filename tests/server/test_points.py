@@ -1,4 +1,4 @@
-"""Bulk paths for points and blocks: exact round trips and blocks equal to their points."""
+"""Numeric history in chunks: exact round trips, aggregates equal to their points, rewrites."""
 
 from __future__ import annotations
 
@@ -13,94 +13,136 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from wisp.server._chunks import CHUNK, decode
 from wisp.server._ingest import prepare_records
 
 
-def _blocks_from_points(store: Any) -> list[tuple[Any, ...]]:
-    """The 64-step block aggregates computed from scratch over ``points``."""
-    pts: dict[tuple[int, int], list[tuple[int, float | None, int]]] = {}
+def _bits(v: float | None) -> bytes | None:
+    return None if v is None else struct.pack("<d", v)
+
+
+def _fin(v: float) -> float | None:
+    return v if math.isfinite(v) else None
+
+
+def _chunks(store: Any) -> dict[str, dict[int, tuple[float, float]]]:
+    """key -> {step: (time, value)} decoded from every chunk, after checking each chunk:
+    its aggregates are those of its points, it holds 1..CHUNK points, and the step ranges
+    of a key do not overlap."""
+    out: dict[str, dict[int, tuple[float, float]]] = {}
+    last: dict[str, int] = {}
     with store.engine.connect() as conn:
-        for k, s, v, nf in conn.execute(
-            text("SELECT key_id, step, value, nf FROM points ORDER BY key_id, step")
-        ):
-            pts.setdefault((k, s // 64), []).append((s, v, nf))
-    out = []
-    for (k, blk), ps in sorted(pts.items()):
-        fin = [v for _, v, _ in ps if v is not None]
-        lo, hi = (min(fin), max(fin)) if fin else (None, None)
-        nonfinite = sum(1 for _, _, nf in ps if nf)
-        out.append((k, blk, len(ps), lo, hi, ps[0][0], ps[-1][0], ps[0][1], ps[-1][1], nonfinite))
+        rows = conn.execute(
+            text(
+                "SELECT k.key, c.s0, c.s1, c.n, c.vmin, c.vmax, c.first_v, c.last_v, "
+                "c.nonfinite, c.data FROM chunks c JOIN metric_keys k ON k.id = c.key_id "
+                "ORDER BY k.key, c.s0"
+            )
+        ).all()
+    for key, s0, s1, n, vmin, vmax, fv, lv, nonfinite, data in rows:
+        steps, times, values = (a.tolist() for a in decode(bytes(data)))
+        fin = [v for v in values if math.isfinite(v)]
+        assert 1 <= n <= CHUNK and len(steps) == n
+        assert steps == sorted(set(steps)) and (steps[0], steps[-1]) == (s0, s1)
+        assert s0 > last.get(key, -1), f"{key}: chunk at {s0} overlaps the one before"
+        last[key] = s1
+        assert (vmin, vmax) == ((min(fin), max(fin)) if fin else (None, None))
+        assert (fv, lv) == (_fin(values[0]), _fin(values[-1]))
+        assert nonfinite == n - len(fin)
+        got = out.setdefault(key, {})
+        got.update(zip(steps, zip(times, values, strict=True), strict=True))
     return out
 
 
-def test_blocks_kept_incrementally_match_blocks_from_points(store: Any) -> None:
-    """Appends (merged per block), rewrites and in-record duplicates (recomputed) all leave
-    every block equal to its aggregate over the stored points."""
+def _same(a: float, b: float) -> bool:
+    return _bits(a) == _bits(b) or (math.isnan(a) and math.isnan(b))
+
+
+def test_appends_rewrites_and_duplicates_keep_chunks_exact(store: Any) -> None:
+    """Appends of odd sizes, sparse steps, rewrites of stored steps and duplicates within a
+    batch leave exactly the last-written point of every step, in valid chunks."""
     rng = random.Random(7)
     store.put_run("r", {"project": "p"})
+    want: dict[str, dict[int, tuple[float, float]]] = {}
     recs: list[dict[str, Any]] = []
     step = 5
-    for _ in range(12):  # appends of odd sizes and gaps, crossing block edges
+
+    def log(rows: list[Any]) -> None:
+        recs.append({"type": 3, "data": {"rows": rows}})
+        for s, t, vals in rows:
+            for k, v in vals.items():
+                want.setdefault(k, {})[s] = (t, float(v))
+
+    for _ in range(12):  # appends of odd sizes and gaps, crossing chunk edges
         rows = []
-        for _ in range(rng.randint(1, 150)):
+        for _ in range(rng.randint(1, 400)):
             v = rng.choice([rng.uniform(-5, 5)] * 6 + [math.nan, math.inf, -math.inf, 3])
             rows.append([step, 1e9 + step, {"a": v, "b": rng.random()}])
             step += rng.choice([1, 1, 1, 2, 70])
-        recs.append({"type": 3, "data": {"rows": rows}})
-    recs.append({"type": 3, "data": {"rows": [[s, 1.0, {"a": -100.0}] for s in range(0, 300, 7)]}})
-    recs.append({"type": 3, "data": {"rows": [[9, 1.0, {"c": 1.0}], [9, 2.0, {"c": 2.0}]]}})
-    recs.append({"type": 3, "data": {"rows": [[20, 1.0, {"d": math.nan}], [3, 1.0, {"d": 0.5}]]}})
-    recs.append({"type": 3, "data": {"rows": [[step + 64 * 9, 1.0, {"a": math.nan}]]}})
+        log(rows)
+    log([[s, 1.0, {"a": -100.0}] for s in range(0, 3000, 7)])  # rewrites across many chunks
+    log([[9, 1.0, {"c": 1.0}], [9, 2.0, {"c": 2.0}]])  # a duplicate: the later wins
+    log([[20, 1.0, {"d": math.nan}], [3, 1.0, {"d": 0.5}]])  # out of order
+    log([[step + 64 * 9, 1.0, {"a": math.nan}]])
     for i in range(0, len(recs), 3):
         store.ingest("r", "w", i, prepare_records(recs[i : i + 3]))
-    with store.engine.connect() as conn:
-        got = [
-            tuple(r)
-            for r in conn.execute(
-                text(
-                    "SELECT key_id, blk, n, vmin, vmax, smin, smax, first_v, last_v, nonfinite "
-                    "FROM blocks ORDER BY key_id, blk"
-                )
-            )
-        ]
-        c_values = list(conn.execute(text("SELECT value FROM points WHERE step = 9")).scalars())
-    assert got == _blocks_from_points(store)
-    assert len(got) > 20
-    assert 2.0 in c_values and 1.0 not in c_values  # the later duplicate won
+    got = _chunks(store)
+    assert set(got) == set(want)
+    for k in want:
+        assert sorted(got[k]) == sorted(want[k]), k
+        for s, (t, v) in want[k].items():
+            assert got[k][s][0] == t and _same(got[k][s][1], v), (k, s)
+    assert got["c"] == {9: (2.0, 2.0)}
+    assert len(got["a"]) > 2 * CHUNK
 
 
-def _stored_blocks(store: Any) -> list[tuple[Any, ...]]:
-    with store.engine.connect() as conn:
-        return [
-            tuple(r)
-            for r in conn.execute(
-                text(
-                    "SELECT key_id, blk, n, vmin, vmax, smin, smax, first_v, last_v, nonfinite "
-                    "FROM blocks ORDER BY key_id, blk"
-                )
-            )
-        ]
+def test_rewriting_one_step_rewrites_one_chunk(store: Any) -> None:
+    """Re-logging one stored step replaces that point in place: one chunk row changes, the
+    others keep their bytes, and re-ingesting the same value changes nothing."""
+    store.put_run("r", {"project": "p"})
+    rows = [[s, 1e9 + s, {"m": float(s)}] for s in range(10 * CHUNK)]
+    store.ingest("r", "w", 0, prepare_records([{"type": 3, "data": {"rows": rows}}]))
+
+    def snapshot() -> dict[int, bytes]:
+        with store.engine.connect() as conn:
+            q = text("SELECT s0, data FROM chunks ORDER BY s0")
+            return {s0: bytes(d) for s0, d in conn.execute(q)}
+
+    before = snapshot()
+    assert len(before) == 10
+    one = [[3 * CHUNK + 5, 5.0, {"m": -1.5}]]
+    store.ingest("r", "w", 1, prepare_records([{"type": 3, "data": {"rows": one}}]))
+    after = snapshot()
+    assert sorted(after) == sorted(before)
+    assert [s for s in before if before[s] != after[s]] == [3 * CHUNK]
+    assert _chunks(store)["m"][3 * CHUNK + 5] == (5.0, -1.5)
+    store.ingest("r", "w", 2, prepare_records([{"type": 3, "data": {"rows": one}}]))
+    assert snapshot() == after
 
 
-def test_concurrent_writers_of_one_run_keep_blocks_exact(store: Any) -> None:
-    """Two writers of one run ingesting the same keys into the same blocks in concurrent
-    transactions (appends merged, shuffled rows recomputed, shared steps replaced) leave
-    every block equal to its aggregate over the stored points, round after round."""
+def test_concurrent_writers_of_one_run_keep_chunks_exact(store: Any) -> None:
+    """Two writers of one run ingesting the same keys into the same chunks in concurrent
+    transactions (interleaved steps, shuffled rows, shared steps) lose no point, round
+    after round."""
     store.put_run("r", {"project": "p"})
     keys = ("a", "b")
     rngs = [random.Random(w) for w in (0, 1)]
     barrier = threading.Barrier(2, timeout=30)
+    seen: set[int] = set()
+    lock = threading.Lock()
 
     def ingest(w: int, i: int) -> None:
         rng = rngs[w]
-        base = i * 256  # both writers hit the same 4 blocks each round
-        steps = list(range(base + w, base + 256, 2))  # disjoint steps: appends are merged
-        if i % 2:  # shuffled steps: the touched blocks are recomputed from points
+        base = i * 256
+        steps = list(range(base + w, base + 256, 2))  # both writers fill the same chunks
+        if i % 2:
             rng.shuffle(steps)
-        if i % 4 == 3:  # and some steps of the other writer too: replaced points
+        if i % 4 == 3:  # and some steps of the other writer too
             steps += rng.sample(range(base, base + 256), 16)
         rows = [[s, 1e9 + s, {k: rng.uniform(-1e3, 1e3) for k in keys}] for s in steps]
         recs = prepare_records([{"type": 3, "data": {"rows": rows}}])
+        with lock:
+            seen.update(steps)
         barrier.wait()
         try:
             store.ingest("r", f"w{w}", i, recs)
@@ -112,19 +154,15 @@ def test_concurrent_writers_of_one_run_keep_blocks_exact(store: Any) -> None:
         for i in range(40):
             for f in [pool.submit(ingest, w, i) for w in (0, 1)]:
                 f.result(timeout=60)
-            got = _stored_blocks(store)
-            assert len(got) == (i + 1) * 4 * len(keys)
-            assert got == _blocks_from_points(store), f"round {i}"
+            got = _chunks(store)
+            for k in keys:
+                assert sorted(got[k]) == sorted(seen), f"round {i}"
 
 
-def _bits(v: float | None) -> bytes | None:
-    return None if v is None else struct.pack("<d", v)
-
-
-@pytest.mark.parametrize("n", [1, 199, 200, 401])
+@pytest.mark.parametrize("n", [1, 199, 256, 401])
 def test_points_round_trip_bit_exact(store: Any, n: int) -> None:
-    """Steps, times and values come back bit for bit (subnormals, extremes, NaN/inf flags)
-    whatever the batch size relative to the multi-row statement size."""
+    """Steps, times and values come back bit for bit (subnormals, extremes, steps near
+    2**62, NaN and +-inf with their nf codes) whatever the batch size."""
     rng = random.Random(n)
     specials = [5e-324, sys.float_info.max, -sys.float_info.max, 1e-310, 7, -(2**53)]
     rows = []
@@ -135,18 +173,13 @@ def test_points_round_trip_bit_exact(store: Any, n: int) -> None:
         rows.append([step, 1e9 + i / 7, {"v": v, "w": w}])
     store.put_run("r", {"project": "p"})
     store.ingest("r", "w", 0, prepare_records([{"type": 3, "data": {"rows": rows}}]))
-    with store.engine.connect() as conn:
-        got = conn.execute(
-            text(
-                "SELECT k.key, p.step, p.time, p.value, p.nf FROM points p "
-                "JOIN metric_keys k ON k.id = p.key_id ORDER BY k.key, p.step"
-            )
-        ).all()
-    want = [(r[0], r[1], r[2]["v"]) for r in rows]
-    assert [(s, _bits(t), _bits(v), nf) for k, s, t, v, nf in got if k == "v"] == [
-        (s, _bits(t), _bits(float(v)), 0) for s, t, v in want
+    got = _chunks(store)
+    assert [(s, _bits(t), _bits(v)) for s, (t, v) in sorted(got["v"].items())] == [
+        (r[0], _bits(r[1]), _bits(float(r[2]["v"]))) for r in rows
     ]
-    codes = {0: 1, 1: 2, 2: 3, 3: 0}
-    assert [(s, v, nf) for k, s, _, v, nf in got if k == "w"] == [
-        (r[0], 0.25 if i % 4 == 3 else None, codes[i % 4]) for i, r in enumerate(rows)
-    ]
+    import numpy as np
+
+    from wisp.server._chunks import nf_codes
+
+    ws = [v for _, (_, v) in sorted(got["w"].items())]
+    assert nf_codes(np.array(ws)).tolist() == [[1, 2, 3, 0][i % 4] for i in range(n)]

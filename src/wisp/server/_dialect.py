@@ -13,7 +13,9 @@ run on; they call a :class:`Dialect`, chosen once from the URL scheme by
   :mod:`._points`) and an advisory lock around migrations;
 - ``INSERT ... ON CONFLICT`` statements (each backend's ``insert`` construct;
   PostgreSQL refuses to touch one row twice in a statement, so rows are de-duplicated);
-- bulk points: multi-row ``INSERT`` on SQLite, binary ``COPY`` on PostgreSQL;
+- numeric history chunks (:mod:`._points`): fetched per key on SQLite, for every key in
+  one ``unnest``/``LATERAL`` query on PostgreSQL; written with ``executemany`` on SQLite,
+  one statement over arrays on PostgreSQL;
 - JSON access for the filter language: ``json_type``/``json_extract`` with a ``$."a"."b"``
   path on SQLite, ``jsonb_typeof``/``jsonb_extract_path[_text]`` on PostgreSQL.
 """
@@ -21,6 +23,7 @@ run on; they call a :class:`Dialect`, chosen once from the URL scheme by
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from wisp.errors import UsageError
 from wisp.server import _points as P
+from wisp.server._chunks import ChunkRow
 from wisp.server._ingest import Column
 
 __all__ = ["Dialect", "PostgresDialect", "SqliteDialect", "dialect_for_url", "dialect_of"]
@@ -86,19 +90,27 @@ class Dialect:
     def lock_series(self, conn: Connection, run_id: str, keys: set[str]) -> None:
         """Lock the series ``keys`` of ``run_id`` for the transaction, where needed."""
 
-    # -- numeric points -----------------------------------------------------------------------
+    # -- numeric history chunks ---------------------------------------------------------------
 
-    def write_points(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> bool:
-        """Insert the points; True when none replaced a stored point (see :mod:`._points`)."""
+    def fetch_chunks(self, conn: Connection, spans: Sequence[P.Span], cols: str) -> list[Any]:
+        """Chunk rows of ``(key id, first step, last step)`` spans (see :mod:`._points`)."""
         raise NotImplementedError
 
-    def merge_blocks(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> None:
-        """Fold the records' own block aggregates into ``blocks``."""
+    def write_chunks(
+        self, conn: Connection, rows: list[ChunkRow], deletes: list[tuple[int, int]]
+    ) -> None:
+        """Delete chunks ``(key_id, s0)``, then insert or replace ``rows``."""
         raise NotImplementedError
+
+    def write_points(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> None:
+        """Merge the points of ``cols`` into their keys' chunks (see :mod:`._points`)."""
+        P.write_points(self, conn, ids, cols)
 
     def read_points(self, conn: Connection, key_ids: list[int], lo: int, hi: int) -> Any:
-        """``(key_id, step, value, nf)`` numpy columns (see :mod:`._points_read`)."""
-        raise NotImplementedError
+        """``(key_id, step, value)`` numpy columns (see :mod:`._points_read`)."""
+        from wisp.server._points_read import read_points
+
+        return read_points(self, conn, key_ids, lo, hi)
 
     # -- JSON access (the filter language) ----------------------------------------------------
 
@@ -159,16 +171,13 @@ class SqliteDialect(Dialect):
 
         return sqlite_insert(table)
 
-    def write_points(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> bool:
-        return P.write_points_sqlite(conn, ids, cols)
+    def fetch_chunks(self, conn: Connection, spans: Sequence[P.Span], cols: str) -> list[Any]:
+        return P.fetch_chunks_sqlite(conn, spans, cols)
 
-    def merge_blocks(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> None:
-        P.merge_blocks_sqlite(conn, ids, cols)
-
-    def read_points(self, conn: Connection, key_ids: list[int], lo: int, hi: int) -> Any:
-        from wisp.server._points_read import read_points_sqlite
-
-        return read_points_sqlite(conn, key_ids, lo, hi)
+    def write_chunks(
+        self, conn: Connection, rows: list[ChunkRow], deletes: list[tuple[int, int]]
+    ) -> None:
+        P.write_chunks_sqlite(conn, rows, deletes)
 
     @staticmethod
     def _path(path: list[str]) -> Any:
@@ -232,16 +241,13 @@ class PostgresDialect(Dialect):
     def lock_series(self, conn: Connection, run_id: str, keys: set[str]) -> None:
         P.lock_series_pg(conn, run_id, keys)
 
-    def write_points(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> bool:
-        return P.write_points_pg(conn, ids, cols)
+    def fetch_chunks(self, conn: Connection, spans: Sequence[P.Span], cols: str) -> list[Any]:
+        return P.fetch_chunks_pg(conn, spans, cols)
 
-    def merge_blocks(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> None:
-        P.merge_blocks_pg(conn, ids, cols)
-
-    def read_points(self, conn: Connection, key_ids: list[int], lo: int, hi: int) -> Any:
-        from wisp.server._points_read import read_points_pg
-
-        return read_points_pg(conn, key_ids, lo, hi)
+    def write_chunks(
+        self, conn: Connection, rows: list[ChunkRow], deletes: list[tuple[int, int]]
+    ) -> None:
+        P.write_chunks_pg(conn, rows, deletes)
 
     def json_type(self, doc: Any, path: list[str]) -> Any:
         return func.jsonb_typeof(func.jsonb_extract_path(doc, *path))

@@ -117,14 +117,14 @@ def _run_keys(conn: Any, runs: list[str], keys: list[str]) -> dict[str, dict[int
 
 
 def _extents(conn: Any, ids: list[int]) -> dict[int, tuple[int, int, int]]:
-    """key id -> (first step, last step, points), from the 64-step ``blocks``."""
-    bl = S.blocks.c
+    """key id -> (first step, last step, points), from the ``chunks`` rows' aggregates."""
+    ch = S.chunks.c
     out: dict[int, tuple[int, int, int]] = {}
     for part in _chunks(ids):
         q = (
-            select(bl.key_id, func.min(bl.smin), func.max(bl.smax), func.sum(bl.n))
-            .where(bl.key_id.in_(part))
-            .group_by(bl.key_id)
+            select(ch.key_id, func.min(ch.s0), func.max(ch.s1), func.sum(ch.n))
+            .where(ch.key_id.in_(part))
+            .group_by(ch.key_id)
         )
         for kid, lo, hi, n in conn.execute(q):
             out[kid] = (int(lo), int(hi), int(n))
@@ -132,7 +132,7 @@ def _extents(conn: Any, ids: list[int]) -> dict[int, tuple[int, int, int]]:
 
 
 def _pivot(
-    arrays: tuple[Any, Any, Any, Any], ids: dict[int, int], ncols: int
+    arrays: tuple[Any, Any, Any], ids: dict[int, int], ncols: int
 ) -> tuple[Any, list[tuple[Any, Any]]] | None:
     """(steps, [(values, present) per key column]) of one run's points.
 
@@ -140,14 +140,9 @@ def _pivot(
     """
     import numpy as np
 
-    kid, step, val, nf = arrays
+    kid, step, val = arrays
     if not len(kid):
         return None
-    if nf.any():
-        val = val.copy()
-        val[nf == 1] = math.nan
-        val[nf == 2] = math.inf
-        val[nf == 3] = -math.inf
     steps, inv = np.unique(step, return_inverse=True)
     cols: list[tuple[Any, Any]] = [(None, None)] * ncols
     for kid_v, col in ids.items():
@@ -182,10 +177,10 @@ def export_windows(
 
         def flush() -> Iterator[tuple[str, Any, list[tuple[Any, Any]]]]:
             all_ids = [k for _, ids in group for k in ids]
-            kid, step, val, nf = store.dialect.read_points(conn, all_ids, lo, hi)
+            kid, step, val = store.dialect.read_points(conn, all_ids, lo, hi)
             for run_id, ids in group:
                 sel = np.isin(kid, list(ids))
-                got = _pivot((kid[sel], step[sel], val[sel], nf[sel]), ids, len(keys))
+                got = _pivot((kid[sel], step[sel], val[sel]), ids, len(keys))
                 if got is not None:
                     yield run_id, *got
 

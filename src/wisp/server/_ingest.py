@@ -9,11 +9,8 @@ nothing.  Everything is validated before the transaction starts.
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import json
 import math
-import operator
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +33,6 @@ from wisp._protocol import (
 )
 from wisp.server._problem import Problem, clean_json, clean_str, invalid
 from wisp.server._routes import convert
-from wisp.server._schema import BLOCK as S_BLOCK
 from wisp.server._types import MetricSpec
 
 __all__ = ["Column", "Prepared", "prepare_records"]
@@ -53,17 +49,12 @@ def nf_code(v: float) -> int:
     return 1 if v != v else _NF[v]
 
 
-Block = tuple[int, int, float | None, float | None, int, int, float | None, float | None, int]
-
-
 @dataclass
 class Column:
     """The numeric points of one key in one history record, column-wise.
 
     ``values[i]`` is None where the number is not finite and ``nfs[i]`` says which;
-    ``nfs`` is None when every value is finite.  ``blocks`` holds the record's own
-    64-step block aggregates ``(blk, n, vmin, vmax, smin, smax, first_v, last_v,
-    nonfinite)`` when its steps strictly increase (so it has no duplicate step).
+    ``nfs`` is None when every value is finite.
     """
 
     key: str
@@ -71,7 +62,6 @@ class Column:
     times: Sequence[float]
     values: Sequence[float | None]
     nfs: Sequence[int] | None
-    blocks: list[Block] | None = None
 
 
 @dataclass
@@ -83,26 +73,6 @@ class Prepared:
     points: list[Column] = field(default_factory=list)
     extras: list[tuple[int, float, str]] = field(default_factory=list)
     media: list[tuple[str, int, float, str, Any]] = field(default_factory=list)
-
-
-def _blocks(col: Column) -> list[Block] | None:
-    """Per-block aggregates of ``col`` when its steps strictly increase, else None."""
-    steps, vals, nfs = col.steps, col.values, col.nfs
-    if not all(map(operator.lt, steps, itertools.islice(steps, 1, None))):
-        return None
-    out: list[Block] = []
-    i, n, B = 0, len(steps), S_BLOCK
-    while i < n:
-        blk = steps[i] // B
-        j = bisect.bisect_left(steps, (blk + 1) * B, i, n)
-        part = vals[i:j]
-        fin: Sequence[Any] = part if nfs is None else [v for v in part if v is not None]
-        lo, hi = (min(fin), max(fin)) if fin else (None, None)
-        out.append(
-            (blk, j - i, lo, hi, steps[i], steps[j - 1], vals[i], vals[j - 1], j - i - len(fin))
-        )
-        i = j
-    return out
 
 
 def _finite_column(
@@ -217,7 +187,6 @@ def _prep_history(data: dict[str, Any], fld: str) -> Prepared:
         clean_str(k, f"{fld}.rows.<key>", MAX_KEY_LENGTH)
         if not k:
             raise invalid(f"{fld}.rows.<key>", "keys must not be empty")
-        c.blocks = _blocks(c)
     for m in prep.media:
         clean_str(m[0], f"{fld}.rows.<key>", MAX_KEY_LENGTH)
     return prep
@@ -311,7 +280,6 @@ def _prep_system(data: dict[str, Any], fld: str) -> Prepared:
         f = float(v)
         nf = nf_code(f)
         col = Column(k, (step,), (ts,), (None if nf else f,), (nf,) if nf else None)
-        col.blocks = _blocks(col)
         prep.points.append(col)
     return prep
 

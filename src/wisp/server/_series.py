@@ -1,14 +1,20 @@
-"""Metric series (downsampled in SQL) and full-history export.
+"""Metric series (downsampled from the chunks' aggregates) and full-history export.
 
-Series against ``x=step`` never leave the database in full: the step range is
-split into ``buckets`` equal buckets, one ``GROUP BY`` computes each bucket's
-count, min, max and first/last step, and one indexed lookup fetches the first
-and last values.  Other x axes (``time``, ``relative``, a step metric) are
-joined and bucketed in Python with the same rules.
+Series against ``x=step``: the step range ``[s_lo, s_hi]`` of the points in range is cut
+into at most ``buckets`` buckets; each bucket gives the x of its first point, its count,
+min and max over finite values, and its first and last value.  When the span is at most
+``64 * buckets`` steps bucket ``i`` holds the steps with ``(step - s_lo) * buckets // span
+== i``; wider spans use buckets of a whole number of 64-step blocks from ``s_lo`` rounded
+down to a multiple of 64 (the rule of the former 64-step block table, kept so answers do
+not move).  A stored chunk that lies inside one bucket contributes its aggregates and is
+not decoded; chunks at the range ends or across a bucket edge are decoded and bucketed with
+numpy, so a million-point key reads a few thousand chunk rows.  Other x axes (``time``,
+``relative``, a step metric) are joined and bucketed in Python with the same rules.
 """
 
 from __future__ import annotations
 
+import bisect
 import csv
 import io
 import json
@@ -16,13 +22,16 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import func, select
 
 from wisp.server import _schema as S
+from wisp.server._chunks import decode_many
+from wisp.server._points_read import MAX as _MAX
+from wisp.server._points_read import read_chunks
 
-__all__ = ["export_history", "series"]
+__all__ = ["ALIGN", "export_history", "series"]
 
-_NFV = {1: math.nan, 2: math.inf, 3: -math.inf}
+ALIGN = 64  # wide buckets are a whole number of 64-step blocks (see the module docstring)
 _CHUNK = 900
 
 
@@ -41,146 +50,161 @@ def _raw(xs: list[Any], ys: list[Any]) -> dict[str, Any]:
     return {"x": xs, "y": ys, "min": ys, "max": ys, "first": ys, "last": ys, "raw": True}
 
 
-def _step_series(
-    conn: Any, kid: int, lo: float | None, hi: float | None, after: float | None, buckets: int
-) -> dict[str, Any]:
-    p = S.points.c
-    conds = [p.key_id == kid]
-    if lo is not None:
-        conds.append(p.step >= math.ceil(lo))
-    if hi is not None:
-        conds.append(p.step <= math.floor(hi))
-    if after is not None:
-        conds.append(p.step > math.floor(after))
-    s_lo = conn.execute(select(func.min(p.step)).where(*conds)).scalar()
-    if s_lo is None:
-        return {**_raw([], []), "count": 0, "nonfinite": 0}
-    s_hi = conn.execute(select(func.max(p.step)).where(*conds)).scalar()
+def _list(a: Any) -> list[Any]:
+    """A float array as a list, None where it is not finite (NaN/inf, or no value)."""
+    import numpy as np
+
+    fin = np.isfinite(a)
+    if fin.all():
+        return list(a.tolist())
+    o = a.astype(object)
+    o[~fin] = None
+    return list(o.tolist())
+
+
+_EMPTY: dict[str, Any] = {**_raw([], []), "count": 0, "nonfinite": 0}
+
+
+def _bucket_fn(s_lo: int, s_hi: int, buckets: int) -> Any:
+    """step array -> bucket index array, by the rule in the module docstring."""
+    import numpy as np
+
     span = s_hi - s_lo + 1
-    if span > buckets * S.BLOCK:
-        return _block_series(conn, kid, conds, s_lo, s_hi, buckets)
-    bucket = (
-        ((p.step - s_lo) * buckets) // span
-        if span * buckets < (1 << 62)
-        else func.floor((p.step - s_lo) * (buckets / span))
-    ).label("b")
-    nonfin = func.sum(case((p.nf != 0, 1), else_=0))
-    agg = conn.execute(
-        select(
-            bucket,
-            func.count(),
-            func.min(p.value),
-            func.max(p.value),
-            func.min(p.step),
-            func.max(p.step),
-            nonfin,
-        )
-        .where(*conds)
-        .group_by(bucket)
-        .order_by(bucket)
-    ).all()
-    count = sum(a[1] for a in agg)
-    nonfinite = int(sum(a[6] or 0 for a in agg))
-    if count <= buckets:
-        rows = conn.execute(select(p.step, p.value).where(*conds).order_by(p.step)).all()
-        return {
-            **_raw([r[0] for r in rows], [r[1] for r in rows]),
-            "count": count,
-            "nonfinite": nonfinite,
-        }
-    wanted = sorted({a[4] for a in agg} | {a[5] for a in agg})
-    vals: dict[int, float | None] = {}
-    for i in range(0, len(wanted), _CHUNK):
-        part = wanted[i : i + _CHUNK]
-        vals.update(
-            conn.execute(select(p.step, p.value).where(p.key_id == kid, p.step.in_(part))).all()
-        )
-    return {
-        "x": [a[4] for a in agg],
-        "y": [vals.get(a[5]) for a in agg],
-        "min": [a[2] for a in agg],
-        "max": [a[3] for a in agg],
-        "first": [vals.get(a[4]) for a in agg],
-        "last": [vals.get(a[5]) for a in agg],
-        "raw": False,
-        "count": count,
-        "nonfinite": nonfinite,
-    }
+    if span > buckets * ALIGN:
+        origin = (s_lo // ALIGN) * ALIGN
+        width = -(-span // buckets)
+        width = -(-width // ALIGN) * ALIGN
+        while (s_hi - origin) // width >= buckets:
+            width += ALIGN
+        return lambda st: (st - origin) // width
+    if span * buckets < (1 << 62):
+        return lambda st: ((st - s_lo) * buckets) // span
+    return lambda st: np.floor((st - s_lo) * (buckets / span)).astype(np.int64)
 
 
-def _block_series(
-    conn: Any, kid: int, conds: list[Any], s_lo: int, s_hi: int, buckets: int
+def _fold(b: Any, x: Any, n: Any, vmin: Any, vmax: Any, first: Any, last: Any, nonf: Any) -> Any:
+    """Entries (sorted by x, bucket ``b`` non-decreasing) folded into one per bucket."""
+    import numpy as np
+
+    st = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+    end = np.r_[st[1:], len(b)] - 1
+    return (
+        x[st],
+        np.add.reduceat(n, st),
+        np.fmin.reduceat(vmin, st),
+        np.fmax.reduceat(vmax, st),
+        first[st],
+        last[end],
+        np.add.reduceat(nonf, st),
+    )
+
+
+def _chunk_points(conn: Any, dialect: Any, kid: int, want: list[int], a: int, b: int) -> Any:
+    """(steps, values) in ``[a, b]`` of the chunks of ``kid`` starting at the steps ``want``."""
+    import numpy as np
+
+    c = S.chunks.c
+    blobs: list[bytes] = []
+    for i in range(0, len(want), _CHUNK):
+        q = select(c.data).where(c.key_id == kid, c.s0.in_(want[i : i + _CHUNK])).order_by(c.s0)
+        blobs.extend(bytes(d) for d in conn.execute(q).scalars())
+    st, _t, vals = decode_many(blobs, with_times=False)
+    sel = (st >= a) & (st <= b)
+    if not sel.all():
+        st, vals = st[sel], vals[sel]
+    order = np.argsort(st, kind="stable")
+    return st[order], vals[order]
+
+
+def _step_series(
+    conn: Any,
+    dialect: Any,
+    kid: int,
+    lo: float | None,
+    hi: float | None,
+    after: float | None,
+    buckets: int,
 ) -> dict[str, Any]:
-    """Buckets whose width is a multiple of the block size, aggregated from ``blocks``.
+    """One key against x=step from its chunks: a chunk inside one bucket by its aggregates,
+    the others (at the range ends or across a bucket edge) decoded and bucketed in numpy."""
+    import numpy as np
 
-    The bucket origin is aligned down to a block and the width rounded up to whole
-    blocks, so every block falls in exactly one bucket and the result is exact.
-    Points of partly covered blocks at the range ends are read one by one.
-    """
-    B = S.BLOCK
-    p, bl = S.points.c, S.blocks.c
-    origin = (s_lo // B) * B
-    width = -(-(s_hi - s_lo + 1) // buckets)
-    width = -(-width // B) * B
-    while (s_hi - origin) // width >= buckets:
-        width += B
-    fb_lo, fb_hi = -(-s_lo // B), (s_hi + 1) // B - 1
-    Entry = tuple[int, int, int, Any, Any, Any, Any, int]
-    entries: list[Entry] = []
-    edge_q = select(p.step, p.value, p.nf).order_by(p.step)
-    for step, v, nf in conn.execute(edge_q.where(*conds, p.step < fb_lo * B)):
-        entries.append((step, step, 1, v, v, v, v, 1 if nf else 0))
-    if fb_lo <= fb_hi:
-        q = (
-            select(bl.smin, bl.smax, bl.n, bl.vmin, bl.vmax, bl.first_v, bl.last_v, bl.nonfinite)
-            .where(bl.key_id == kid, bl.blk >= fb_lo, bl.blk <= fb_hi)
-            .order_by(bl.blk)
-        )
-        entries.extend(tuple(r) for r in conn.execute(q))
-    right = max(fb_hi + 1, fb_lo) * B
-    for step, v, nf in conn.execute(edge_q.where(*conds, p.step >= right)):
-        entries.append((step, step, 1, v, v, v, v, 1 if nf else 0))
-    count = sum(e[2] for e in entries)
-    nonfinite = sum(e[7] for e in entries)
+    a = 0 if lo is None else max(0, math.ceil(lo))
+    if after is not None:
+        a = max(a, math.floor(after) + 1)
+    b = _MAX if hi is None else min(_MAX, math.floor(hi))
+    if a > b:
+        return dict(_EMPTY)
+    aggs = [r for r in dialect.fetch_chunks(conn, [(kid, a, b)], "agg") if r[2] >= a]
+    inner = [r for r in aggs if r[1] >= a and r[2] <= b]
+    e_st, e_v = _chunk_points(
+        conn, dialect, kid, [r[1] for r in aggs if r[1] < a or r[2] > b], a, b
+    )
+    count = sum(r[3] for r in inner) + len(e_st)
+    nonfinite = sum(r[8] for r in inner) + int((~np.isfinite(e_v)).sum())
+    if count == 0:
+        return dict(_EMPTY)
     if count <= buckets:
-        rows = conn.execute(select(p.step, p.value).where(*conds).order_by(p.step)).all()
-        return {
-            **_raw([r[0] for r in rows], [r[1] for r in rows]),
-            "count": count,
-            "nonfinite": nonfinite,
-        }
-    xs: list[int] = []
-    mins: list[Any] = []
-    maxs: list[Any] = []
-    firsts: list[Any] = []
-    lasts: list[Any] = []
-    cur = -1
-    for smin, _smax, _n, vmin, vmax, fv, lv, _nf in entries:
-        b = (smin - origin) // width
-        if b != cur:
-            cur = b
-            xs.append(smin)
-            mins.append(vmin)
-            maxs.append(vmax)
-            firsts.append(fv)
-            lasts.append(lv)
+        _k, st, _t, vals = read_chunks(dialect, conn, [kid], a, b)
+        return {**_raw(st.tolist(), _list(vals)), "count": count, "nonfinite": nonfinite}
+    ends = [int(e_st[0]), int(e_st[-1])] if len(e_st) else []
+    s_lo = min([r[1] for r in inner] + ends)
+    s_hi = max([r[2] for r in inner] + ends)
+    bucket = _bucket_fn(s_lo, s_hi, buckets)
+    parts = [(e_st, e_v)]
+    entries = []
+    if inner:
+        ag = np.array([r[1:] for r in inner], dtype=np.float64)  # s0 s1 n vmin vmax fv lv nf
+        s0 = np.array([r[1] for r in inner], np.int64)
+        b0 = bucket(s0)
+        whole = b0 == bucket(np.array([r[2] for r in inner], np.int64))
+        if not whole.all():
+            split = s0[~whole].tolist()
+            if len(split) * 2 > len(inner):  # most of them: one range read
+                top = int(ag[~whole][-1, 1])
+                _k, st, _t, vals = read_chunks(dialect, conn, [kid], split[0], top)
+                parts.append(_only_chunks(st, vals, inner, whole))
+            else:
+                parts.append(_chunk_points(conn, dialect, kid, split, a, b))
+        w = ag[whole]
+        entries.append(
+            (s0[whole], w[:, 2].astype(np.int64), w[:, 3], w[:, 4], w[:, 5], w[:, 6],
+             w[:, 7].astype(np.int64), b0[whole])
+        )  # fmt: skip
+    for st, vals in parts:
+        if not len(st):
             continue
-        lasts[-1] = lv
-        if vmin is not None and (mins[-1] is None or vmin < mins[-1]):
-            mins[-1] = vmin
-        if vmax is not None and (maxs[-1] is None or vmax > maxs[-1]):
-            maxs[-1] = vmax
+        fin = np.isfinite(vals)
+        v = np.where(fin, vals, np.nan)
+        bi = bucket(st)
+        one = np.ones(len(st), np.int64)
+        entries.append((st, one, v, v, v, v, (~fin).astype(np.int64), bi))
+    cols = [np.concatenate(c) for c in zip(*entries, strict=True)]
+    order = np.argsort(cols[0], kind="stable")
+    x, n, vmin, vmax, first, last, nonf, bi = (c[order] for c in cols)
+    x, n, vmin, vmax, first, last, nonf = _fold(bi, x, n, vmin, vmax, first, last, nonf)
+    lasts = _list(last)
     return {
-        "x": xs,
+        "x": x.tolist(),
         "y": lasts,
-        "min": mins,
-        "max": maxs,
-        "first": firsts,
+        "min": _list(vmin),
+        "max": _list(vmax),
+        "first": _list(first),
         "last": lasts,
         "raw": False,
         "count": count,
         "nonfinite": nonfinite,
     }
+
+
+def _only_chunks(st: Any, vals: Any, inner: list[Any], whole: Any) -> tuple[Any, Any]:
+    """The points of ``st``/``vals`` that lie in the inner chunks not ``whole``."""
+    import numpy as np
+
+    s0 = np.array([r[1] for r in inner], np.int64)
+    i = np.searchsorted(s0, st, side="right") - 1
+    keep = (i >= 0) & ~whole[np.maximum(i, 0)]
+    return st[keep], vals[keep]
 
 
 def _py_downsample(pts: list[tuple[float, float | None, int]], buckets: int) -> dict[str, Any]:
@@ -217,6 +241,7 @@ def _py_downsample(pts: list[tuple[float, float | None, int]], buckets: int) -> 
 
 def _other_series(
     conn: Any,
+    dialect: Any,
     kid: int,
     xid: int | None,
     x: str,
@@ -226,29 +251,31 @@ def _other_series(
     after: float | None,
     buckets: int,
 ) -> dict[str, Any]:
-    p = S.points.c
-    rows = conn.execute(
-        select(p.step, p.time, p.value, p.nf).where(p.key_id == kid).order_by(p.step)
-    ).all()
-    xmap: dict[int, float] | None = None
+    import numpy as np
+
+    _k, steps, times, vals = read_chunks(dialect, conn, [kid], 0, _MAX, with_times=True)
     if xid is not None:
-        xmap = dict(
-            conn.execute(select(p.step, p.value).where(p.key_id == xid, p.value.is_not(None))).all()
-        )
-    pts: list[tuple[float, float | None, int]] = []
-    for step, t, v, nf in rows:
-        if xmap is not None:
-            xv = xmap.get(step)
-            if xv is None:
-                continue
-        else:
-            xv = t - offset
-        if (lo is not None and xv < lo) or (hi is not None and xv > hi):
-            continue
-        if after is not None and xv <= after:
-            continue
-        pts.append((xv, v, nf))
-    pts.sort(key=lambda q: q[0])
+        _k, xs, _t, xv = read_chunks(dialect, conn, [xid], 0, _MAX)
+        fin = np.isfinite(xv)
+        xs, xv = xs[fin], xv[fin]
+        i = np.clip(np.searchsorted(xs, steps), 0, max(len(xs) - 1, 0))
+        has = (i < len(xs)) & (xs[i] == steps) if len(xs) else np.zeros(len(steps), bool)
+        xval, vals = xv[i[has]], vals[has]
+    else:
+        xval = times - offset
+    keep = np.ones(len(xval), bool)
+    if lo is not None:
+        keep &= xval >= lo
+    if hi is not None:
+        keep &= xval <= hi
+    if after is not None:
+        keep &= xval > after
+    xval, vals = xval[keep], vals[keep]
+    order = np.argsort(xval, kind="stable")
+    xval, vals = xval[order], vals[order]
+    fin = np.isfinite(vals)
+    nf = np.where(fin, 0, 1)
+    pts = list(zip(xval.tolist(), _list(vals), nf.tolist(), strict=True))
     return _py_downsample(pts, buckets)
 
 
@@ -265,6 +292,7 @@ def series(
 ) -> list[dict[str, Any]]:
     """Series for every (run, key) that exists, in the order asked."""
     out = []
+    d = store.dialect
     with store.engine.connect() as conn:
         for run_id in runs:
             want = [*keys, x] if x not in ("step", "time", "relative") else keys
@@ -280,14 +308,14 @@ def series(
                 if kid is None:
                     continue
                 if x == "step":
-                    s = _step_series(conn, kid, lo, hi, after, buckets)
+                    s = _step_series(conn, d, kid, lo, hi, after, buckets)
                 elif x in ("time", "relative"):
-                    s = _other_series(conn, kid, None, x, offset, lo, hi, after, buckets)
+                    s = _other_series(conn, d, kid, None, x, offset, lo, hi, after, buckets)
                 else:
                     xid = ids.get(x)
                     if xid is None:
                         continue
-                    s = _other_series(conn, kid, xid, x, 0.0, lo, hi, after, buckets)
+                    s = _other_series(conn, d, kid, xid, x, 0.0, lo, hi, after, buckets)
                 out.append({"run": run_id, "key": key, **s})
     return out
 
@@ -296,7 +324,10 @@ def _history_rows(
     store: Any, run_id: str, keys: list[str] | None
 ) -> tuple[list[str], Iterator[tuple[int, float, dict[str, Any]]]]:
     """All keys, and the run's rows ``(step, time, {key: value})`` in step order."""
-    p, e, m = S.points.c, S.extras.c, S.media_items.c
+    import numpy as np
+
+    e, m = S.extras.c, S.media_items.c
+    d = store.dialect
     with store.engine.connect() as conn:
         ids = _key_ids(conn, run_id, keys)
         names = {v: k for k, v in ids.items()}
@@ -305,43 +336,51 @@ def _history_rows(
         allkeys.update(conn.execute(mq).scalars())
         for (data,) in conn.execute(select(e.data).where(e.run_id == run_id)):
             allkeys.update(json.loads(data))
+        # where each chunk starts: the next numeric step is found without decoding
+        starts = sorted(
+            r[1] for r in d.fetch_chunks(conn, [(k, 0, _MAX) for k in ids.values()], "agg")
+        )
     if keys is not None:
         allkeys &= set(keys)
     id_list = sorted(names)
 
-    def bounds(conn: Any, start: int) -> int | None:
+    def bounds(conn: Any, start: int, later: list[int]) -> int | None:
+        """The first step >= start of any value (``later``: decoded steps >= start)."""
         cands = [
             conn.execute(select(func.min(e.step)).where(e.run_id == run_id, e.step >= start)),
             conn.execute(select(func.min(m.step)).where(m.run_id == run_id, m.step >= start)),
         ]
-        if id_list:
-            cands.append(
-                conn.execute(select(func.min(p.step)).where(p.key_id.in_(id_list), p.step >= start))
-            )
         vals = [c.scalar() for c in cands]
+        i = bisect.bisect_left(starts, start)
+        vals += [starts[i] if i < len(starts) else None, *later[:1]]
         good = [v for v in vals if v is not None]
         return min(good) if good else None
 
     def rows() -> Iterator[tuple[int, float, dict[str, Any]]]:
         width = 2000
         with store.engine.connect() as conn:
-            cur = bounds(conn, 0)
+            cur = bounds(conn, 0, [])
             while cur is not None:
                 end = cur + width
                 acc: dict[int, tuple[float, dict[str, Any]]] = {}
+                later: list[int] = []
                 if id_list:
-                    q = select(p.step, p.time, p.key_id, p.value, p.nf).where(
-                        p.key_id.in_(id_list), p.step >= cur, p.step < end
-                    )
-                    for step, t, kid, v, nf in conn.execute(q):
-                        acc.setdefault(step, (t, {}))[1][names[kid]] = _NFV[nf] if nf else v
+                    kid, st, tm, vals = read_chunks(d, conn, id_list, cur, end - 1, True, False)
+                    past = st >= end
+                    if past.any():
+                        later = [int(st[past].min())]
+                    sel = (st >= cur) & ~past
+                    order = np.argsort(st[sel], kind="stable")
+                    cols = (st[sel][order], tm[sel][order], kid[sel][order], vals[sel][order])
+                    for step, t, k, v in zip(*(c.tolist() for c in cols), strict=True):
+                        acc.setdefault(step, (t, {}))[1][names[k]] = v
                 q2 = select(e.step, e.time, e.data).where(
                     e.run_id == run_id, e.step >= cur, e.step < end
                 )
                 for step, t, data in conn.execute(q2):
-                    d = json.loads(data)
+                    dd = json.loads(data)
                     acc.setdefault(step, (t, {}))[1].update(
-                        d if keys is None else {k: v for k, v in d.items() if k in allkeys}
+                        dd if keys is None else {k: v for k, v in dd.items() if k in allkeys}
                     )
                 q3 = select(m.step, m.time, m.key, m.data).where(
                     m.run_id == run_id, m.step >= cur, m.step < end
@@ -350,10 +389,10 @@ def _history_rows(
                     if keys is None or k in allkeys:
                         acc.setdefault(step, (t, {}))[1][k] = data
                 for step in sorted(acc):
-                    t, vals = acc[step]
-                    if vals:
-                        yield step, t, vals
-                cur = bounds(conn, end)
+                    t, vals_ = acc[step]
+                    if vals_:
+                        yield step, t, vals_
+                cur = bounds(conn, end, later)
 
     return sorted(allkeys), rows()
 

@@ -33,8 +33,7 @@ def delete_run(store: Any, run_id: str) -> bool:
     """Delete a run and everything stored for it; False when it is unknown."""
     with store.db.tx() as conn:
         kids = select(S.metric_keys.c.id).where(S.metric_keys.c.run_id == run_id)
-        conn.execute(delete(S.points).where(S.points.c.key_id.in_(kids)))
-        conn.execute(delete(S.blocks).where(S.blocks.c.key_id.in_(kids)))
+        conn.execute(delete(S.chunks).where(S.chunks.c.key_id.in_(kids)))
         for table in (
             S.metric_keys,
             S.extras,

@@ -2,8 +2,9 @@
 
 A batch ``(run, writer, first_seq, records)`` is applied in one write transaction:
 records at or below the writer's acked seq are skipped, a gap is a 409
-(:func:`._ingest.conflict`).  Numeric points go through the dialect's bulk path
-(:mod:`._points`); the metric-key ids of recent runs are cached in memory.
+(:func:`._ingest.conflict`).  The batch's numeric points are merged into their chunks
+once, after its other records (:mod:`._points`); the metric-key ids of recent runs are
+cached in memory.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from sqlalchemy.engine import Connection
 from wisp._protocol import RecordType
 from wisp.server import _schema as S
 from wisp.server._db import Db
-from wisp.server._ingest import Prepared, conflict
-from wisp.server._points import update_blocks
+from wisp.server._ingest import Column, Prepared, conflict
 from wisp.server._problem import Problem
 from wisp.server._store_runs import RunStore
 
@@ -77,8 +77,12 @@ class RecordStore:
                 self.runs.create(conn, run_id, {**first.data["cols"], "meta": first.data["meta"]})
             else:
                 self.runs.guard.on_write(conn, run_id, None)  # 409 unless the caller owns it
+            points: list[Column] = []
             for rec in todo:
-                self._apply(conn, run_id, rec, new_keys)
+                self._apply(conn, run_id, rec, new_keys, points)
+            if points:  # once per batch: a chunk is rewritten once, not once per record
+                ids = self._key_id_map(conn, run_id, {c.key for c in points}, new_keys)
+                dialect.write_points(conn, ids, points)
             new_acked = first_seq + len(records) - 1
             conn.execute(
                 update(S.writers)
@@ -94,12 +98,18 @@ class RecordStore:
         return new_acked
 
     def _apply(
-        self, conn: Connection, run_id: str, rec: Prepared, new_keys: dict[tuple[str, str], int]
+        self,
+        conn: Connection,
+        run_id: str,
+        rec: Prepared,
+        new_keys: dict[tuple[str, str], int],
+        points: list[Column],
     ) -> None:
         d = rec.data
         r = S.runs
         if rec.kind == RecordType.HISTORY:
-            self._apply_history(conn, run_id, rec, new_keys)
+            points.extend(rec.points)
+            self._apply_history(conn, run_id, rec)
         elif rec.kind == RecordType.RUN:
             vals = {**d["cols"], "meta": d["meta"], "state": "running", "finished_at": None}
             conn.execute(update(r).where(r.c.id == run_id).values(**vals))
@@ -158,18 +168,9 @@ class RecordStore:
                     new_keys[(run_id, k)] = kid
         return out
 
-    def _apply_history(
-        self, conn: Connection, run_id: str, rec: Prepared, new_keys: dict[tuple[str, str], int]
-    ) -> None:
-        cols = rec.points
+    def _apply_history(self, conn: Connection, run_id: str, rec: Prepared) -> None:
+        """Extras and media of a history record (its points are written with the batch's)."""
         dialect = self.db.dialect
-        if cols:
-            ids = self._key_id_map(conn, run_id, {c.key for c in cols}, new_keys)
-            fresh = dialect.write_points(conn, ids, cols)
-            if fresh and all(c.blocks is not None for c in cols):
-                dialect.merge_blocks(conn, ids, cols)
-            else:
-                update_blocks(conn, ids, cols)
         if rec.extras:
             dialect.upsert(
                 conn,
