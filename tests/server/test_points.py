@@ -183,3 +183,80 @@ def test_points_round_trip_bit_exact(store: Any, n: int) -> None:
 
     ws = [v for _, (_, v) in sorted(got["w"].items())]
     assert nf_codes(np.array(ws)).tolist() == [[1, 2, 3, 0][i % 4] for i in range(n)]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_upgrade_moves_points_into_chunks(backend: str, tmp_path: Any) -> None:
+    """A schema-2 database's points (NaN/+-inf, sparse steps, several keys, more than one
+    chunk each) come out of the 0003_points upgrade bit for bit, with 64-bit key ids."""
+    from contextlib import ExitStack
+    from pathlib import Path
+
+    from alembic import command
+    from alembic.config import Config
+
+    from tests.server.conftest import PG_HOST
+    from wisp.server._db import make_engine
+    from wisp.testing import temporary_postgres_database
+
+    with ExitStack() as stack:
+        if backend == "sqlite":
+            url = f"sqlite:///{tmp_path / 'old.db'}"
+        else:
+            url = stack.enter_context(temporary_postgres_database(PG_HOST))
+        engine = make_engine(url)
+        cfg = Config()
+        import wisp.server._db as db_mod
+
+        cfg.set_main_option("script_location", str(Path(db_mod.__file__).with_name("migrations")))
+        rng = random.Random(3)
+        want: dict[str, dict[int, tuple[float, float | None, int]]] = {}
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "0002_team")
+            for kid, key in ((1, "a"), (2, "b"), (3, "c")):
+                conn.execute(
+                    text("INSERT INTO metric_keys (id, run_id, key) VALUES (:i, 'r', :k)"),
+                    {"i": kid, "k": key},
+                )
+                rows = []
+                step = 0
+                for _ in range(rng.choice([1, 300, 700])):
+                    nf = rng.choice([0, 0, 0, 1, 2, 3])
+                    v = None if nf else rng.uniform(-1e9, 1e9)
+                    rows.append({"k": kid, "s": step, "t": 1e9 + rng.random(), "v": v, "nf": nf})
+                    want.setdefault(key, {})[step] = (rows[-1]["t"], v, nf)
+                    step += rng.choice([1, 1, 5, 1000])
+                conn.execute(
+                    text(
+                        "INSERT INTO points (key_id, step, time, value, nf) "
+                        "VALUES (:k, :s, :t, :v, :nf)"
+                    ),
+                    rows,
+                )
+            command.upgrade(cfg, "head")
+        from wisp.server import open_store
+
+        store = open_store(url)
+        try:
+            got = _chunks(store)
+            with store.engine.connect() as conn:
+                names = set(store.engine.dialect.get_table_names(conn))
+                if backend == "postgresql":
+                    typ = conn.execute(
+                        text(
+                            "SELECT data_type FROM information_schema.columns "
+                            "WHERE table_name = 'metric_keys' AND column_name = 'id'"
+                        )
+                    ).scalar()
+                    assert typ == "bigint"
+        finally:
+            store.close()
+        engine.dispose()
+    assert "points" not in names and "blocks" not in names
+    nfv = {1: math.nan, 2: math.inf, 3: -math.inf}
+    for key, pts in want.items():
+        assert sorted(got[key]) == sorted(pts)
+        for s, (t, v, nf) in pts.items():
+            assert got[key][s][0] == t
+            assert _same(got[key][s][1], nfv[nf] if nf else float(v or 0.0))

@@ -26,7 +26,7 @@ from wisp.server._ingest import check_project, check_run_fields, prepare_records
 from wisp.server._problem import Problem, check_id, clean_json, clean_str, invalid
 from wisp.server._query import filter_tree, list_runs
 from wisp.server._routes import RAW, In, convert, endpoint
-from wisp.server._series import export_history, series
+from wisp.server._series import export_history, series_json
 from wisp.server._settings import ServerSettings
 from wisp.server._store import Store
 
@@ -318,8 +318,8 @@ class Api:
             "after": q.after,
             "buckets": q.buckets,
         }
-        out = await run_in_threadpool(lambda: series(self.store, runs, keys, **kw))
-        return json_response({"series": out})
+        body = await run_in_threadpool(lambda: series_json(self.store, runs, keys, **kw))
+        return Response(body, media_type="application/json")
 
     @endpoint(
         "GET",

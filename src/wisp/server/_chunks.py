@@ -105,8 +105,8 @@ def _section(a: Any) -> bytes:
         const = np.ones(8, bool)
         planes = np.zeros((8, 1), np.uint8)
     mask = int(np.packbits(const, bitorder="little")[0])
-    head = a[:1].tobytes() + bytes((mask,))
-    return head + planes[const, 0].tobytes() + planes[~const].tobytes()
+    head: bytes = a[:1].tobytes() + bytes((mask,))
+    return head + bytes(planes[const, 0].tobytes()) + bytes(planes[~const].tobytes())
 
 
 def _section_size(mask: int, n: int) -> int:
@@ -251,6 +251,8 @@ def chunk_row(key_id: int, steps: Any, times: Any, values: Any) -> ChunkRow:
     fin = np.isfinite(values)
     nfin = int(fin.sum())
     n = len(steps)
+    lo: float | None
+    hi: float | None
     if nfin == n:
         lo, hi = float(values.min()), float(values.max())
     elif nfin:

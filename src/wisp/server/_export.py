@@ -176,10 +176,15 @@ def export_windows(
         group_points = 0
 
         def flush() -> Iterator[tuple[str, Any, list[tuple[Any, Any]]]]:
-            all_ids = [k for _, ids in group for k in ids]
-            kid, step, val = store.dialect.read_points(conn, all_ids, lo, hi)
-            for run_id, ids in group:
-                sel = np.isin(kid, list(ids))
+            all_ids = np.array([k for _, ids in group for k in ids], np.int64)
+            owner = np.repeat(np.arange(len(group)), [len(ids) for _, ids in group])
+            by_id = np.argsort(all_ids)
+            kid, step, val = store.dialect.read_points(conn, all_ids.tolist(), lo, hi)
+            run = owner[by_id[np.searchsorted(all_ids[by_id], kid)]]  # run of each point
+            order = np.argsort(run, kind="stable")
+            cuts = np.searchsorted(run[order], np.arange(len(group) + 1))
+            for i, (run_id, ids) in enumerate(group):
+                sel = order[cuts[i] : cuts[i + 1]]
                 got = _pivot((kid[sel], step[sel], val[sel]), ids, len(keys))
                 if got is not None:
                     yield run_id, *got

@@ -29,7 +29,7 @@ from wisp.server._chunks import decode_many
 from wisp.server._points_read import MAX as _MAX
 from wisp.server._points_read import read_chunks
 
-__all__ = ["ALIGN", "export_history", "series"]
+__all__ = ["ALIGN", "export_history", "series", "series_json"]
 
 ALIGN = 64  # wide buckets are a whole number of 64-step blocks (see the module docstring)
 _CHUNK = 900
@@ -318,6 +318,16 @@ def series(
                     s = _other_series(conn, d, kid, xid, x, 0.0, lo, hi, after, buckets)
                 out.append({"run": run_id, "key": key, **s})
     return out
+
+
+def series_json(store: Any, runs: list[str], keys: list[str], **kw: Any) -> bytes:
+    """``{"series": series(...)}`` as JSON bytes, non-finite numbers as null.
+
+    msgspec: 100,000 buckets x 6 columns encode in milliseconds, not the ~0.5 s of ``json``.
+    """
+    import msgspec
+
+    return msgspec.json.encode({"series": series(store, runs, keys, **kw)})
 
 
 def _history_rows(

@@ -40,7 +40,7 @@ def _move_points(bind: Any) -> None:
     dialect = _dialect(bind)
     pending: list[Any] = []
     buf: list[list[Any]] = [[], [], [], []]
-    key = None
+    key = -1
 
     def flush(final: bool) -> None:
         steps, times, values, nfs = buf
@@ -59,8 +59,7 @@ def _move_points(bind: Any) -> None:
     result = bind.execute(q.execution_options(stream_results=True, yield_per=50_000))
     for k, step, t, v, nf in result:
         if k != key:
-            if key is not None:
-                flush(True)
+            flush(True)
             key = k
         buf[0].append(step)
         buf[1].append(t)
@@ -68,8 +67,7 @@ def _move_points(bind: Any) -> None:
         buf[3].append(nf)
         if len(buf[0]) >= _FLUSH:
             flush(False)
-    if key is not None:
-        flush(True)
+    flush(True)
     if pending:
         dialect.write_chunks(bind, pending, [])
 
