@@ -36,7 +36,8 @@ TABLES = ("points", "blocks", "chunks", "metric_keys")
 
 
 def _load() -> str:
-    return "load %.2f %.2f %.2f" % os.getloadavg()
+    a, b, c = os.getloadavg()
+    return f"load {a:.2f} {b:.2f} {c:.2f}"
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -103,7 +104,8 @@ def fill(url: str, runs: int, keys: int, steps: int, big: int, batch: int) -> fl
             if r % 100 == 99:
                 done = big + (r + 1) * keys * steps
                 dt = time.perf_counter() - t_start
-                print(f"  filled {done:,} points, {done / dt / 1e3:.0f}k/s  ({_load()})", flush=True)
+                rate = f"{done / dt / 1e3:.0f}k/s"
+                print(f"  filled {done:,} points, {rate}  ({_load()})", flush=True)
     finally:
         store.close()
     return time.perf_counter() - t_start

@@ -171,18 +171,22 @@ def _step_series(
             (s0[whole], w[:, 2].astype(np.int64), w[:, 3], w[:, 4], w[:, 5], w[:, 6],
              w[:, 7].astype(np.int64), b0[whole])
         )  # fmt: skip
-    for st, vals in parts:
+    for st, vals in parts:  # points folded per bucket first: the arrays shrink to buckets
         if not len(st):
             continue
         fin = np.isfinite(vals)
-        v = np.where(fin, vals, np.nan)
+        v = vals if fin.all() else np.where(fin, vals, np.nan)
         bi = bucket(st)
         one = np.ones(len(st), np.int64)
-        entries.append((st, one, v, v, v, v, (~fin).astype(np.int64), bi))
-    cols = [np.concatenate(c) for c in zip(*entries, strict=True)]
-    order = np.argsort(cols[0], kind="stable")
-    x, n, vmin, vmax, first, last, nonf, bi = (c[order] for c in cols)
-    x, n, vmin, vmax, first, last, nonf = _fold(bi, x, n, vmin, vmax, first, last, nonf)
+        folded = _fold(bi, st, one, v, v, v, v, (~fin).astype(np.int64))
+        entries.append((*folded, bucket(folded[0])))
+    if len(entries) == 1:
+        x, n, vmin, vmax, first, last, nonf, _b = entries[0]
+    else:
+        cols = [np.concatenate(c) for c in zip(*entries, strict=True)]
+        order = np.argsort(cols[0], kind="stable")
+        x, n, vmin, vmax, first, last, nonf, bi = (c[order] for c in cols)
+        x, n, vmin, vmax, first, last, nonf = _fold(bi, x, n, vmin, vmax, first, last, nonf)
     lasts = _list(last)
     return {
         "x": x.tolist(),
