@@ -90,3 +90,32 @@ def test_time_and_step_metric_axes(store: Any) -> None:
     assert rel["x"][0] == 10.0 and rel["count"] == 25
     ep = series(store, ["r"], ["m"], x="epoch", buckets=3)[0]
     assert ep["x"] == [0.0, 1.0, 2.0] and ep["last"] == [9.0, 19.0, 29.0]
+
+
+def test_nonfinite_values_in_buckets_match_a_reference(store: Any) -> None:
+    """With NaN/inf among the values (whole chunks, split chunks and range ends alike):
+    min/max are over finite values, a non-finite first/last is null, and `nonfinite`
+    counts them; raw answers carry null for them."""
+    rng = random.Random(11)
+    specials = [math.nan, math.inf, -math.inf]
+    values = {
+        s: rng.choice(specials) if rng.random() < 0.05 else rng.uniform(-1, 1)
+        for s in range(0, 60_000, 2)
+    }
+    _load(store, values)
+    for buckets, lo, hi in ((100, 0, 10**9), (5000, 333, 50_001), (10**6, 1000, 3000)):
+        got = series(store, ["r"], ["m"], lo=lo, hi=hi, buckets=buckets)[0]
+        pts = sorted((s, v) for s, v in values.items() if lo <= s <= hi)
+        assert got["count"] == len(pts)
+        assert got["nonfinite"] == sum(1 for _, v in pts if not math.isfinite(v))
+        fin = {s: (v if math.isfinite(v) else None) for s, v in pts}
+        if got["raw"]:
+            assert got["x"] == [s for s, _ in pts] and got["y"] == [fin[s] for s, _ in pts]
+            continue
+        xs = got["x"]
+        for i, x0 in enumerate(xs):
+            x1 = xs[i + 1] if i + 1 < len(xs) else hi + 1
+            inb = [s for s, _ in pts if x0 <= s < x1]
+            f = [fin[s] for s in inb if fin[s] is not None]
+            assert got["first"][i] == fin[inb[0]] and got["last"][i] == fin[inb[-1]]
+            assert (got["min"][i], got["max"][i]) == ((min(f), max(f)) if f else (None, None))

@@ -83,7 +83,7 @@ def _bucket_fn(s_lo: int, s_hi: int, buckets: int) -> Any:
 
 
 def _fold(b: Any, x: Any, n: Any, vmin: Any, vmax: Any, first: Any, last: Any, nonf: Any) -> Any:
-    """Entries (sorted by x, bucket ``b`` non-decreasing) folded into one per bucket."""
+    """Entries (sorted by x, group ``b`` non-decreasing) folded into one per group."""
     import numpy as np
 
     st = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
@@ -153,6 +153,7 @@ def _step_series(
     bucket = _bucket_fn(s_lo, s_hi, buckets)
     parts = [(e_st, e_v)]
     entries = []
+    all_s0 = np.array([r[1] for r in aggs], np.int64)
     if inner:
         ag = np.array([r[1:] for r in inner], dtype=np.float64)  # s0 s1 n vmin vmax fv lv nf
         s0 = np.array([r[1] for r in inner], np.int64)
@@ -176,9 +177,10 @@ def _step_series(
             continue
         fin = np.isfinite(vals)
         v = vals if fin.all() else np.where(fin, vals, np.nan)
-        bi = bucket(st)
+        # one entry per (bucket, stored chunk): a whole chunk may sit between two parts
+        grp = bucket(st) * (len(all_s0) + 1) + np.searchsorted(all_s0, st, side="right")
         one = np.ones(len(st), np.int64)
-        folded = _fold(bi, st, one, v, v, v, v, (~fin).astype(np.int64))
+        folded = _fold(grp, st, one, v, v, v, v, (~fin).astype(np.int64))
         entries.append((*folded, bucket(folded[0])))
     if len(entries) == 1:
         x, n, vmin, vmax, first, last, nonf, _b = entries[0]
