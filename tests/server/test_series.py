@@ -119,3 +119,16 @@ def test_nonfinite_values_in_buckets_match_a_reference(store: Any) -> None:
             f = [fin[s] for s in inb if fin[s] is not None]
             assert got["first"][i] == fin[inb[0]] and got["last"][i] == fin[inb[-1]]
             assert (got["min"][i], got["max"][i]) == ((min(f), max(f)) if f else (None, None))
+
+
+def test_buckets_of_whole_chunks_only(store: Any) -> None:
+    """Buckets that each hold several whole stored chunks (no range end, no split chunk)
+    fold the chunks' aggregates: one entry per bucket with the true first/last/min/max."""
+    values = {s: float((s * 7919) % 1000) for s in range(0, 256 * 64)}
+    _load(store, values)
+    got = series(store, ["r"], ["m"], buckets=4)[0]
+    ref = _reference(values, 4, 0, 10**9)
+    want = [ref[b] for b in sorted(ref)]
+    assert got["x"] == [w[0] for w in want] and len(got["x"]) == 4
+    assert got["first"] == [w[1] for w in want] and got["last"] == [w[4] for w in want]
+    assert got["min"] == [w[2] for w in want] and got["max"] == [w[3] for w in want]

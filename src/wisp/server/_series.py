@@ -154,6 +154,7 @@ def _step_series(
     parts = [(e_st, e_v)]
     entries = []
     all_s0 = np.array([r[1] for r in aggs], np.int64)
+    whole = np.zeros(0, bool)
     if inner:
         ag = np.array([r[1:] for r in inner], dtype=np.float64)  # s0 s1 n vmin vmax fv lv nf
         s0 = np.array([r[1] for r in inner], np.int64)
@@ -164,9 +165,11 @@ def _step_series(
             if len(split) * 2 > len(inner):  # most of them: one range read
                 top = int(ag[~whole][-1, 1])
                 _k, st, _t, vals = read_chunks(dialect, conn, [kid], split[0], top)
-                parts.append(_only_chunks(st, vals, inner, whole))
+                parts.append(_only_chunks(st, vals, inner, whole) if whole.any() else (st, vals))
             else:
                 parts.append(_chunk_points(conn, dialect, kid, split, a, b))
+    has_whole = bool(inner) and bool(whole.any())
+    if has_whole:
         w = ag[whole]
         entries.append(
             (s0[whole], w[:, 2].astype(np.int64), w[:, 3], w[:, 4], w[:, 5], w[:, 6],
@@ -178,11 +181,13 @@ def _step_series(
         fin = np.isfinite(vals)
         v = vals if fin.all() else np.where(fin, vals, np.nan)
         # one entry per (bucket, stored chunk): a whole chunk may sit between two parts
-        grp = bucket(st) * (len(all_s0) + 1) + np.searchsorted(all_s0, st, side="right")
+        grp = bucket(st)
+        if has_whole:  # do not fold across a whole chunk
+            grp = grp * (len(all_s0) + 1) + np.searchsorted(all_s0, st, side="right")
         one = np.ones(len(st), np.int64)
         folded = _fold(grp, st, one, v, v, v, v, (~fin).astype(np.int64))
         entries.append((*folded, bucket(folded[0])))
-    if len(entries) == 1:
+    if len(entries) == 1 and not has_whole:  # one part, already one entry per bucket
         x, n, vmin, vmax, first, last, nonf, _b = entries[0]
     else:
         cols = [np.concatenate(c) for c in zip(*entries, strict=True)]
