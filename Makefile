@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint typecheck bench install clean web chromium api-types
+.PHONY: demo test lint typecheck bench install clean web chromium nginx api-types
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -36,6 +36,11 @@ api-types: $(STAMP)
 chromium:
 	command -v chromium || (apt-get update && apt-get install -y chromium chromium-driver)
 
+# The stateless-servers test puts three `wisp server` processes behind Debian's nginx
+# (run as the test user, with its own prefix and config, on a loopback port).
+nginx:
+	command -v nginx || test -x /usr/sbin/nginx || (apt-get update && apt-get install -y nginx)
+
 install: $(STAMP) web
 
 demo: install web
@@ -49,7 +54,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: install web chromium lint typecheck
+test: install web chromium nginx lint typecheck
 	$(BIN)/python -m pytest
 
 # `make bench` runs every benchmark; `make bench ONLY="sdk media"` runs some.

@@ -43,6 +43,7 @@ class RunBody(TypedDict, total=False):
     metadata: dict[str, Any] | None
     state: str | None
     created_at: float | None
+    by_project: bool | None  # the path is (project, id); address the run by the answer's key
 
 
 # The fields of a RunBody taken as they are from the run file's RUN record.

@@ -181,23 +181,77 @@ def test_upgrade_gives_existing_keys_and_runs_to_an_admin(tmp_path: Path) -> Non
             "visibility": "private",
         }
         assert store.access.orphan_media(1e12) == []  # the old image is referenced by r1
+        run = store.get_run("r1")
+        assert run is not None and (run["id"], run["key"]) == ("r1", "r1")  # keys stay ids
+    finally:
+        store.close()
+
+
+def test_upgrade_indexes_the_files_of_stored_artifact_versions(tmp_path: Path) -> None:
+    """Upgrading to run keys (0003) indexes the blobs stored manifests name, so their bytes
+    stay readable by the readers of their projects, and only by them."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import text
+
+    from wisp.server._db import make_engine
+    from wisp.server._rights import Principal
+    from wisp.server._store import open_store
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(url)
+    cfg = Config()
+    cfg.set_main_option(
+        "script_location",
+        str(Path(__import__("wisp.server._db").server._db.__file__).with_name("migrations")),
+    )
+    sha, ref = "cd" * 32, "ef" * 32
+    manifest = (
+        f'{{"version": 1, "entries": {{"a.bin": {{"digest": "{sha}", "size": 3}}, '
+        f'"b.bin": {{"digest": "{ref}", "ref": "s3://b/k", "size": 1}}}}}}'
+    )
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0002_team")
+        conn.execute(text("INSERT INTO artifacts VALUES (1, 'p', 'net', 'model', 1.0, 1.0)"))
+        conn.execute(
+            text(
+                "INSERT INTO artifact_versions (id, artifact_id, version_index, digest, manifest,"
+                " description, meta, size, file_count, run_id, created_at) VALUES"
+                " (1, 1, 0, :d, :m, '', '{}', 3, 2, NULL, 1.0)"
+            ),
+            {"d": "00" * 32, "m": manifest},
+        )
+    engine.dispose()
+    store = open_store(url)
+    try:
+        alice = store.users.add_user("alice")
+        store.access.set_project("p", ("user", alice), "private")
+        owner = store.users.principal(alice, "read", "key")
+        bob = store.users.add_user("bob")
+        other = store.users.principal(bob, "read", "key")
+        assert isinstance(owner, Principal) and isinstance(other, Principal)
+        assert store.access.readable_blobs(owner, [sha, ref]) == {sha}
+        assert store.access.readable_blobs(other, [sha]) == set()
     finally:
         store.close()
 
 
 def test_csv_export_neutralises_formulas_and_times_are_range_checked(api: Any) -> None:
-    """A string cell starting with = + - @ is exported quoted; an absurd created_at is a 422."""
+    """A string cell or metric key starting with = + - @ is exported quoted; an absurd
+    created_at is a 422."""
     batch = {
         "writer_id": "w",
         "first_seq": 0,
         "records": [
             {"type": 1, "data": {"project": "p"}},
-            history([(0, 1.0, {"s": "=HYPERLINK(1)", "v": -1.5, "t": "@x"})]),
+            history([(0, 1.0, {"s": "=HYPERLINK(1)", "v": -1.5, "t": "@x", "=cmd|x": 2.0})]),
         ],
     }
     assert api.post("/api/v1/runs/r1/records", json=batch).status_code == 200
     csv_text = api.get("/api/v1/runs/r1/history?format=csv").text
     assert "'=HYPERLINK(1)" in csv_text and "'@x" in csv_text and ",-1.5\n" in csv_text
+    assert csv_text.startswith("_step,_timestamp,'=cmd|x,s,t,v\n"), csv_text
     for bad in (1e300, -5.0):
         r = api.put("/api/v1/runs/r2", json={"project": "p", "created_at": bad})
         assert r.status_code == 422 and r.json()["error"]["field"] == "created_at"

@@ -9,32 +9,53 @@ import pytest
 import wisp
 from wisp.errors import ApiError
 from wisp.server import keys_create, users_add
+from wisp.server._store import open_store
 from wisp.testing import Server
 
 
-def test_two_people_one_run_id_never_merge(tmp_path: Path) -> None:
-    """Bob's offline run with Alice's id fails to sync with a clear error; Alice's run is intact."""
+def _log(d: Path, project: str, run_id: str, value: float) -> None:
+    run = wisp.init(project=project, id=run_id, dir=str(d), mode="offline")
+    for step in range(5):
+        wisp.log({"loss": value}, step=step)
+    run.finish()
+
+
+def test_one_run_id_in_two_projects_is_two_runs(tmp_path: Path) -> None:
+    """Alice's and Bob's ``init(id="exp1")`` in their own projects sync as two runs, each
+    found by ``project/exp1``; in one shared project Bob's second exp1 is a clear error."""
     with Server(tmp_path / "srv") as srv:
         for name in ("alice", "bob"):
             users_add(name, db=srv.db_url)
         alice = keys_create("write", "a", db=srv.db_url, user="alice")[1]
         bob = keys_create("write", "b", db=srv.db_url, user="bob")[1]
         for who, key, project, value in (("alice", alice, "pa", 1.0), ("bob", bob, "pb", 9.0)):
-            d = tmp_path / who
-            run = wisp.init(project=project, id="exp1", dir=str(d), mode="offline")
-            for step in range(5):
-                wisp.log({"loss": value}, step=step)
-            run.finish()
-            if who == "alice":
-                wisp.sync([str(d)], server_url=srv.url, api_key=key, follow=False)
-            else:
-                with pytest.raises(ApiError, match=r"run id 'exp1' is taken on this server"):
-                    wisp.sync([str(d)], server_url=srv.url, api_key=key, follow=False)
+            _log(tmp_path / who, project, "exp1", value)
+            wisp.sync([str(tmp_path / who)], server_url=srv.url, api_key=key, follow=False)
         srv.key = alice
         got = srv.get("/runs/exp1")
-        assert got["project"] == "pa" and got["state"] == "finished"
+        assert (got["project"], got["key"], got["state"]) == ("pa", "exp1", "finished")
         assert srv.points("exp1", "loss") == [(s, 1.0) for s in range(5)]
         srv.key = bob
         with pytest.raises(Exception, match="403"):
             srv.get("/runs/exp1")
-        assert srv.get("/projects") == {"projects": []}
+        hers = srv.get("/projects/pb/runs/exp1")
+        assert hers["id"] == "exp1" and hers["key"] != "exp1" and hers["state"] == "finished"
+        assert srv.points(hers["key"], "loss") == [(s, 9.0) for s in range(5)]
+        api = wisp.Api(server_url=srv.url, api_key=bob)
+        run = api.run("bob/pb/exp1")
+        assert (run.id, run.key, run.project) == ("exp1", hers["key"], "pb")
+        assert [row["loss"] for row in run.scan_history(keys=["loss"])] == [9.0] * 5
+        api.close()
+        # one project shared by both: the id is Alice's run there, and stays hers
+        store = open_store(srv.db_url)
+        uid = store.users.add_team("lab")
+        store.users.set_member("lab", "alice", "member")
+        store.users.set_member("lab", "bob", "member")
+        store.access.set_project("shared", ("team", uid), "team")
+        store.close()
+        _log(tmp_path / "a2", "shared", "exp2", 1.0)
+        wisp.sync([str(tmp_path / "a2")], server_url=srv.url, api_key=alice, follow=False)
+        _log(tmp_path / "b2", "shared", "exp2", 9.0)
+        with pytest.raises(ApiError, match=r"run 'exp2' in project 'shared' belongs to another"):
+            wisp.sync([str(tmp_path / "b2")], server_url=srv.url, api_key=bob, follow=False)
+        assert srv.points("exp2", "loss") == [(s, 1.0) for s in range(5)]

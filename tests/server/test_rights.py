@@ -109,11 +109,57 @@ def test_read_matrix(world: World, run_id: str, project: str) -> None:
 
 
 def test_media_follows_the_runs_that_reference_it(world: World) -> None:
-    """An image is readable by whoever may read a run that shows it, and by no one else."""
+    """An image is readable by whoever may read a run that shows it, and by no one else (a
+    signed-in caller's HEAD on one it may not read is a 404: its uploader sends the bytes)."""
     for who, want in zip(WHO, (200, 200, 200, 403, 401), strict=True):
         c = world.client(who)
         assert c.get(f"/api/v1/media/{SHA}.png").status_code == want, who
-        assert c.head(f"/api/v1/media/{SHA}").status_code == want, who
+        assert c.head(f"/api/v1/media/{SHA}").status_code == (404 if want == 403 else want)
+
+
+def test_knowing_a_media_sha_is_not_a_right_to_it(world: World) -> None:
+    """A PUT of a stored blob makes the caller one of its uploaders only with its very bytes."""
+    dave = world.client("outsider")
+    assert dave.put(f"/api/v1/media/{SHA}.png", content=b"").status_code == 422
+    assert dave.put(f"/api/v1/media/{SHA}.png", content=b"not it").status_code == 422
+    assert dave.get(f"/api/v1/media/{SHA}.png").status_code == 403
+    r = dave.put(f"/api/v1/media/{SHA}.png", content=PNG)
+    assert r.status_code == 200 and r.json()["stored"] is False
+    assert dave.get(f"/api/v1/media/{SHA}.png").content == PNG
+
+
+def test_artifact_file_bytes_follow_the_versions_that_name_them(world: World) -> None:
+    """Artifact file bytes are readable by whoever may read a version naming them, or proved
+    holding them by uploading them; a digest alone gives nothing, and commits need the bytes."""
+    data = b"weights of a team model"
+    sha = hashlib.sha256(data).hexdigest()
+    alice, dave = world.client("owner"), world.client("outsider")
+    assert alice.put(f"/api/v1/artifact-files/{sha}", content=data).status_code == 201
+    manifest = {"version": 1, "entries": {"w.bin": {"digest": sha, "size": len(data)}}}
+    body = {"type": "model", "manifest": manifest}
+    r = alice.post("/api/v1/projects/teamp/artifacts/net/versions", json=body)
+    assert r.status_code == 201, r.text
+    for who, want in zip(WHO, (200, 200, 200, 403, 401), strict=True):
+        got = world.client(who).get(f"/api/v1/artifact-files/{sha}")
+        assert got.status_code == want, (who, got.status_code)
+        if want == 200:
+            assert got.content == data
+    assert dave.head(f"/api/v1/artifact-files/{sha}").status_code == 404
+    # the digest alone does not let dave publish the file in his project, then read it
+    missing = dave.post("/api/v1/artifact-files/missing", json={"sha256": [sha]}).json()
+    assert missing == {"missing": [sha]}
+    r = dave.post("/api/v1/projects/daves/artifacts/stolen/versions", json=body)
+    assert r.status_code == 409 and r.json()["error"]["code"] == "missing_files"
+    assert dave.put(f"/api/v1/artifact-files/{sha}", content=b"guess").status_code == 422
+    assert dave.get(f"/api/v1/artifact-files/{sha}").status_code == 403
+    # with the bytes he holds the file too
+    assert dave.put(f"/api/v1/artifact-files/{sha}", content=data).status_code == 200
+    assert dave.post("/api/v1/artifact-files/missing", json={"sha256": [sha]}).json() == {
+        "missing": []
+    }
+    r = dave.post("/api/v1/projects/daves/artifacts/own/versions", json=body)
+    assert r.status_code == 201, r.text
+    assert dave.get(f"/api/v1/artifact-files/{sha}").content == data
 
 
 def test_listing_shows_only_readable_projects(world: World) -> None:
@@ -187,6 +233,46 @@ def test_id_collision_is_an_error_not_a_merge(world: World) -> None:
     assert "daves" not in {
         p["name"] for p in world.client("tina").get("/api/v1/projects").json()["projects"]
     }
+
+
+def test_run_ids_are_unique_per_project(world: World) -> None:
+    """Two users' runs with one id in two projects are two runs (each addressed by its key);
+    within one project the id stays its owner's (409), and a run never moves project."""
+    alice, dave = world.client("owner"), world.client("outsider")
+    by_project = {"project": "daves", "name": "daves-exp", "by_project": True}
+    r = dave.put("/api/v1/runs/a2", json=by_project)
+    assert r.status_code == 200, r.text
+    mine = r.json()["run"]
+    assert mine["id"] == "a2" and mine["key"] != "a2" and mine["project"] == "daves"
+    again = dave.put("/api/v1/runs/a2", json=by_project).json()["run"]
+    assert again["key"] == mine["key"]  # the same run: idempotent
+    batch = {
+        "writer_id": "wa",  # alice's writer id on her a2: another run, another writer
+        "first_seq": 0,
+        "records": [{"type": 1, "data": {"project": "daves"}}, history([(0, 1.0, {"loss": 7.0})])],
+    }
+    assert dave.post(f"/api/v1/runs/{mine['key']}/records", json=batch).json() == {"acked_seq": 1}
+    got = dave.get("/api/v1/projects/daves/runs/a2").json()
+    assert (got["key"], got["name"], got["metric_keys"]) == (mine["key"], "daves-exp", ["loss"])
+    hers = alice.get("/api/v1/projects/priv/runs/a2").json()
+    assert (hers["key"], hers["name"], hers["project"]) == ("a2", "a2", "priv")
+    assert alice.get("/api/v1/runs/a2/writers/wa").json()["acked_seq"] == 2
+    series = alice.get("/api/v1/series?runs=a2&keys=loss").json()["series"][0]
+    assert series["y"] == [0.5]  # dave's 7.0 went to his run only
+    assert dave.get("/api/v1/projects/priv/runs/a2").status_code == 403
+    assert alice.get("/api/v1/projects/priv/runs/nope").status_code == 404
+    rows = dave.get("/api/v1/projects/daves/runs?filter=id = 'a2'").json()["runs"]
+    assert [(x["id"], x["key"]) for x in rows] == [("a2", mine["key"])]
+    # in one project an id is one run: bob may not take alice's a1 in teamp
+    r = world.client("mate").put("/api/v1/runs/a1", json={"project": "teamp", "by_project": True})
+    assert r.status_code == 409 and r.json()["error"]["code"] == "run_owned"
+    # a client addressing runs by key cannot reach dave's a2: refused, not forked or merged
+    r = dave.put("/api/v1/runs/a2", json={"project": "daves"})
+    assert r.status_code == 409, r.text
+    # the owner cannot move a run to another project by naming one
+    r = alice.put("/api/v1/runs/a2", json={"project": "elsewhere"})
+    assert r.status_code == 409 and r.json()["error"]["code"] == "run_in_other_project"
+    assert alice.get("/api/v1/runs/a2").json()["project"] == "priv"
 
 
 def test_writer_id_is_bound_to_its_user(world: World, store: Any) -> None:

@@ -350,6 +350,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project}/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One run by its project and id (ids are unique per project; `key` addresses it) */
+        get: operations["get_project_run"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -1079,6 +1096,8 @@ export interface components {
          */
         RunBody: {
             /** @default null */
+            by_project?: boolean | null;
+            /** @default null */
             config?: {
                 [key: string]: unknown;
             } | null;
@@ -1116,6 +1135,7 @@ export interface components {
             heartbeat_at: number;
             id: string;
             job_type: string | null;
+            key: string;
             metadata: {
                 [key: string]: unknown;
             };
@@ -1177,6 +1197,7 @@ export interface components {
             heartbeat_at: number;
             id: string;
             job_type: string | null;
+            key: string;
             name: string | null;
             notes: string | null;
             project: string;
@@ -1288,6 +1309,7 @@ export interface components {
             heartbeat_at: number;
             id: string;
             job_type: string | null;
+            key: string;
             name: string | null;
             notes: string | null;
             project: string;
@@ -2172,6 +2194,30 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunsPage"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    get_project_run: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunDetail"];
                 };
             };
             "4XX": components["responses"]["Error"];

@@ -96,8 +96,8 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
     .run(runId)
     .then((run) => {
       if (disposed) return;
-      const color = runColors([run.id]).get(run.id)!;
-      const chartRuns = [{ id: run.id, label: run.name ?? run.id, color }];
+      const color = runColors([run.key]).get(run.key)!;
+      const chartRuns = [{ id: run.key, label: run.name ?? run.id, color }];
       const stepMetrics = [...new Set(run.metrics.map((m) => m.step_metric).filter((x): x is string => !!x))];
       let tab = (TABS as readonly string[]).includes(route.params.get("tab") ?? "") ? route.params.get("tab")! : "charts";
       const { el: tools, view } = viewToolbar(route.params, stepMetrics, (v) => {
@@ -120,8 +120,8 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
         sys.filter(search.value);
         patchParams({ q: search.value || null });
       });
-      const media = mediaPanel(run.id);
-      const cons = consolePanel(run.id);
+      const media = mediaPanel(run.key);
+      const cons = consolePanel(run.key);
       const panels: Record<string, HTMLElement> = {
         charts: h("div", {}, grid.el),
         overview: overview(run),
@@ -153,7 +153,7 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
       app.replaceChildren(
         h(
           "section",
-          { class: "run-page", "data-run": run.id },
+          { class: "run-page", "data-run": run.key },
           h("div", { class: "title" }, h("span", { class: "swatch big", style: `background:${color}` }), h("h1", {}, run.name ?? run.id), stateEl, durEl),
           tabBar,
           toolbar,
@@ -208,7 +208,7 @@ export function comparePage(app: HTMLElement, route: Route, project: string): Di
     .then((runs) => {
       if (disposed) return;
       const colors = runColors(ids);
-      const chartRuns = runs.map((r) => ({ id: r.id, label: r.name ?? r.id, color: colors.get(r.id)! }));
+      const chartRuns = runs.map((r) => ({ id: r.key, label: r.name ?? r.id, color: colors.get(r.key)! }));
       const stepMetrics = [...new Set(runs.flatMap((r) => r.metrics.map((m) => m.step_metric)).filter((x): x is string => !!x))];
       const { el: tools, view } = viewToolbar(route.params, stepMetrics, (v) => grid!.setView(v));
       grid = new ChartGrid(chartRuns, view, { syncZoom: true, stepMetric: stepMetricLookup(runs.flatMap((r) => r.metrics)) });
@@ -229,9 +229,9 @@ export function comparePage(app: HTMLElement, route: Route, project: string): Di
         ...runs.map((r) =>
           h(
             "li",
-            { "data-run": r.id },
-            h("span", { class: "swatch", style: `background:${colors.get(r.id)}` }),
-            h("a", { href: href(["p", project, "r", r.id]) }, r.name ?? r.id),
+            { "data-run": r.key },
+            h("span", { class: "swatch", style: `background:${colors.get(r.key)}` }),
+            h("a", { href: href(["p", project, "r", r.key]) }, r.name ?? r.id),
             " ",
             h("span", { class: `state state-${r.state}` }, r.state),
           ),

@@ -80,9 +80,11 @@ function bestTrial(trials: Trial[], goal: string): Trial | null {
   return best;
 }
 
-function runLink(sweep: Sweep, runId: string, onServer: Set<string>): Node {
+/** ``onServer``: the sweep project's run ids on the server -> their keys (what URLs name). */
+function runLink(sweep: Sweep, runId: string, onServer: Map<string, string>): Node {
   const project = sweep.project;
-  if (project && onServer.has(runId)) return h("a", { href: href(["p", project, "r", runId]) }, runId);
+  const key = onServer.get(runId);
+  if (project && key) return h("a", { href: href(["p", project, "r", key]) }, runId);
   return h("span", { title: "not uploaded (yet)" }, runId);
 }
 
@@ -231,7 +233,7 @@ function importancePanel(imp: Importance | null): HTMLElement {
   return el;
 }
 
-function runsTable(sweep: Sweep, trials: Trial[], onServer: Set<string>): HTMLElement {
+function runsTable(sweep: Sweep, trials: Trial[], onServer: Map<string, string>): HTMLElement {
   const flats = trials.map(flatParams);
   const keys = [...new Set(flats.flatMap((f) => Object.keys(f)))];
   const head = ["#", "run", "state", sweep.config.metric?.name ?? "value", ...keys];
@@ -274,7 +276,7 @@ export function sweepPage(app: HTMLElement, sweepId: string): Dispose {
     if (disposed) return;
     const metric = sweep.config.metric?.name ?? "value";
     const goal = sweep.config.metric?.goal ?? "minimize";
-    const onServer = new Set(runs.map((r) => r.id));
+    const onServer = new Map(runs.filter((r) => r.project === sweep.project).map((r) => [r.id, r.key]));
     const best = bestTrial(trials, goal);
     const facts = `${sweep.config.method ?? ""} · ${metric} (${goal}) · ${sweep.state} · ${trials.length} trials`;
     app.replaceChildren(

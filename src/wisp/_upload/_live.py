@@ -68,7 +68,7 @@ def attach(run: Run) -> None:
             break
         up.registered.wait(min(left, 0.02))
     if up.registered.is_set():
-        run.url = f"{client.server_url}/runs/{run.id}"
+        run.url = f"{client.server_url}/runs/{up.key or run.id}"
     elif up.error is not None:
         import warnings
 

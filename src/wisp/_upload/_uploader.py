@@ -158,6 +158,7 @@ class Uploader:
         self._finish_seen = False
         self._known_media: set[str] = set()
         self.run_id: str | None = None
+        self.key: str | None = None  # the server's key of the run (ids are per project)
         self.registered = threading.Event()
         self.ended = threading.Event()  # the upload thread has stopped (done or failed)
         self.crashed = False  # set by sync for a dead process: register the run as crashed
@@ -336,17 +337,17 @@ class Uploader:
 
     def _maybe_heartbeat(self) -> None:
         hb = self.heartbeat_interval
-        if hb is None or self.run_id is None or not self.registered.is_set():
+        if hb is None or self.key is None or not self.registered.is_set():
             return
         if self.clock() - self._last_contact >= hb:
-            self.client.heartbeat(self.run_id)
+            self.client.heartbeat(self.key)
             self._last_contact = self.clock()
 
     def _mark_done(self) -> None:
-        assert self.run_id is not None
+        assert self.key is not None
         self.rejected += upload_segments(
             self.client,
-            self.run_id,
+            self.key,
             self.run_dir,
             encode=lambda w, s, b: self._encode(w, s, b, main=False),
             wire=self._wire,
@@ -354,7 +355,7 @@ class Uploader:
             compress=self.compress,
         )
         if self.retry_rejected:
-            self.recovered += retry_rejected(self.client, self.run_id, self.run_dir)
+            self.recovered += retry_rejected(self.client, self.key, self.run_dir)
             self.retry_rejected = False
         if self.crashed and self.run_id is not None:
             # the run records said "running": tell the server no finish record will come
@@ -377,13 +378,16 @@ class Uploader:
         return True
 
     def _register(self) -> bool:
+        """``PUT`` the run by its project and id; the answer's ``key`` addresses it from then
+        on (run ids are unique per project, the key on the server)."""
         try:
             run_id, body = describe_run(self.path, crashed=self.crashed)
         except FileNotFoundError:
             return False  # the RUN record is not on disk yet
         self.run_id = run_id
+        body["by_project"] = True
         try:
-            self.client.put_run(run_id, body)
+            answer = self._put(run_id, body)
         except FatalApiError as exc:
             if exc.status != 422:
                 raise
@@ -391,10 +395,23 @@ class Uploader:
             # the run without them (the CONFIG records follow; a refused one is set aside)
             log.info("wisp: run %s registered without config/metadata (%s)", run_id, exc)
             bare = {k: v for k, v in body.items() if k not in ("config", "metadata")}
-            self.client.put_run(run_id, cast("RunBody", bare))
+            answer = self._put(run_id, cast("RunBody", bare))
+        run = answer.get("run")
+        key = run.get("key") if isinstance(run, dict) else None
+        self.key = key if isinstance(key, str) and key else run_id
         self._last_contact = self.clock()
         self.registered.set()
         return True
+
+    def _put(self, run_id: str, body: RunBody) -> dict[str, Any]:
+        try:
+            return self.client.put_run(run_id, body)
+        except FatalApiError as exc:
+            if exc.status != 422 or "by_project" not in str(exc):
+                raise
+            # a server from before run keys: the path is the key
+            old = {k: v for k, v in body.items() if k != "by_project"}
+            return self.client.put_run(run_id, cast("RunBody", old))
 
     def _fill(self) -> None:
         for rec in self.tail.read(self.batch_bytes):
@@ -423,9 +440,9 @@ class Uploader:
             batch.append(rec)
             size += len(rec.payload) + 24
         body = self._encode(writer_id, first_seq, batch)
-        assert self.run_id is not None
+        assert self.key is not None
         try:
-            answer = self.client.post_records(self.run_id, body, gzip=self.compress)
+            answer = self.client.post_records(self.key, body, gzip=self.compress)
         except FatalApiError as exc:
             if exc.status == 422:
                 if len(batch) > 1:  # bisect: the refused record(s) end up alone
@@ -485,8 +502,8 @@ class Uploader:
             self._set_aside[rec.offset] = (RecordType.WARNING, placeholder(entry))
         else:
             self._set_aside[rec.offset] = (RecordType.HISTORY, good)
-            if self.run_id is not None:
-                side_warning(self.client, self.run_id, entry)
+            if self.key is not None:
+                side_warning(self.client, self.key, entry)
         self.rejected += 1
         log.warning(
             "wisp: the server refused a %s record of run %s (%s); it is set aside in %s "

@@ -105,12 +105,13 @@ class Api:
         return Runs(self._backend, project, to_source(filters), order, per_page)
 
     def run(self, path: str) -> Run:
-        """One run by ``"project/run_id"`` (or ``"run_id"``)."""
+        """One run by ``"entity/project/run_id"``, ``"project/run_id"`` (run ids are unique
+        per project) or ``"run_key"`` (the server's key of a run, ``Run.key``)."""
         if not isinstance(path, str) or not path:
             raise UsageError(f"run() needs 'project/run_id', got {path!r}")
         project, _, run_id = path.rpartition("/")
-        project = project.rsplit("/", 1)[-1]
-        data = self._backend.get_run(run_id)
+        project = project.rsplit("/", 1)[-1]  # "entity/project/id": the project names it
+        data = self._backend.get_run(run_id, project or None)
         if project and data.get("project") != project:
             from wisp.errors import NotFoundError
 

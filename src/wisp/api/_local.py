@@ -85,15 +85,20 @@ class LocalBackend:
             "_dir": data.dir,
         }
 
-    def _find(self, run_id: str) -> Any:
+    def _find(self, run_id: str, project: str | None = None) -> Any:
+        """The run with id ``run_id`` (in ``project`` when given: ids are unique per project)."""
+
+        def match(data: Any) -> bool:
+            return bool(data.id == run_id and (project is None or data.project == project))
+
         for d in self._dirs():
             if d.rstrip("/").endswith("-" + run_id):
                 data = self._open(d)
-                if data.id == run_id:
+                if match(data):
                     return data
         for d in self._dirs():
             data = self._open(d)
-            if data.id == run_id:
+            if match(data):
                 return data
         raise NotFoundError(f"run {run_id!r} not found under {self.root}")
 
@@ -145,8 +150,8 @@ class LocalBackend:
         ordered = nums + texts + sorted(missing, key=lambda r: r["id"])
         return ordered[offset : offset + limit], len(runs)
 
-    def get_run(self, run_id: str) -> dict[str, Any]:
-        return self._dict(self._find(run_id))
+    def get_run(self, run_id: str, project: str | None = None) -> dict[str, Any]:
+        return self._dict(self._find(run_id, project))
 
     def metric_keys(self, run_id: str) -> list[str]:
         data = self._find(run_id)

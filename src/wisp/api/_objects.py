@@ -70,7 +70,14 @@ class Run:
 
     @property
     def id(self) -> str:
+        """The run's id (unique in its project)."""
         return str(self._data["id"])
+
+    @property
+    def key(self) -> str:
+        """The server's key of the run (unique on the server): the id unless another project
+        had a run with this id first."""
+        return str(self._data.get("key") or self._data["id"])
 
     @property
     def project(self) -> str:
@@ -161,18 +168,18 @@ class Run:
         if self._summary is not None and self._summary != (self._data.get("summary") or {}):
             body["summary"] = self._summary
         if body:
-            self._data = self._backend.edit(self.id, body)
+            self._data = self._backend.edit(self.key, body)
             self._summary = None
         self._dirty = {}
 
     def delete(self) -> None:
         """Delete the run and all its data (needs a write key)."""
-        self._backend.delete(self.id)
+        self._backend.delete(self.key)
 
     # -- histories -----------------------------------------------------------------------------
 
     def _keys(self, keys: list[str] | str | None) -> list[str]:
-        have: list[str] = self._backend.metric_keys(self.id)
+        have: list[str] = self._backend.metric_keys(self.key)
         if keys is None:
             return have
         if isinstance(keys, str):
@@ -206,7 +213,7 @@ class Run:
         x = _X_AXES.get(x_axis, x_axis)
         if x not in ("step", "time", "relative"):
             self._keys([x])
-        series = self._backend.series(self.id, ks, x, samples)
+        series = self._backend.series(self.key, ks, x, samples)
         rows: dict[Any, dict[str, Any]] = {}
         for s in series:
             key = s["key"]
@@ -241,14 +248,14 @@ class Run:
         if not isinstance(page_size, int) or page_size < 1:
             raise UsageError(f"page_size must be a positive int, got {page_size!r}")
         rows: Iterator[dict[str, Any]] = self._backend.scan(
-            self.id, ks, min_step, max_step, page_size
+            self.key, ks, min_step, max_step, page_size
         )
         return rows
 
     # -- files ---------------------------------------------------------------------------------
 
     def files(self) -> list[File]:
-        return [File(self._backend, self.id, f) for f in self._backend.files(self.id)]
+        return [File(self._backend, self.key, f) for f in self._backend.files(self.key)]
 
     def file(self, name: str) -> File:
         for f in self.files():
@@ -336,7 +343,7 @@ class Runs:
             raise UsageError(f"format must be 'pandas', 'arrow' or 'polars', got {format!r}")
         if isinstance(keys, str):
             keys = [keys]
-        ids = [r.id for r in self]
+        ids = [r.key for r in self]
         from wisp.api._tables import build
 
         parts = self._backend.export(ids, keys, min_step, max_step, max(1, batch_runs))
@@ -356,7 +363,7 @@ class Runs:
         pq = need("pyarrow.parquet", "to_parquet()")
         if isinstance(keys, str):
             keys = [keys]
-        ids = [r.id for r in self]
+        ids = [r.key for r in self]
         if keys is None:
             union: set[str] = set()
             for rid in ids:

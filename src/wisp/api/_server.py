@@ -56,12 +56,18 @@ class ServerBackend:
             raise
         return list(doc.get("runs", [])), int(doc.get("total", 0))
 
-    def get_run(self, run_id: str) -> dict[str, Any]:
+    def get_run(self, run_id: str, project: str | None = None) -> dict[str, Any]:
+        """The run with key ``run_id``, or with id ``run_id`` in ``project``."""
+        path = f"/runs/{q(run_id)}"
+        if project is not None:
+            path = f"/projects/{q(project)}/runs/{q(run_id)}"
         try:
-            doc = self.http.json("GET", f"/runs/{q(run_id)}")
+            doc = self.http.json("GET", path)
         except FatalApiError as exc:
+            if exc.status == 404 and project is not None and "no endpoint" in str(exc):
+                return self.get_run(run_id)  # a server from before run keys: ids are keys
             raise self._not_found(exc, f"run {run_id!r}") from None
-        self._keys[run_id] = list(doc.get("metric_keys", []))
+        self._keys[str(doc.get("key") or run_id)] = list(doc.get("metric_keys", []))
         return doc
 
     def metric_keys(self, run_id: str) -> list[str]:

@@ -155,7 +155,9 @@ def _parser() -> argparse.ArgumentParser:
         help="send records the server refused (set aside in rejected.jsonl) again",
     )
     sp.add_argument("--server", default=None, help="server URL (default: the configured one)")
-    sp.add_argument("--key", default=None, help="API key (default: the configured one)")
+    sp.add_argument(
+        "--key", default=None, help="API key (visible in ps: prefer --key-file, stdin or env)"
+    )
     sp.add_argument("--key-file", default=None, help="read the key from a file ('-': stdin)")
     dir_opt(sp)
 
@@ -238,7 +240,10 @@ def _parser() -> argparse.ArgumentParser:
     art = sp.add_subparsers(dest="artifact_command", metavar="ACTION", required=True)
     remote = argparse.ArgumentParser(add_help=False)
     remote.add_argument("--server", default=None, help="server URL (default: the configured one)")
-    remote.add_argument("--key", default=None, help="API key (default: the configured one)")
+    remote.add_argument(
+        "--key", default=None, help="API key (visible in ps: prefer --key-file or WISP_API_KEY)"
+    )
+    remote.add_argument("--key-file", default=None, help="read the key from a file ('-': stdin)")
     remote.add_argument("--project", default=None, help="project (default: $WISP_PROJECT)")
     a = art.add_parser("put", parents=[remote], help="log a file or folder as a new version")
     a.add_argument("path", metavar="PATH")

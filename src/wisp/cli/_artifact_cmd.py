@@ -18,7 +18,10 @@ def _client(args: argparse.Namespace, needed: bool) -> Any:
 
     s = Settings.resolve()
     url = args.server or s.server_url
-    key = args.key if args.key is not None else s.api_key
+    from wisp.cli._remote import key_from_file
+
+    key = key_from_file(getattr(args, "key_file", None)) or args.key
+    key = key if key is not None else s.api_key
     if not url or (s.mode == "offline" and not args.server):
         if needed:
             raise CliError(

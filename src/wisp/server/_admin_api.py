@@ -9,7 +9,6 @@ through :mod:`._rights`.  Every change is written to the audit log.
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, ClassVar
 
 import msgspec
@@ -217,7 +216,6 @@ class AdminApi:
     def __init__(self, store: Store, settings: ServerSettings, blobs: BlobStore) -> None:
         self.store = store
         self.settings = settings
-        self.fails: dict[str, list[float]] = {}  # "u:name" / "a:addr" -> failed sign-ins
 
     async def _log(self, request: Request, action: str, target: str, status: int = 200) -> None:
         addr = request.client.host if request.client else ""
@@ -225,15 +223,19 @@ class AdminApi:
             self.store.access.audit, principal_of(request), action, target, status, addr
         )
 
-    def _failures(self, key: str, now: float) -> bool:
-        """Whether ``key`` (a user name or an address) failed too often lately."""
-        recent = [t for t in self.fails.get(key, ()) if t > now - _FAIL_WINDOW]
-        if recent:
-            self.fails[key] = recent
-        else:
-            self.fails.pop(key, None)
-        limit = _FAIL_LIMIT if key.startswith("u:") else 5 * _FAIL_LIMIT
-        return len(recent) >= limit
+    def _limit(self, key: str) -> tuple[float, float]:
+        """(rate, burst) of the failed sign-ins bucket ``key`` (``u:name`` or ``a:addr``)."""
+        burst = float(_FAIL_LIMIT if key.startswith("u:") else 5 * _FAIL_LIMIT)
+        return burst / _FAIL_WINDOW, burst
+
+    def _failed_too_often(self, keys: list[str]) -> bool:
+        """Whether a user name or an address failed to sign in too often lately (the buckets
+        are in the database: every server process counts the same failures)."""
+        return any(self.store.limits.left(k, *self._limit(k)) < 1.0 for k in keys)
+
+    def _failed(self, keys: list[str]) -> None:
+        for k in keys:
+            self.store.limits.take(k, *self._limit(k))
 
     def _secure(self, request: Request) -> bool:
         return self.settings.tls or request.url.scheme == "https"
@@ -255,14 +257,12 @@ class AdminApi:
             raise Problem(403, "csrf", "cross-site sign-in refused (Origin does not match Host)")
         body = r.body
         addr = request.client.host if request.client else ""
-        now = time.monotonic()
-        tries = [k for k in (f"u:{body.name[:64]}", f"a:{addr}") if self._failures(k, now)]
-        if tries:
+        keys = [f"u:{body.name[:64]}", f"a:{addr}"]
+        if await run_in_threadpool(self._failed_too_often, keys):
             raise Problem(429, "rate_limited", "too many failed sign-ins: wait a few minutes")
         uid = await run_in_threadpool(self.store.users.check_login, body.name, body.password)
         if uid is None:
-            for k in (f"u:{body.name[:64]}", f"a:{addr}"):
-                self.fails.setdefault(k, []).append(now)
+            await run_in_threadpool(self._failed, keys)
             await self._log(request, "auth.login_failed", body.name[:64], 401)
             raise Problem(401, "unauthorized", "wrong user name or password")
         token, csrf = await run_in_threadpool(self.store.users.new_session, uid)

@@ -21,7 +21,7 @@ from wisp.server import _types as T
 from wisp.server._auth import readable_projects
 from wisp.server._blobs import BlobStore, open_blob_store
 from wisp.server._filter import TREE_VERSION
-from wisp.server._http import json_response, read_batch
+from wisp.server._http import check_possession, json_response, read_batch
 from wisp.server._ingest import check_project, check_run_fields, prepare_records
 from wisp.server._problem import Problem, check_id, clean_json, clean_str, invalid
 from wisp.server._query import filter_tree, list_runs
@@ -94,7 +94,8 @@ class Api:
                 cols[col] = clean_json(body[src], src)
         if body.get("state") is not None:
             cols["state"] = body["state"]
-        run = await run_in_threadpool(self.store.put_run, r.path.run_id, cols)
+        by_project = body.get("by_project") is True
+        run = await run_in_threadpool(self.store.put_run, r.path.run_id, cols, by_project)
         return json_response({"run": run})
 
     @endpoint(
@@ -208,13 +209,14 @@ class Api:
     async def put_media(self, r: In) -> Response:
         sha, suffix = self._sha(r.path)
         request = r.request
-        if await run_in_threadpool(self.store.media_known, sha) is not None and (
-            await run_in_threadpool(self.blobs.exists, sha)
-        ):
-            return json_response({"sha256": sha, "stored": False}, 200)
         if request.headers.get("content-encoding", "identity").lower() not in ("identity", ""):
             raise Problem(415, "unsupported_encoding", "media bodies are sent as raw bytes")
         limit = self.settings.max_media_bytes
+        if await run_in_threadpool(self.store.media_known, sha) is not None and (
+            await run_in_threadpool(self.blobs.exists, sha)
+        ):
+            await check_possession(request, sha, limit)
+            return json_response({"sha256": sha, "stored": False}, 200)
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise Problem(413, "too_large", f"media larger than {limit} bytes")
@@ -288,6 +290,22 @@ class Api:
     )
     async def get_run(self, r: In) -> Response:
         return json_response(await self._need_run(r.path.run_id))
+
+    @endpoint(
+        "GET",
+        "/projects/{project}/runs/{run_id}",
+        scope="read",
+        summary="One run by its project and id (ids are unique per project; `key` addresses it)",
+        path_params=T.ProjectRunPath,
+        responses={200: T.RunDetail},
+    )
+    async def get_project_run(self, r: In) -> Response:
+        p: T.ProjectRunPath = r.path
+        project = check_project(p.project, "project")
+        key = await run_in_threadpool(self.store.runs.key_of, project, p.run_id)
+        if key is None:
+            raise Problem(404, "run_not_found", f"no run {p.run_id!r} in {project!r}", "run_id")
+        return json_response(await self._need_run(key))
 
     @endpoint(
         "GET",

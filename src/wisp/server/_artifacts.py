@@ -17,8 +17,9 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from wisp.artifacts._manifest import check_manifest, check_name, manifest_digest
 from wisp.server import _artifacts_types as A
 from wisp.server import _types as T
+from wisp.server._auth import principal_of
 from wisp.server._blobs import BlobStore
-from wisp.server._http import json_response
+from wisp.server._http import check_possession, json_response
 from wisp.server._ingest import check_project
 from wisp.server._problem import Problem, check_id, clean_json, invalid
 from wisp.server._routes import RAW, In, endpoint
@@ -56,12 +57,19 @@ class ArtifactApi:
 
     def __init__(self, store: Store, settings: ServerSettings, blobs: BlobStore) -> None:
         self.art = store.artifacts
+        self.access = store.access
+        self.runs = store.runs
         self.blobs = blobs
         self.settings = settings
 
     @staticmethod
     def _path(p: Any) -> tuple[str, str]:
         return check_project(p.project, "project"), _name(p.name, "name")
+
+    def _run_key(self, project: str, run_id: str) -> str:
+        """The key of the run with id ``run_id`` in ``project`` (lineage names runs by key);
+        ``run_id`` itself when that project has no such run (a run of another project)."""
+        return self.runs.key_of(project, run_id) or run_id
 
     # -- files -----------------------------------------------------------------------------
 
@@ -80,14 +88,16 @@ class ArtifactApi:
         for s in req.sha256:
             if not _SHA.fullmatch(s):
                 raise invalid("sha256", f"expected 64 lowercase hex digits, got {s[:80]!r}")
-        known = await run_in_threadpool(self.art.files_known, req.sha256)
+        return json_response({"missing": await run_in_threadpool(self._lacking, r, req.sha256)})
 
-        def lacking() -> list[str]:
-            return [
-                s for s in dict.fromkeys(req.sha256) if s not in known or not self.blobs.exists(s)
-            ]
-
-        return json_response({"missing": await run_in_threadpool(lacking)})
+    def _lacking(self, r: In, shas: list[str]) -> list[str]:
+        """Those of ``shas`` the server lacks, or holds but the caller may not read (it sends
+        them, proving it has the bytes: see ``_http.check_possession``)."""
+        known = self.art.files_known(shas)
+        readable = self.access.readable_blobs(
+            principal_of(r.request), [s for s in shas if s in known]
+        )
+        return [s for s in dict.fromkeys(shas) if s not in readable or not self.blobs.exists(s)]
 
     @endpoint(
         "PUT",
@@ -102,12 +112,13 @@ class ArtifactApi:
     async def put_artifact_file(self, r: In) -> Response:
         sha = r.path.sha256
         request = r.request
+        if request.headers.get("content-encoding", "identity").lower() not in ("identity", ""):
+            raise Problem(415, "unsupported_encoding", "artifact files are sent as raw bytes")
         if await run_in_threadpool(self.blobs.exists, sha) and (
             await run_in_threadpool(self.art.file_size, sha) is not None
         ):
+            await check_possession(request, sha, MAX_FILE_BYTES)
             return json_response({"sha256": sha, "stored": False}, 200)
-        if request.headers.get("content-encoding", "identity").lower() not in ("identity", ""):
-            raise Problem(415, "unsupported_encoding", "artifact files are sent as raw bytes")
         with self.blobs.writer(sha, MAX_FILE_BYTES) as blob:  # 422 on a wrong hash
             async for chunk in request.stream():
                 blob.write(chunk)
@@ -171,11 +182,7 @@ class ArtifactApi:
         entries = req.manifest["entries"]
         shas = sorted({e["digest"] for e in entries.values() if e.get("ref") is None})
 
-        def lacking() -> list[str]:
-            known = self.art.files_known(shas)
-            return [s for s in shas if s not in known or not self.blobs.exists(s)]
-
-        missing = await run_in_threadpool(lacking)
+        missing = await run_in_threadpool(self._lacking, r, shas)
         if missing:
             raise Problem(
                 409,
@@ -196,7 +203,7 @@ class ArtifactApi:
                 description=req.description,
                 metadata=meta,
                 aliases=list(dict.fromkeys(req.aliases)),
-                run_id=req.run_id,
+                run_id=None if req.run_id is None else self._run_key(project, req.run_id),
             )
 
         try:
@@ -290,7 +297,8 @@ class ArtifactApi:
         check_id(req.run_id, "run_id")
         if not _SHA.fullmatch(req.digest):
             raise invalid("digest", "expected 64 lowercase hex digits")
-        v = await run_in_threadpool(self.art.use, project, name, req.digest, req.run_id)
+        key = await run_in_threadpool(self._run_key, project, req.run_id)
+        v = await run_in_threadpool(self.art.use, project, name, req.digest, key)
         if v is None:
             raise Problem(
                 404, "version_not_found", f"no version of {project}/{name} with that digest"

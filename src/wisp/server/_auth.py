@@ -6,16 +6,17 @@ header (only from configured proxy addresses), else anonymous; CSRF for cookie a
 sessions (the ``X-CSRF-Token`` header must equal the session's token, and a cross-site
 ``Origin`` is refused); then :data:`RULES`, a table of (method, route) -> (scope, what the
 route touches) decided by :mod:`._rights` — a run's project from the path, a project from
-the path, the runs of ``?runs=``, a media blob.  Writes to runs are checked again by the
-store inside its transaction (ownership, :mod:`._store_projects`), with the caller in
-:data:`._rights.ACTOR`.  Media answers get ``nosniff``, a restrictive CSP and
+the path, the runs of ``?runs=``, a media or artifact blob (readable by its uploaders and
+by readers of a run or artifact version naming it; ``HEAD`` on one the caller may not read
+is a 404, so the client sends the bytes and so proves it has them).  Writes to runs are
+checked again by the store inside its transaction (ownership, :mod:`._store_projects`),
+with the caller in :data:`._rights.ACTOR`.  Media answers get ``nosniff``, a restrictive CSP and
 ``attachment`` for non-media types; admin actions and run writes go to the audit log.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
@@ -82,7 +83,7 @@ RULES = (
     _r("GET HEAD", r"/media/(?P<sha>[0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?", "read", "media"),
     _r("PUT", r"/media/(?P<sha>[0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?", "write", "upload"),
     _r("GET HEAD", "/projects", "read", "none"),
-    _r("GET HEAD", "/projects/(?P<project>[^/]+)/runs", "read", "project"),
+    _r("GET HEAD", "/projects/(?P<project>[^/]+)/runs(/[^/]+)?", "read", "project"),
     _r("GET HEAD", "/series", "read", "runs_query"),
     _r("GET HEAD", "/filter/parse", "read", "none"),
     _r("PATCH DELETE", f"/runs/{_RUN}", "write", "run_admin", "run.edit"),
@@ -108,11 +109,11 @@ RULES = (
         "project_write",
     ),
     _r("GET HEAD", f"/runs/{_RUN}/artifacts", "read", "run"),
-    # artifact file bytes are content-addressed (the sha256 is the capability): any signed-in
-    # reader may fetch a file by its digest; uploads count against the uploader's quota
+    # artifact file bytes: readable by their uploaders and by whoever may read a version that
+    # names them (knowing the sha256 is not enough); uploads count against the quota
     _r("POST", "/artifact-files/missing", "write", "none"),
     _r("PUT", r"/artifact-files/(?P<sha>[0-9a-f]{64})", "write", "upload"),
-    _r("GET HEAD", r"/artifact-files/[0-9a-f]{64}", "read", "none"),
+    _r("GET HEAD", r"/artifact-files/(?P<sha>[0-9a-f]{64})", "read", "blob"),
     _r("POST", "/auth/login", "public", "none"),
     _r("POST", "/auth/logout", "public", "none"),
     _r("GET HEAD", "/auth/me", "public", "none"),
@@ -170,8 +171,6 @@ class AuthMiddleware:
         self.settings = settings
         self.hosts = settings.host_allow_list()
         self.proxies = settings.trusted_proxy_networks()
-        self.buckets: dict[str, tuple[float, float]] = {}  # key id -> (tokens, at)
-        self.clock = time.monotonic
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -186,7 +185,7 @@ class AuthMiddleware:
             scope["wisp_principal"] = principal
             scope["wisp_auth"] = self
             if principal.key_id is not None:
-                self._throttle(principal.key_id)
+                await run_in_threadpool(self._throttle, principal.key_id)
             await self._authorize(scope, principal, rule, params, headers)
         except Problem as p:
             await json_response(p.body(), p.status)(scope, receive, send)
@@ -224,19 +223,11 @@ class AuthMiddleware:
         await run_in_threadpool(self.store.access.audit, principal, action, target, status, addr)
 
     def _throttle(self, key_id: str) -> None:
-        """A token bucket per API key: ``key_rate`` requests a second, bursts of twice that."""
+        """A token bucket per API key, in the database (every server process shares it):
+        ``key_rate`` requests a second, bursts of twice that."""
         rate = self.settings.key_rate
-        if rate <= 0:
-            return
-        now = self.clock()
-        tokens, last = self.buckets.get(key_id, (2.0 * rate, now))
-        tokens = min(2.0 * rate, tokens + (now - last) * rate)
-        if tokens < 1.0:
-            self.buckets[key_id] = (tokens, now)
+        if rate > 0 and not self.store.limits.take(f"k:{key_id}", rate, 2.0 * rate):
             raise Problem(429, "rate_limited", f"more than {rate:g} requests a second with one key")
-        self.buckets[key_id] = (tokens - 1.0, now)
-        if len(self.buckets) > 100_000:
-            self.buckets.clear()
 
     # -- the steps ----------------------------------------------------------------------------
 
@@ -364,9 +355,11 @@ class AuthMiddleware:
             qs = parse_qs(scope.get("query_string", b"").decode("latin-1"))
             ids = [r for v in qs.get("runs", []) for r in v.split(",") if r][:1000]
             await run_in_threadpool(self._need_runs_read, p, ids)
-        elif rule.touches == "media":
+        elif rule.touches in ("media", "blob"):
             if not await run_in_threadpool(self.store.access.can_read_media, p, params["sha"]):
-                raise deny_read(p, f"media {params['sha']}")
+                if scope["method"] == "HEAD" and not p.anonymous:  # the client sends the bytes
+                    raise Problem(404, "not_found", f"no readable file {params['sha']}", "sha256")
+                raise deny_read(p, f"file {params['sha']}")
         elif rule.touches == "upload":
             await run_in_threadpool(self._check_quota, p, headers)
         if path in ("/api/v1/projects", "/api/v1/sweeps") and scope["method"] in _SAFE:

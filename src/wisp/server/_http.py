@@ -16,6 +16,7 @@ from starlette.responses import Response
 from wisp.server._problem import Problem
 
 __all__ = [
+    "check_possession",
     "json_response",
     "loads",
     "read_batch",
@@ -80,6 +81,22 @@ async def read_body(request: Request, limit: int) -> bytearray:
     except zlib.error as e:
         raise Problem(400, "bad_gzip", f"gzip body could not be decoded: {e}") from None
     return parts
+
+
+async def check_possession(request: Request, sha: str, limit: int) -> None:
+    """The body of a PUT of a blob the server holds already: hashed, not stored.  The caller
+    proves it has the bytes before it is counted among the blob's uploaders (who may read
+    it): knowing a sha256 is not a right to its bytes.  422 when the bytes differ."""
+    import hashlib
+
+    h, n = hashlib.sha256(), 0
+    async for chunk in request.stream():
+        n += len(chunk)
+        if n > limit:
+            raise Problem(413, "too_large", f"body larger than {limit} bytes")
+        h.update(chunk)
+    if h.hexdigest() != sha:
+        raise Problem(422, "hash_mismatch", "the body's sha256 does not match the URL", "sha256")
 
 
 def loads(body: bytes | bytearray) -> Any:

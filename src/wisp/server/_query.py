@@ -60,7 +60,7 @@ class _Field:
         cols = {
             "state": store.state_expr(),
             "name": r.name,
-            "id": r.id,
+            "id": r.given_id,
             "notes": r.notes,
             "group": r.run_group,
             "job_type": r.job_type,

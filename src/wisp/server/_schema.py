@@ -29,6 +29,12 @@ downsampling reads instead of the points: ``n``, ``vmin``/``vmax`` over finite v
 About 10 bytes a point on disk instead of ~106 (docs/server.md, "Scale").  On PostgreSQL
 ``toast_tuple_target`` keeps a chunk row (at most ~6 KiB) in its heap page, uncompressed
 and not TOASTed.  ``metric_keys.id`` and ``chunks.key_id`` are 64-bit on PostgreSQL.
+
+Schema version 4 (Alembic ``0003_runkeys``): ``runs.id`` is the server's *run key* (every
+other ``run_id`` column and ``/runs/{key}`` URL name it); ``runs.given_id`` is the id the
+client chose, unique per project; ``runs.gen`` a random token per run row (caches of a
+run's rows key on it, so a run deleted and logged again under the same key is another
+run); ``rate_limits`` the token buckets shared by every server process.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 __all__ = ["SCHEMA_VERSION", "metadata"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BIGID = BigInteger().with_variant(Integer(), "sqlite")  # INTEGER PRIMARY KEY is 64-bit
 JSONT = JSON().with_variant(JSONB(), "postgresql")
 
@@ -77,7 +83,10 @@ runs = Table(
     Column("exit_code", Integer, nullable=True),
     Column("last_seen", Float, nullable=False),
     Column("owner_id", Integer, nullable=True),
+    Column("given_id", String(64), nullable=False),
+    Column("gen", String(16), nullable=True),
     Index("ix_runs_project_created", "project", "created_at"),
+    UniqueConstraint("project", "given_id", name="uq_runs_project_given"),
 )
 
 writers = Table(
@@ -268,4 +277,13 @@ media_refs = Table(
     Column("sha256", String(64), nullable=False),
     Column("run_id", String(64), nullable=False),
     PrimaryKeyConstraint("sha256", "run_id"),
+)
+
+rate_limits = Table(
+    "rate_limits",
+    metadata,
+    Column("name", String(200), primary_key=True),
+    Column("tokens", Float, nullable=False),
+    Column("at", Float, nullable=False),
+    Index("ix_rate_limits_at", "at"),
 )

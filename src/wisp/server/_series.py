@@ -446,7 +446,7 @@ def export_history(store: Any, run_id: str, fmt: str, keys: list[str] | None) ->
         return
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(["_step", "_timestamp", *cols])
+    w.writerow(["_step", "_timestamp", *(_csv_cell(c) for c in cols)])  # keys too
     for n, (step, t, vals) in enumerate(rows, 1):
         w.writerow([step, t, *(_csv_cell(vals.get(c)) for c in cols)])
         if n % 1000 == 0:

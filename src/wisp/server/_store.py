@@ -12,7 +12,12 @@ differences in :mod:`._dialect`), runs the Alembic migrations and returns a
 - :mod:`._store_users` (users, teams, members, sessions),
 - :mod:`._store_projects` (projects and their rights, the runs' write guard, media
   owners and references, the audit log),
-- :mod:`._store_artifacts` (artifacts, versions, aliases, lineage; bytes in :mod:`._blobs`).
+- :mod:`._store_artifacts` (artifacts, versions, aliases, lineage; bytes in :mod:`._blobs`),
+- :mod:`._store_limits` (rate limits shared by every server process).
+
+Nothing a request depends on is kept in a server process (sessions, rate limits, cursors
+are rows; the one cache, metric-key ids, is keyed so it is never stale), so any number of
+processes can serve one database.
 
 All SQL is SQLAlchemy Core with bound parameters, except the bulk paths for
 numeric points in :mod:`._points` (also parameterised).
@@ -32,6 +37,7 @@ from wisp.server._ingest import Prepared
 from wisp.server._store_artifacts import ArtifactStore
 from wisp.server._store_console import ConsoleStore
 from wisp.server._store_keys import SCOPES, KeyStore, hash_key
+from wisp.server._store_limits import RateLimits
 from wisp.server._store_media import MediaIndex
 from wisp.server._store_projects import ProjectStore
 from wisp.server._store_records import RecordStore
@@ -68,6 +74,7 @@ class Store:
         self.console = ConsoleStore(self.db)
         self.keys = KeyStore(self.db)
         self.artifacts = ArtifactStore(self.db)
+        self.limits = RateLimits(self.db)
 
     @property
     def engine(self) -> Engine:
@@ -103,8 +110,10 @@ class Store:
     def run_dict(self, row: Any) -> dict[str, Any]:
         return self.runs.run_dict(row)
 
-    def put_run(self, run_id: str, cols: dict[str, Any]) -> dict[str, Any]:
-        return self.runs.put(run_id, cols)
+    def put_run(
+        self, run_id: str, cols: dict[str, Any], by_project: bool = False
+    ) -> dict[str, Any]:
+        return self.runs.put(run_id, cols, by_project)
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         return self.runs.get(run_id)

@@ -12,6 +12,9 @@ Tables (schema part "artifacts", Alembic revision ``a18_artifacts``):
 - ``artifact_edges``     lineage: (version, run, ``produced`` | ``consumed``).
 - ``artifact_files``     the blobs held for artifacts (sha256, size); the bytes are in the
                          blob store (:mod:`._blobs`).
+- ``artifact_file_refs`` (sha256, version): which versions' manifests name a blob, so its
+                         bytes are readable by whoever may read one of those versions'
+                         projects (revision ``0003_runkeys``).
 
 A version is created inside one write transaction that locks the artifact row (``SELECT
 ... FOR UPDATE`` on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite), so concurrent writers of
@@ -106,6 +109,27 @@ artifact_files = Table(
 )
 
 
+artifact_file_refs = Table(
+    "artifact_file_refs",
+    S.metadata,
+    Column("sha256", String(64), nullable=False),
+    Column("version_id", Integer, nullable=False),
+    PrimaryKeyConstraint("sha256", "version_id"),
+)
+
+
+def manifest_blobs(manifest: dict[str, Any]) -> set[str]:
+    """The sha256 of the stored files a manifest names (references to elsewhere excluded)."""
+    entries = manifest.get("entries") if isinstance(manifest, dict) else None
+    if not isinstance(entries, dict):
+        return set()
+    return {
+        e["digest"]
+        for e in entries.values()
+        if isinstance(e, dict) and e.get("ref") is None and isinstance(e.get("digest"), str)
+    }
+
+
 class TypeMismatch(Exception):
     """An artifact name is logged with a type other than the one it has."""
 
@@ -193,6 +217,9 @@ class ArtifactStore:
                 pk = res.inserted_primary_key
                 assert pk is not None
                 vid = pk[0]
+                refs = [{"sha256": x, "version_id": vid} for x in sorted(manifest_blobs(manifest))]
+                if refs:
+                    d.insert_ignore(conn, artifact_file_refs, refs, ["sha256", "version_id"])
             else:
                 vid = found[0]
             moved = (["latest"] if created else []) + [x for x in aliases if x != "latest"]

@@ -4,7 +4,8 @@ The write guard is where run ownership is enforced: the run and record stores ca
 inside their write transaction (so two people racing for one run id cannot both win), with
 the caller taken from :data:`._rights.ACTOR` (set by the auth middleware; unset for
 trusted callers with database access).  A project seen for the first time is created owned
-by the caller, ``private``.  Run ids are global on this server: a run id taken by another
+by the caller, ``private``.  Run ids are unique per project (the runs table tells the
+server's run key from the id, :mod:`._store_runs`): a run id taken in a project by another
 user is a 409, never a merge.
 """
 
@@ -31,7 +32,8 @@ from wisp.server._rights import (
 
 __all__ = ["ProjectStore"]
 
-_META_FIELDS = {"name", "tags", "notes", "run_group", "job_type", "config", "meta"}
+# "project": a PUT names the run's project (it never moves: _store_runs refuses another one)
+_META_FIELDS = {"project", "name", "tags", "notes", "run_group", "job_type", "config", "meta"}
 
 
 class ProjectStore:
@@ -182,13 +184,11 @@ class ProjectStore:
         if actor is None:
             return
         r = S.runs.c
-        row = conn.execute(select(r.owner_id, r.project).where(r.id == run_id)).first()
+        row = conn.execute(select(r.owner_id, r.project, r.given_id).where(r.id == run_id)).first()
         if row is None:
             return
         info = self.info(conn, row.project)
         if row.owner_id is not None and row.owner_id == actor.user_id:
-            if cols and cols.get("project", row.project) != row.project:
-                self._ensure_writable(conn, actor, cols["project"])
             return
         if actor.is_admin and row.owner_id is None:
             return
@@ -203,14 +203,14 @@ class ProjectStore:
             raise Problem(
                 409,
                 "run_owned",
-                f"run {run_id!r} in project {row.project!r} belongs to another user: "
+                f"run {row.given_id!r} in project {row.project!r} belongs to another user: "
                 "only its owner writes to it (choose another run id)",
                 "run_id",
             )
         raise Problem(
             409,
             "run_id_taken",
-            f"run id {run_id!r} is taken on this server: choose another",
+            f"run id {row.given_id!r} is taken in that project: choose another",
             "run_id",
         )
 
@@ -255,30 +255,57 @@ class ProjectStore:
             return int(conn.execute(q).scalar_one())
 
     def can_read_media(self, p: Principal, sha: str) -> bool:
-        """Uploaded by ``p``, or referenced by a run in a project ``p`` may read."""
+        """Uploaded by ``p``, or referenced by a run or an artifact version ``p`` may read."""
+        return sha in self.readable_blobs(p, [sha])
+
+    def readable_blobs(self, p: Principal, shas: list[str]) -> set[str]:
+        """Those of ``shas`` whose bytes ``p`` may read: blobs ``p`` uploaded (and proved by
+        sending the bytes), or that a run's media or an artifact version's manifest in a
+        project ``p`` may read refers to.  Knowing a sha256 is not a right to its bytes."""
+        from wisp.server._store_artifacts import artifact_file_refs, artifact_versions, artifacts
+
+        want = list(dict.fromkeys(shas))
         if p.is_admin or p.via == "local":
-            return True
+            return set(want)
         o, m, r = S.media_owners.c, S.media_refs.c, S.runs.c
+        fr, v, a = artifact_file_refs.c, artifact_versions.c, artifacts.c
+        out: set[str] = set()
+        by_project: dict[str, set[str]] = {}
         with self.db.read() as conn:
-            if (
-                p.user_id is not None
-                and conn.execute(
-                    select(o.user_id).where(o.sha256 == sha, o.user_id == p.user_id)
-                ).first()
-            ):
-                return True
-            projects = conn.execute(
-                select(r.project)
-                .join_from(S.media_refs, S.runs, m.run_id == r.id)
-                .where(m.sha256 == sha)
-                .distinct()
-                .limit(1000)
-            ).scalars()
-            for name in list(projects):
+            for i in range(0, len(want), 500):
+                part = want[i : i + 500]
+                if p.user_id is not None:
+                    out.update(
+                        conn.execute(
+                            select(o.sha256).where(o.sha256.in_(part), o.user_id == p.user_id)
+                        ).scalars()
+                    )
+                part = [x for x in part if x not in out]
+                if not part:
+                    continue
+                runs_q = (
+                    select(m.sha256, r.project)
+                    .join_from(S.media_refs, S.runs, m.run_id == r.id)
+                    .where(m.sha256.in_(part))
+                    .distinct()
+                )
+                arts_q = (
+                    select(fr.sha256, a.project)
+                    .join_from(artifact_file_refs, artifact_versions, fr.version_id == v.id)
+                    .join(artifacts, v.artifact_id == a.id)
+                    .where(fr.sha256.in_(part))
+                    .distinct()
+                )
+                for q in (runs_q, arts_q):
+                    for sha, project in conn.execute(q.limit(100_000)):
+                        by_project.setdefault(project, set()).add(sha)
+            for name, got in by_project.items():
+                if got <= out:
+                    continue
                 info = self.info(conn, name)
                 if info is not None and can_read_project(p, info):
-                    return True
-        return False
+                    out |= got
+        return out
 
     def orphan_media(self, before: float) -> list[tuple[str, int]]:
         """``(sha256, size)`` of blobs recorded before ``before`` that no run refers to."""

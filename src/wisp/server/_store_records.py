@@ -4,7 +4,8 @@ A batch ``(run, writer, first_seq, records)`` is applied in one write transactio
 records at or below the writer's acked seq are skipped, a gap is a 409
 (:func:`._ingest.conflict`).  The batch's numeric points are merged into their chunks
 once, after its other records (:mod:`._points`); the metric-key ids of recent runs are
-cached in memory.
+cached in memory, keyed by the run's generation token (``runs.gen``), so a run deleted by
+another server process and logged again under the same key never reuses its predecessor's ids.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ class RecordStore:
                 return acked
             # before any other write: see _points (blocks of concurrent writers)
             dialect.lock_series(conn, run_id, {c.key for rec in todo for c in rec.points})
-            if not self.runs.exists(conn, run_id):
+            gen = self.runs.gen(conn, run_id)
+            if gen is None:  # records before the PUT: the path is the run's key (old clients)
                 first = todo[0]
                 if first.kind != RecordType.RUN or "project" not in first.data["cols"]:
                     raise Problem(
@@ -74,14 +76,18 @@ class RecordStore:
                         f"run {run_id!r} does not exist: PUT /api/v1/runs/{run_id} first",
                         "run_id",
                     )
-                self.runs.create(conn, run_id, {**first.data["cols"], "meta": first.data["meta"]})
+                cols = first.data["cols"]
+                self.runs.check_legacy(conn, cols["project"], run_id)
+                self.runs.create(conn, run_id, {**cols, "meta": first.data["meta"]})
+                gen = self.runs.gen(conn, run_id) or ""
             else:
                 self.runs.guard.on_write(conn, run_id, None)  # 409 unless the caller owns it
+            ck = f"{run_id}:{gen}"  # the key-id cache: never a deleted run's ids
             points: list[Column] = []
             for rec in todo:
                 self._apply(conn, run_id, rec, new_keys, points)
             if points:  # once per batch: a chunk is rewritten once, not once per record
-                ids = self._key_id_map(conn, run_id, {c.key for c in points}, new_keys)
+                ids = self._key_id_map(conn, run_id, ck, {c.key for c in points}, new_keys)
                 dialect.write_points(conn, ids, points)
             new_acked = first_seq + len(records) - 1
             conn.execute(
@@ -111,7 +117,9 @@ class RecordStore:
             points.extend(rec.points)
             self._apply_history(conn, run_id, rec)
         elif rec.kind == RecordType.RUN:
-            vals = {**d["cols"], "meta": d["meta"], "state": "running", "finished_at": None}
+            # a run never changes project (its id is unique per project)
+            cols = {k: v for k, v in d["cols"].items() if k != "project"}
+            vals = {**cols, "meta": d["meta"], "state": "running", "finished_at": None}
             conn.execute(update(r).where(r.c.id == run_id).values(**vals))
         elif rec.kind == RecordType.CONFIG:
             conn.execute(update(r).where(r.c.id == run_id).values(config=d["config"]))
@@ -141,12 +149,17 @@ class RecordStore:
             )
 
     def _key_id_map(
-        self, conn: Connection, run_id: str, keys: set[str], new_keys: dict[tuple[str, str], int]
+        self,
+        conn: Connection,
+        run_id: str,
+        ck: str,
+        keys: set[str],
+        new_keys: dict[tuple[str, str], int],
     ) -> dict[str, int]:
         out: dict[str, int] = {}
         missing = []
         for k in keys:
-            kid = self._key_ids.get((run_id, k)) or new_keys.get((run_id, k))
+            kid = self._key_ids.get((ck, k)) or new_keys.get((ck, k))
             if kid is None:
                 missing.append(k)
             else:
@@ -165,7 +178,7 @@ class RecordStore:
                     select(mk.id, mk.key).where(mk.run_id == run_id, mk.key.in_(part))
                 ):
                     out[k] = kid
-                    new_keys[(run_id, k)] = kid
+                    new_keys[(ck, k)] = kid
         return out
 
     def _apply_history(self, conn: Connection, run_id: str, rec: Prepared) -> None:

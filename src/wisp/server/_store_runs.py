@@ -1,8 +1,16 @@
-"""The runs table: create, update, read, heartbeat, projects, and the reported state."""
+"""The runs table: create, update, read, heartbeat, projects, and the reported state.
+
+A run has two names: the id its client chose (``given_id``, unique per project) and the
+server's *run key* (``runs.id``, unique on the server), which every other table and every
+``/runs/{key}`` URL use.  The key is the id itself for the first run that uses it, and the
+id plus a random suffix when a run in another project had that id first: two people's
+``init(project=..., id="exp1")`` in two projects are two runs, never one merged run.
+"""
 
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Collection
 from typing import Any
 
@@ -43,7 +51,8 @@ class RunStore:
             state = "crashed"
         end = m["finished_at"] if m["finished_at"] is not None else m["last_seen"]
         return {
-            "id": m["id"],
+            "id": m["given_id"],
+            "key": m["id"],
             "project": m["project"],
             "name": m["name"],
             "state": state,
@@ -60,12 +69,27 @@ class RunStore:
             "summary": m["summary"],
         }
 
-    def create(self, conn: Connection, run_id: str, cols: dict[str, Any]) -> None:
-        """Insert the run unless it exists (inside the caller's transaction)."""
+    def create(self, conn: Connection, run_id: str, cols: dict[str, Any]) -> str:
+        """Insert the run with the id ``run_id`` in ``cols['project']`` unless that project has
+        one (inside the caller's transaction); returns its key.  The key is ``run_id`` when
+        free, else ``run_id`` with a random suffix."""
+        project = cols["project"]
+        found = self.resolve(conn, project, run_id)
+        if found is not None:
+            self.guard.on_write(conn, found, None)
+            return found
         now = self.db.clock()
+        owner = self.guard.on_create(conn, cols)
+        key = run_id
+        for _ in range(8):
+            if not self.exists(conn, key):
+                break
+            key = f"{run_id[:47]}-{secrets.token_hex(8)}"
         row = {
-            "id": run_id,
-            "project": cols["project"],
+            "id": key,
+            "given_id": run_id,
+            "gen": secrets.token_hex(8),
+            "project": project,
             "name": cols.get("name", run_id),
             "state": cols.get("state", "running"),
             "tags": cols.get("tags", []),
@@ -79,27 +103,93 @@ class RunStore:
             "finished_at": cols.get("finished_at"),
             "exit_code": None,
             "last_seen": now,
-            "owner_id": self.guard.on_create(conn, cols),
+            "owner_id": owner,
         }
-        self.db.dialect.insert_ignore(conn, S.runs, [row], ["id"])
-        self.guard.on_write(conn, run_id, None)  # lost a race for the id: not ours
+        # any unique violation (the key, or the project's id) is a race lost to another
+        # writer: the run that won is looked up again and must be the caller's
+        conn.execute(self.db.dialect.insert(S.runs).on_conflict_do_nothing(), [row])
+        won = self.resolve(conn, project, run_id)
+        if won is None:
+            raise Problem(
+                409, "run_id_taken", f"run key {key!r} was taken meanwhile: try again", "run_id"
+            )
+        if won != key:
+            self.guard.on_write(conn, won, None)
+        return won
 
-    def exists(self, conn: Connection, run_id: str) -> bool:
-        return conn.execute(select(S.runs.c.id).where(S.runs.c.id == run_id)).first() is not None
+    def exists(self, conn: Connection, key: str) -> bool:
+        return conn.execute(select(S.runs.c.id).where(S.runs.c.id == key)).first() is not None
 
-    def put(self, run_id: str, cols: dict[str, Any]) -> dict[str, Any]:
-        """Create or update a run with already validated columns; returns the run."""
+    def gen(self, conn: Connection, key: str) -> str | None:
+        """The run's generation token ("" for runs from before them); None: no such run."""
+        row = conn.execute(select(S.runs.c.gen).where(S.runs.c.id == key)).first()
+        return None if row is None else (row[0] or "")
+
+    def resolve(self, conn: Connection, project: str, run_id: str) -> str | None:
+        """The key of the run with id ``run_id`` in ``project``, None when there is none."""
+        r = S.runs.c
+        got = conn.execute(select(r.id).where(r.project == project, r.given_id == run_id)).first()
+        return None if got is None else str(got[0])
+
+    def key_of(self, project: str, run_id: str) -> str | None:
+        with self.db.read() as conn:
+            return self.resolve(conn, project, run_id)
+
+    def put(self, run_id: str, cols: dict[str, Any], by_project: bool = False) -> dict[str, Any]:
+        """Create or update a run with already validated columns; returns the run.
+
+        ``by_project``: ``run_id`` is the run's id in ``cols['project']`` (created when the
+        project has no such run).  Otherwise ``run_id`` is the run's key, and a new run is
+        created under it only if its project has no run with that id under another key.
+        A run never changes project here: a different project is a 409.
+        """
         with self.db.tx() as conn:
-            if not self.exists(conn, run_id):
-                if "project" not in cols:
+            project = cols.get("project")
+            key: str | None = run_id
+            if by_project:
+                if project is None:
+                    raise Problem(422, "invalid", "project: required with by_project", "project")
+                key = self.resolve(conn, project, run_id)
+            cur = None if key is None else self._project(conn, key)
+            if cur is None:
+                if project is None:
                     raise Problem(422, "invalid", "project: required to create a run", "project")
-                self.create(conn, run_id, cols)
+                if not by_project:
+                    self.check_legacy(conn, project, run_id)
+                key = self.create(conn, run_id, cols)
             else:
-                self.guard.on_write(conn, run_id, cols)
-            if cols:
-                conn.execute(update(S.runs).where(S.runs.c.id == run_id).values(**cols))
-            row = conn.execute(select(S.runs).where(S.runs.c.id == run_id)).one()
+                assert key is not None
+                self.guard.on_write(conn, key, cols)
+                if project is not None and project != cur:
+                    raise Problem(
+                        409,
+                        "run_in_other_project",
+                        f"run {run_id!r} is in project {cur!r}: runs do not move between "
+                        f"projects (run ids are unique per project; update the client)",
+                        "project",
+                    )
+            vals = {k: v for k, v in cols.items() if k != "project"}
+            if vals:
+                conn.execute(update(S.runs).where(S.runs.c.id == key).values(**vals))
+            row = conn.execute(select(S.runs).where(S.runs.c.id == key)).one()
         return self.run_dict(row)
+
+    def _project(self, conn: Connection, key: str) -> str | None:
+        got = conn.execute(select(S.runs.c.project).where(S.runs.c.id == key)).first()
+        return None if got is None else str(got[0])
+
+    def check_legacy(self, conn: Connection, project: str, run_id: str) -> None:
+        """A client addressing runs by key asks for a run whose id its project holds under
+        another key: it could not reach that run, so refuse rather than fork it."""
+        found = self.resolve(conn, project, run_id)
+        if found is not None and found != run_id:
+            raise Problem(
+                409,
+                "run_id_taken",
+                f"run {run_id!r} of project {project!r} has the key {found!r}: "
+                "update the client (it must address runs by key)",
+                "run_id",
+            )
 
     def get(self, run_id: str) -> dict[str, Any] | None:
         """The run with its metadata, metric and media keys and metric specs."""

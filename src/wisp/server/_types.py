@@ -48,6 +48,7 @@ __all__ = [
     "Ok",
     "Project",
     "ProjectList",
+    "ProjectRunPath",
     "ProjectRunsPath",
     "RecordIn",
     "RecordsBody",
@@ -92,6 +93,11 @@ class MediaPath(msgspec.Struct, forbid_unknown_fields=True):
 
 class ProjectRunsPath(msgspec.Struct, forbid_unknown_fields=True):
     project: ProjectName
+
+
+class ProjectRunPath(msgspec.Struct, forbid_unknown_fields=True):
+    project: ProjectName
+    run_id: Id
 
 
 # -- query parameters (unknown parameters are ignored) -----------------------------------------
@@ -151,6 +157,10 @@ class RunBody(msgspec.Struct, forbid_unknown_fields=True):
     metadata: Json | None = None
     state: RunState | None = None
     created_at: float | None = None
+    #: the path names the run by ``project`` and its id (unique per project) and the client
+    #: addresses it by the answer's ``key`` from then on; without it the path is the run's key
+    #: and a run with this id in another project is a 409 (clients from before run keys)
+    by_project: bool | None = None
 
 
 class RecordIn(msgspec.Struct):
@@ -191,7 +201,11 @@ class SeqConflict(msgspec.Struct):
 
 
 class RunRow(msgspec.Struct):
+    #: the id the client chose: unique per project
     id: str
+    #: the server's run key, unique on the server: what ``/runs/{run_id}`` paths name (equal
+    #: to ``id`` unless another project had a run with that id first)
+    key: str
     project: str
     name: str | None
     state: RunState

@@ -32,7 +32,7 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
       } else void load();
     },
     selectAll: (on) => {
-      for (const r of s.rows) on ? s.selected.add(r.run.id) : s.selected.delete(r.run.id);
+      for (const r of s.rows) on ? s.selected.add(r.run.key) : s.selected.delete(r.run.key);
       updateCompare();
       renderBody(v, s, act, true);
     },
@@ -226,14 +226,14 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
     else if (e.key === "ArrowUp") next = Math.max(0, idx - 1);
     else if (e.key === "Enter") {
       const it = s.items[idx];
-      if (it.kind === "run") location.hash = href(["p", project, "r", it.row.run.id]);
+      if (it.kind === "run") location.hash = href(["p", project, "r", it.row.run.key]);
       else act.toggleGroup(it.name);
       return;
     } else if (e.key === " ") {
       e.preventDefault();
       const it = s.items[idx];
       if (it.kind === "run") {
-        act.select(it.row.run.id, !s.selected.has(it.row.run.id));
+        act.select(it.row.run.key, !s.selected.has(it.row.run.key));
         renderBody(v, s, act, true);
         focusRow(idx);
       }

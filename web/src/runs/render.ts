@@ -101,8 +101,8 @@ function cell(s: RunsState, row: Row, c: string): HTMLElement {
   if (c === "name")
     return h(
       "a",
-      { href: href(["p", s.project, "r", r.id]), class: "run-name", tabindex: -1 },
-      h("span", { class: "swatch", style: `background:${runColor(r.id)}` }),
+      { href: href(["p", s.project, "r", r.key]), class: "run-name", tabindex: -1 },
+      h("span", { class: "swatch", style: `background:${runColor(r.key)}` }),
       r.name ?? r.id,
     );
   if (c === "tags") return h("span", { class: "tags" }, ...(r.tags ?? []).map((t) => h("span", { class: "tag" }, t)));
@@ -140,9 +140,9 @@ export function renderBody(v: RunsView, s: RunsState, act: Actions, force = fals
       el.addEventListener("click", () => act.toggleGroup(it.name));
     } else {
       const r = it.row.run;
-      const box = h("input", { type: "checkbox", checked: s.selected.has(r.id), "aria-label": `select ${r.name ?? r.id}`, tabindex: -1 });
-      box.addEventListener("change", () => act.select(r.id, box.checked));
-      el = h("div", { class: "tr", role: "row", tabindex: 0, "data-idx": i, "data-run": r.id }, h("span", {}, box), ...cs.map((c) => cell(s, it.row, c)));
+      const box = h("input", { type: "checkbox", checked: s.selected.has(r.key), "aria-label": `select ${r.name ?? r.id}`, tabindex: -1 });
+      box.addEventListener("change", () => act.select(r.key, box.checked));
+      el = h("div", { class: "tr", role: "row", tabindex: 0, "data-idx": i, "data-run": r.key }, h("span", {}, box), ...cs.map((c) => cell(s, it.row, c)));
       el.style.gridTemplateColumns = tpl;
     }
     el.style.top = `${i * ROW_H}px`;
