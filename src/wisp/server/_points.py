@@ -192,11 +192,10 @@ def write_points(
         stored.setdefault(kid, []).append(Stored(s0, s1, n, bytes(data)))
     for kid, cs in per_key.items():
         parts = [columns(c.steps, c.times, c.values, c.nfs) for c in cs]
-        new = (
-            parts[0]
-            if len(parts) == 1
-            else tuple(np.concatenate(x) for x in zip(*parts, strict=True))
-        )
+        new: tuple[Any, Any, Any] = parts[0]
+        if len(parts) > 1:
+            st, tm, vs = zip(*parts, strict=True)
+            new = (np.concatenate(st), np.concatenate(tm), np.concatenate(vs))
         del parts
         rows, dels = merge(kid, new, stored.pop(kid, []))
         del new
