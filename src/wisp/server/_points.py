@@ -164,34 +164,41 @@ def write_chunks_sqlite(
 # -- the write path -------------------------------------------------------------------------
 
 
+_WRITE_ROWS = 512  # chunk rows per statement: a huge batch is written in slices
+
+
 def write_points(
     dialect: Dialect, conn: Connection, ids: dict[str, int], cols: list[Column]
 ) -> None:
-    """Write the points of ``cols`` (in record order: of equal steps of a key the last wins)."""
+    """Write the points of ``cols`` (in record order: of equal steps of a key the last wins).
+
+    Keys are merged one at a time and their rows written in slices, so a batch of millions
+    of points holds one key's arrays and chunk rows at a time beside the batch itself.
+    """
     import numpy as np
 
-    per_key: dict[int, list[tuple[Any, Any, Any]]] = {}
+    per_key: dict[int, list[Column]] = {}
     for c in cols:
         if len(c.steps):
-            per_key.setdefault(ids[c.key], []).append(columns(c.steps, c.times, c.values, c.nfs))
+            per_key.setdefault(ids[c.key], []).append(c)
     if not per_key:
         return
-    new: dict[int, tuple[Any, Any, Any]] = {}
-    spans: list[Span] = []
-    for kid, parts in per_key.items():
-        if len(parts) == 1:
-            new[kid] = parts[0]
-        else:
-            new[kid] = tuple(np.concatenate([p[i] for p in parts]) for i in range(3))  # type: ignore[assignment]
-        steps = new[kid][0]
-        spans.append((kid, int(steps.min()), int(steps.max())))
+    spans: list[Span] = [
+        (kid, min(min(c.steps) for c in cs), max(max(c.steps) for c in cs))
+        for kid, cs in per_key.items()
+    ]
     stored: dict[int, list[Stored]] = {}
     for kid, s0, s1, n, data in dialect.fetch_chunks(conn, spans, "merge"):
         stored.setdefault(kid, []).append(Stored(s0, s1, n, bytes(data)))
-    rows: list[ChunkRow] = []
-    deletes: list[tuple[int, int]] = []
-    for kid, pts in new.items():
-        r, d = merge(kid, pts, stored.get(kid, []))
-        rows.extend(r)
-        deletes.extend((kid, s0) for s0 in d)
-    dialect.write_chunks(conn, rows, deletes)
+    for kid, cs in per_key.items():
+        parts = [columns(c.steps, c.times, c.values, c.nfs) for c in cs]
+        new: tuple[Any, Any, Any] = parts[0]
+        if len(parts) > 1:
+            st, tm, vs = zip(*parts, strict=True)
+            new = (np.concatenate(st), np.concatenate(tm), np.concatenate(vs))
+        del parts
+        rows, dels = merge(kid, new, stored.pop(kid, []))
+        del new
+        deletes = [(kid, s0) for s0 in dels]
+        for i in range(0, max(len(rows), 1), _WRITE_ROWS):
+            dialect.write_chunks(conn, rows[i : i + _WRITE_ROWS], deletes if i == 0 else [])
