@@ -42,6 +42,8 @@ class ArtifactClient:
         self, server_url: str, api_key: str | None, *, transport: Any = None, timeout: float = 60.0
     ) -> None:
         self.api = ApiClient(server_url, api_key, transport=transport, timeout=timeout)
+        self._transport = transport
+        self._shared = threading.Lock()
         self.server_url = self.api.server_url
         self.api_key = api_key
         self.timeout = timeout
@@ -50,14 +52,18 @@ class ArtifactClient:
         self.files_sent = 0
         self._count = threading.Lock()
         self._conns: list[Any] = []
+        self._apis: list[ApiClient] = []
 
     def close(self) -> None:
         """Close every connection (they reopen on next use)."""
         self.api.close()
         with self._count:
             conns, self._conns = self._conns, []
+            apis, self._apis = self._apis, []
         for c in conns:
             c.close()
+        for a in apis:
+            a.close()
 
     def _json(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = ()) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -129,10 +135,33 @@ class ArtifactClient:
         def direct() -> None:
             self._put_file(digest, path, size)
 
-        if upload_blob(self.api, "artifact", digest, size, path, direct):
+        api = self._thread_api()
+        api.plain_uploads = api.plain_uploads or self.api.plain_uploads
+        if api is self.api:  # one shared transport (injected): one upload at a time
+            with self._shared:
+                sent = upload_blob(api, "artifact", digest, size, path, direct)
+        else:
+            sent = upload_blob(api, "artifact", digest, size, path, direct)
+        self.api.plain_uploads = self.api.plain_uploads or api.plain_uploads
+        if sent:
             with self._count:
                 self.bytes_sent += size
                 self.files_sent += 1
+
+    def _thread_api(self) -> ApiClient:
+        """This thread's JSON client (files are sent from several threads at once)."""
+        api: ApiClient | None = getattr(self._local, "api", None)
+        with self._count:
+            if api is not None and api not in self._apis:
+                api = None  # closed by close(): open a new one
+        if api is None:
+            if self._transport is not None:  # an injected transport: share the one client
+                return self.api
+            api = ApiClient(self.server_url, self.api_key, timeout=self.timeout)
+            with self._count:
+                self._apis.append(api)
+            self._local.api = api
+        return api
 
     def _put_file(self, digest: str, path: str, size: int) -> None:
         headers = self._headers()
