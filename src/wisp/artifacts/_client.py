@@ -111,13 +111,23 @@ class ArtifactClient:
     def _stream(self, method: str, path: str, body: Any, headers: dict[str, str]) -> Any:
         import http.client
 
-        conn = self._conn()
-        try:
-            conn.request(method, self._local.prefix + API_PREFIX + path, body=body, headers=headers)
-            return conn.getresponse()
-        except (OSError, http.client.HTTPException) as exc:
-            self._drop()
-            raise RetryableApiError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        # A kept-alive connection the server closed meanwhile fails on first use: once more,
+        # on a fresh one (a file body is read again from its start).
+        for attempt in (0, 1):
+            fresh = getattr(self._local, "conn", None) is None
+            conn = self._conn()
+            try:
+                full = self._local.prefix + API_PREFIX + path
+                conn.request(method, full, body=body, headers=headers)
+                return conn.getresponse()
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop()
+                if fresh or attempt or isinstance(exc, TimeoutError):
+                    msg = f"{method} {path}: {type(exc).__name__}: {exc}"
+                    raise RetryableApiError(msg) from exc
+                if body is not None:
+                    body.seek(0)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _fail(self, method: str, path: str, resp: Any) -> None:
         text = resp.read()[:300].decode("utf-8", "replace")
