@@ -28,3 +28,21 @@ def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]
 
     for run in live_runs():  # init(reinit="create_new") runs a test left open
         run.finish()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """An S3-speaking server on a free loopback port for the test session (moto's
+    standalone server: no real S3 server installs from the registries here)."""
+    from wisp.testing import S3Server
+
+    with S3Server(tmp_path_factory.mktemp("s3")) as s3:
+        yield s3
+
+
+@pytest.fixture
+def s3_url(s3_server: object, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh bucket's ``s3://`` URL (5 MiB parts), with the AWS variables pointing at it."""
+    for k, v in s3_server.env.items():  # type: ignore[attr-defined]
+        monkeypatch.setenv(k, v)
+    return str(s3_server.bucket()) + "?part_size=5242880"  # type: ignore[attr-defined]

@@ -14,6 +14,9 @@ port and database, and has small JSON helpers for asserting on what the server h
             ...
             assert srv.get(f"/runs/{run.id}")["state"] == "finished"
 
+:class:`S3Server` is an S3-speaking server on loopback (moto's standalone mode, from the
+``test-server`` extra) for a server with ``media_url="s3://bucket/prefix"``.
+
 For pytest, ``wisp_server = server_fixture()`` in a ``conftest.py`` gives each test a
 started server (``no_auth=True`` etc. pass through).
 
@@ -38,7 +41,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-__all__ = ["Server", "free_port", "server_fixture", "temporary_postgres_database"]
+__all__ = [
+    "S3Server",
+    "Server",
+    "free_port",
+    "server_fixture",
+    "temporary_postgres_database",
+]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -64,7 +73,9 @@ class Server:
 
     ``db``: a database URL (default ``sqlite:///<base_dir>/server.db``); ``key``: use this
     API key instead of creating one of ``key_scope``; ``no_auth``: open reads without a key;
-    ``args``: more ``wisp server`` options.
+    ``args``: more ``wisp server`` options; ``media_url``: where media and artifact bytes
+    go (default: a directory in ``base_dir``; ``s3://bucket/prefix`` uses the ``AWS_*``
+    variables of this process).
     """
 
     def __init__(
@@ -77,11 +88,12 @@ class Server:
         key: str | None = None,
         key_scope: str = "write",
         args: Sequence[str] = (),
+        media_url: str | None = None,
     ) -> None:
         self.base_dir = Path(base_dir)
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self.db_url = db or f"sqlite:///{self.base_dir / 'server.db'}"
-        self.media_dir = str(self.base_dir / "server-media")
+        self.media_dir = media_url or str(self.base_dir / "server-media")
         self.port = port or free_port()
         self.no_auth = no_auth
         self.args = list(args)  # more `wisp server` options
@@ -98,7 +110,7 @@ class Server:
 
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "wisp.cli", "server", "--host", "127.0.0.1"]
-        cmd += ["--port", str(self.port), "--db", self.db_url, "--media-dir", self.media_dir]
+        cmd += ["--port", str(self.port), "--db", self.db_url, "--media-url", self.media_dir]
         return [*cmd, *self.args, *(["--no-auth"] if self.no_auth else [])]
 
     def start(self, timeout: float = 30.0) -> Server:
@@ -226,3 +238,79 @@ def server_fixture(**options: Any) -> Callable[..., Any]:
             yield srv
 
     return wisp_server
+
+
+class S3Server:
+    """An S3-compatible server on a free loopback port (``python -m moto.server``).
+
+    ``env`` holds the standard AWS variables that point a client at it; :meth:`bucket`
+    creates a bucket and returns its ``s3://`` URL.  A context manager, like :class:`Server`.
+    """
+
+    def __init__(self, log_dir: str | os.PathLike[str], port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.log = Path(log_dir) / f"s3-{self.port}.log"
+        self.env = {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": "wisp-test",
+            "AWS_SECRET_ACCESS_KEY": "wisp-test-secret",
+            "AWS_REGION": "us-east-1",
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 60.0) -> S3Server:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)]
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"S3 server exited: {self.log.read_text()[-2000:]}")
+            try:
+                urllib.request.urlopen(self.endpoint + "/", timeout=1).close()
+                return self
+            except urllib.error.HTTPError as e:  # it answers
+                e.close()
+                return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"S3 server did not answer within {timeout}s")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def client(self) -> Any:
+        """A boto3 client of this server."""
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"],
+            region_name=self.env["AWS_REGION"],
+        )
+
+    def bucket(self, prefix: str = "wisp") -> str:
+        """A new, empty bucket; its ``s3://bucket/prefix`` URL."""
+        name = f"wisp-{uuid.uuid4().hex[:12]}"
+        self.client().create_bucket(Bucket=name)
+        return f"s3://{name}/{prefix}".rstrip("/")
+
+    def __enter__(self) -> S3Server:
+        return self.start()
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -77,13 +77,13 @@ def test_names_must_be_sha256_hex(tmp_path: Path) -> None:
 
 
 def test_open_blob_store_by_path_or_url(tmp_path: Path) -> None:
-    """A path or file:/// URL opens a local store on the same files; other schemes are refused."""
+    """A path or file:/// URL opens a local store on the same files; unknown schemes are refused."""
     a = open_blob_store(str(tmp_path / "m"))
     a.put(SHA, [DATA])
     b = open_blob_store((tmp_path / "m").as_uri())
     assert isinstance(b, LocalBlobStore) and b.exists(SHA) and b.url == a.url
-    with pytest.raises(UsageError, match="'s3'"):
-        open_blob_store("s3://bucket/media")
+    with pytest.raises(UsageError, match="'gs'"):
+        open_blob_store("gs://bucket/media")
     with pytest.raises(UsageError, match="absolute path"):
         open_blob_store("file://relative/dir")
 
@@ -155,6 +155,23 @@ class _MemoryBlobs:
     def iterate(self) -> Iterator[str]:
         return iter(sorted(self.blobs))
 
+    def check(self) -> None:
+        pass
+
+    def plan_upload(self, sha256: str, size: int) -> None:
+        return None  # clients send the bytes to the server
+
+    def finish_upload(self, sha256: str, size: int, upload_id: str) -> int:
+        raise Problem(404, "upload_not_found", "none", "upload_id")
+
+    def download_url(
+        self, sha256: str, content_type: str, disposition: str, expires: int = 300
+    ) -> None:
+        return None
+
+    def abort_stale_uploads(self, before: float) -> int:
+        return 0
+
 
 def test_media_endpoints_work_on_any_blob_store(settings: Any, store: Any, tmp_path: Path) -> None:
     """Media PUT/HEAD/GET go through the BlobStore interface only: a store without files serves."""
@@ -177,3 +194,31 @@ def test_media_endpoints_work_on_any_blob_store(settings: Any, store: Any, tmp_p
     assert got.status_code == 200 and got.content == DATA
     assert got.headers["content-type"] == "image/png"
     assert not (Path(settings.media_dir) / SHA[:2]).exists()  # nothing went to local files
+
+
+def test_upload_plan_on_the_local_store_is_direct(settings: Any, store: Any) -> None:
+    """With local files the plan says to PUT the bytes to this server; a held blob is
+    ``stored``; the empty blob is stored by the plan itself."""
+    from starlette.testclient import TestClient
+
+    from wisp.server import create_app
+
+    _, key = store.create_key("write")
+    client = TestClient(create_app(settings, store=store))
+    h = {"Authorization": f"Bearer {key}"}
+    body = {"kind": "media", "size": len(DATA), "suffix": ".png"}
+    plan = client.post(f"/api/v1/uploads/{SHA}", json=body, headers=h).json()
+    assert plan == {"sha256": SHA, "method": "direct", "url": f"/api/v1/media/{SHA}.png"}
+    assert client.put(plan["url"], content=DATA, headers=h).status_code == 201
+    again = client.post(f"/api/v1/uploads/{SHA}", json=body, headers=h).json()
+    assert again["method"] == "stored"
+    art = client.post(f"/api/v1/uploads/{SHA}", json={**body, "kind": "artifact"}, headers=h)
+    assert art.json()["url"] == f"/api/v1/artifact-files/{SHA}"
+    done = {"kind": "artifact", "size": 3, "upload_id": "x"}
+    assert (
+        client.post(f"/api/v1/uploads/{'1' * 64}/complete", json=done, headers=h).status_code == 404
+    )
+    empty = hashlib.sha256(b"").hexdigest()
+    got = client.post(f"/api/v1/uploads/{empty}", json={"kind": "artifact", "size": 0}, headers=h)
+    assert got.json()["method"] == "stored"
+    assert client.post(f"/api/v1/uploads/{SHA}", json=body).status_code == 401

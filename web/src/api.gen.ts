@@ -681,6 +681,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/uploads/{sha256}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Plan the upload of a blob: held already, send it here, or presigned part URLs */
+        post: operations["plan_upload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/uploads/{sha256}/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Finish a presigned upload: the server checks size and sha256, then records it */
+        post: operations["complete_upload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/users": {
         parameters: {
             query?: never;
@@ -1481,6 +1515,61 @@ export interface components {
         TrialUpdated: {
             updated: boolean;
         };
+        /**
+         * UploadBody
+         * @description ``POST /uploads/{sha256}``: where should the bytes of this blob go?
+         */
+        UploadBody: {
+            /** @enum {unknown} */
+            kind: "artifact" | "media";
+            size: number;
+            /** @default  */
+            suffix?: string;
+        };
+        /**
+         * UploadCompleteBody
+         * @description ``POST /uploads/{sha256}/complete``: the parts are sent; check and record the blob.
+         */
+        UploadCompleteBody: {
+            /** @enum {unknown} */
+            kind: "artifact" | "media";
+            size: number;
+            /** @default  */
+            suffix?: string;
+            upload_id: string;
+        };
+        /** UploadDone */
+        UploadDone: {
+            sha256: string;
+            stored: boolean;
+        };
+        /** UploadPart */
+        UploadPart: {
+            number: number;
+            offset: number;
+            size: number;
+            url: string;
+        };
+        /**
+         * UploadPlanned
+         * @description ``stored``: held already; ``direct``: PUT the bytes to ``url`` (this server);
+         *         ``presigned``: PUT each part to its URL, then call ``complete``.
+         */
+        UploadPlanned: {
+            /** @default null */
+            expires_in?: number | null;
+            /** @enum {unknown} */
+            method: "direct" | "presigned" | "stored";
+            /** @default null */
+            part_size?: number | null;
+            /** @default [] */
+            parts?: components["schemas"]["UploadPart"][];
+            sha256: string;
+            /** @default null */
+            upload_id?: string | null;
+            /** @default null */
+            url?: string | null;
+        };
         /** UserDisabled */
         UserDisabled: {
             disabled: boolean;
@@ -1591,6 +1680,13 @@ export interface operations {
                 content: {
                     "application/octet-stream": string;
                 };
+            };
+            /** @description see the error */
+            307: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             "4XX": components["responses"]["Error"];
         };
@@ -1863,6 +1959,13 @@ export interface operations {
                 content: {
                     "*/*": unknown;
                 };
+            };
+            /** @description see the error */
+            307: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             "4XX": components["responses"]["Error"];
         };
@@ -2881,6 +2984,69 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MemberSet"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    plan_upload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sha256: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UploadBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadPlanned"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    complete_upload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sha256: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UploadCompleteBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadDone"];
+                };
+            };
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadDone"];
                 };
             };
             "4XX": components["responses"]["Error"];

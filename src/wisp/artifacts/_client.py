@@ -12,6 +12,7 @@ import json
 import threading
 from urllib.parse import quote, urlsplit
 
+from wisp._upload._direct import REDIRECTS, open_url
 from wisp._upload._transport import API_PREFIX, ApiClient
 from wisp.errors import ArtifactError, FatalApiError, RetryableApiError
 
@@ -41,6 +42,8 @@ class ArtifactClient:
         self, server_url: str, api_key: str | None, *, transport: Any = None, timeout: float = 60.0
     ) -> None:
         self.api = ApiClient(server_url, api_key, transport=transport, timeout=timeout)
+        self._transport = transport
+        self._shared = threading.Lock()
         self.server_url = self.api.server_url
         self.api_key = api_key
         self.timeout = timeout
@@ -49,14 +52,18 @@ class ArtifactClient:
         self.files_sent = 0
         self._count = threading.Lock()
         self._conns: list[Any] = []
+        self._apis: list[ApiClient] = []
 
     def close(self) -> None:
         """Close every connection (they reopen on next use)."""
         self.api.close()
         with self._count:
             conns, self._conns = self._conns, []
+            apis, self._apis = self._apis, []
         for c in conns:
             c.close()
+        for a in apis:
+            a.close()
 
     def _json(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = ()) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -104,13 +111,23 @@ class ArtifactClient:
     def _stream(self, method: str, path: str, body: Any, headers: dict[str, str]) -> Any:
         import http.client
 
-        conn = self._conn()
-        try:
-            conn.request(method, self._local.prefix + API_PREFIX + path, body=body, headers=headers)
-            return conn.getresponse()
-        except (OSError, http.client.HTTPException) as exc:
-            self._drop()
-            raise RetryableApiError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        # A kept-alive connection the server closed meanwhile fails on first use: once more,
+        # on a fresh one (a file body is read again from its start).
+        for attempt in (0, 1):
+            fresh = getattr(self._local, "conn", None) is None
+            conn = self._conn()
+            try:
+                full = self._local.prefix + API_PREFIX + path
+                conn.request(method, full, body=body, headers=headers)
+                return conn.getresponse()
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop()
+                if fresh or attempt or isinstance(exc, TimeoutError):
+                    msg = f"{method} {path}: {type(exc).__name__}: {exc}"
+                    raise RetryableApiError(msg) from exc
+                if body is not None:
+                    body.seek(0)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _fail(self, method: str, path: str, resp: Any) -> None:
         text = resp.read()[:300].decode("utf-8", "replace")
@@ -121,7 +138,42 @@ class ArtifactClient:
         raise FatalApiError(msg, status=resp.status)
 
     def put_file(self, digest: str, path: str, size: int) -> None:
-        """Upload the file at ``path`` as blob ``digest`` (the server checks the hash)."""
+        """Upload the file at ``path`` as blob ``digest`` (the server checks the hash): to
+        the server, or straight to its object store over presigned URLs."""
+        from wisp._upload._direct import upload_blob
+
+        def direct() -> None:
+            self._put_file(digest, path, size)
+
+        api = self._thread_api()
+        api.plain_uploads = api.plain_uploads or self.api.plain_uploads
+        if api is self.api:  # one shared transport (injected): one upload at a time
+            with self._shared:
+                sent = upload_blob(api, "artifact", digest, size, path, direct)
+        else:
+            sent = upload_blob(api, "artifact", digest, size, path, direct)
+        self.api.plain_uploads = self.api.plain_uploads or api.plain_uploads
+        if sent:
+            with self._count:
+                self.bytes_sent += size
+                self.files_sent += 1
+
+    def _thread_api(self) -> ApiClient:
+        """This thread's JSON client (files are sent from several threads at once)."""
+        api: ApiClient | None = getattr(self._local, "api", None)
+        with self._count:
+            if api is not None and api not in self._apis:
+                api = None  # closed by close(): open a new one
+        if api is None:
+            if self._transport is not None:  # an injected transport: share the one client
+                return self.api
+            api = ApiClient(self.server_url, self.api_key, timeout=self.timeout)
+            with self._count:
+                self._apis.append(api)
+            self._local.api = api
+        return api
+
+    def _put_file(self, digest: str, path: str, size: int) -> None:
         headers = self._headers()
         headers["Content-Type"] = "application/octet-stream"
         headers["Content-Length"] = str(size)
@@ -133,16 +185,26 @@ class ArtifactClient:
         resp.read()
         if resp.will_close:
             self._drop()
-        with self._count:
-            self.bytes_sent += size
-            self.files_sent += 1
 
     def get_file(self, digest: str, out: IO[bytes]) -> int:
         """Write blob ``digest`` into ``out``, checking its sha256; the byte count."""
         url = f"/artifact-files/{digest}"
         resp = self._stream("GET", url, None, self._headers())
+        if resp.status in REDIRECTS and resp.getheader("location"):
+            resp.read()
+            if resp.will_close:
+                self._drop()
+            with open_url(resp.getheader("location"), self.timeout) as moved:
+                return self._receive(url, digest, moved, out)
         if resp.status != 200:
             self._fail("GET", url, resp)
+        n = self._receive(url, digest, resp, out)
+        if resp.will_close:
+            self._drop()
+        return n
+
+    @staticmethod
+    def _receive(url: str, digest: str, resp: Any, out: IO[bytes]) -> int:
         h = hashlib.sha256()
         n = 0
         while True:
@@ -152,8 +214,6 @@ class ArtifactClient:
             h.update(chunk)
             out.write(chunk)
             n += len(chunk)
-        if resp.will_close:
-            self._drop()
         if h.hexdigest() != digest:
             raise ArtifactError(f"GET {url}: the bytes received do not hash to {digest}")
         return n

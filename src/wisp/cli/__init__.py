@@ -58,7 +58,16 @@ def _parser() -> argparse.ArgumentParser:
             default=os.environ.get("WISP_DATABASE_URL"),
             help="database URL (default: $WISP_DATABASE_URL)",
         )
-        target.add_argument("--media-dir", default=None, help="where media files are stored")
+        media = os.environ.get("WISP_MEDIA_URL")
+        target.add_argument(
+            "--media-url",
+            "--media-dir",
+            dest="media_dir",
+            default=media,
+            help="where media and artifact bytes are stored: a directory, or "
+            "s3://bucket/prefix (AWS_* variables; default: $WISP_MEDIA_URL, else a directory "
+            "beside the database)",
+        )
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=8080)
     sp.add_argument("--no-auth", action="store_true", help="serve reads without an API key")

@@ -14,11 +14,11 @@ import mimetypes
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import FileResponse, Response, StreamingResponse
+from starlette.responses import FileResponse, RedirectResponse, Response, StreamingResponse
 
 from wisp._protocol import MAX_KEY_LENGTH
 from wisp.server import _types as T
-from wisp.server._auth import readable_projects
+from wisp.server._auth import media_inline, readable_projects
 from wisp.server._blobs import BlobStore, open_blob_store
 from wisp.server._filter import TREE_VERSION
 from wisp.server._http import check_possession, json_response, read_batch
@@ -30,7 +30,7 @@ from wisp.server._series import export_history, series_json
 from wisp.server._settings import ServerSettings
 from wisp.server._store import Store
 
-__all__ = ["Api"]
+__all__ = ["Api", "presigned_redirect"]
 
 #: Sent with every media file: ``sandbox`` (without allow-same-origin) gives logged HTML an
 #: opaque origin; its scripts may run but reach nothing outside the document itself.
@@ -41,6 +41,22 @@ MEDIA_CSP = (
 _NO_BODY = None
 _MEDIA_BYTES: dict[str, Any] = {"*/*": {}}
 _HISTORY = {"text/csv": {"type": "string"}, "application/x-ndjson": {"type": "string"}}
+GET_URL_SECONDS = 300  # how long a presigned download URL (a redirect's target) is valid
+
+
+async def presigned_redirect(
+    blobs: BlobStore, request: Any, sha: str, ctype: str, disposition: str
+) -> Response | None:
+    """A 307 to a short-lived presigned GET of the blob, answering with ``ctype`` and
+    ``disposition``; None where the store has no such URLs, or for the dashboard's
+    ``fetch()`` calls (``Sec-Fetch-Mode: cors``), which a bucket without CORS rules would
+    refuse: those bytes are streamed by the server."""
+    if request.headers.get("sec-fetch-mode", "").lower() == "cors":
+        return None
+    url = await run_in_threadpool(blobs.download_url, sha, ctype, disposition, GET_URL_SECONDS)
+    if url is None:
+        return None
+    return RedirectResponse(url, 307, headers={"cache-control": "private, no-store"})
 
 
 class Api:
@@ -177,7 +193,7 @@ class Api:
         scope="read",
         summary="Media file bytes",
         path_params=T.MediaPath,
-        responses={200: _MEDIA_BYTES},
+        responses={200: _MEDIA_BYTES, 307: _NO_BODY},
     )
     async def get_media(self, r: In) -> Response:
         sha, suffix = self._sha(r.path)
@@ -187,6 +203,20 @@ class Api:
             raise Problem(404, "media_not_found", f"no media {sha}", "sha256")
         ctype = mimetypes.guess_type("x" + (known["suffix"] or suffix))[0]
         ctype = ctype or head.content_type or "application/octet-stream"
+        # An object store serves images, audio and video itself, inline, and anything else
+        # as an attachment; HTML needs the sandboxing CSP below, so it comes from here.
+        moved = None
+        if not ctype.startswith("text/html"):
+            inline = media_inline(ctype)
+            moved = await presigned_redirect(
+                self.blobs,
+                r.request,
+                sha,
+                ctype if inline else "application/octet-stream",
+                "inline" if inline else "attachment",
+            )
+        if moved is not None:
+            return moved
         # Logged HTML (and any file a URL suffix makes a browser render) runs sandboxed: an
         # opaque origin that cannot read the dashboard's storage or call its API.
         headers = {"content-security-policy": MEDIA_CSP, "x-content-type-options": "nosniff"}

@@ -17,6 +17,7 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from wisp.artifacts._manifest import check_manifest, check_name, manifest_digest
 from wisp.server import _artifacts_types as A
 from wisp.server import _types as T
+from wisp.server._api import presigned_redirect
 from wisp.server._auth import principal_of
 from wisp.server._blobs import BlobStore
 from wisp.server._http import check_possession, json_response
@@ -133,7 +134,7 @@ class ArtifactApi:
         summary="Download one artifact file",
         path_params=A.ArtifactFilePath,
         query=A.ArtifactFileQuery,
-        responses={200: _FILE_BYTES},
+        responses={200: _FILE_BYTES, 307: None},
     )
     async def get_artifact_file(self, r: In) -> Response:
         sha = r.path.sha256
@@ -142,6 +143,11 @@ class ArtifactApi:
         if size is None or head is None:
             raise Problem(404, "file_not_found", f"no artifact file {sha}", "sha256")
         disp = {"content-disposition": _disposition(r.query.name or sha)}
+        moved = await presigned_redirect(
+            self.blobs, r.request, sha, "application/octet-stream", disp["content-disposition"]
+        )
+        if moved is not None:
+            return moved
         path = await run_in_threadpool(self.blobs.local_path, sha)
         if path is not None:
             return FileResponse(path, media_type="application/octet-stream", headers=disp)

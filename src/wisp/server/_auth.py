@@ -44,6 +44,8 @@ __all__ = [
     "RULES",
     "SESSION_COOKIE",
     "AuthMiddleware",
+    "check_quota",
+    "media_inline",
     "need_project_write",
     "need_runs_read",
     "principal_of",
@@ -114,6 +116,10 @@ RULES = (
     _r("POST", "/artifact-files/missing", "write", "none"),
     _r("PUT", r"/artifact-files/(?P<sha>[0-9a-f]{64})", "write", "upload"),
     _r("GET HEAD", r"/artifact-files/(?P<sha>[0-9a-f]{64})", "read", "blob"),
+    # direct uploads: the plan checks the declared size against the quota (the handler);
+    # a completed upload is the caller's, as a PUT of the bytes is
+    _r("POST", r"/uploads/(?P<sha>[0-9a-f]{64})", "write", "none"),
+    _r("POST", r"/uploads/(?P<sha>[0-9a-f]{64})/complete", "write", "uploaded"),
     _r("POST", "/auth/login", "public", "none"),
     _r("POST", "/auth/logout", "public", "none"),
     _r("GET HEAD", "/auth/me", "public", "none"),
@@ -208,7 +214,8 @@ class AuthMiddleware:
             await self.app(scope, receive, send_wrapped)
         finally:
             ACTOR.reset(token)
-        uploaded = rule is not None and rule.touches == "upload" and 200 <= status < 300
+        uploaded = rule is not None and rule.touches in ("upload", "uploaded")
+        uploaded = uploaded and 200 <= status < 300
         if uploaded and principal.user_id is not None:
             await run_in_threadpool(
                 self.store.access.add_media_owner, params["sha"], principal.user_id
@@ -361,7 +368,9 @@ class AuthMiddleware:
                     raise Problem(404, "not_found", f"no readable file {params['sha']}", "sha256")
                 raise deny_read(p, f"file {params['sha']}")
         elif rule.touches == "upload":
-            await run_in_threadpool(self._check_quota, p, headers)
+            declared = headers.get("content-length", "0")
+            more = int(declared) if declared.isdigit() else 0
+            await run_in_threadpool(self.check_quota, p, more)
         if path in ("/api/v1/projects", "/api/v1/sweeps") and scope["method"] in _SAFE:
             scope["wisp_readable"] = await run_in_threadpool(self.store.access.readable, p)
 
@@ -421,13 +430,12 @@ class AuthMiddleware:
             if info is None or not can_read_project(p, info):
                 raise deny_read(p, f"run {run_id!r}")
 
-    def _check_quota(self, p: Principal, headers: dict[str, str]) -> None:
+    def check_quota(self, p: Principal, more: int) -> None:
+        """Refuse (413) an upload of ``more`` bytes past the caller's media quota."""
         quota = self.settings.media_quota_bytes
         if not quota or p.user_id is None or p.is_admin:
             return
         used = self.store.access.media_usage(p.user_id)
-        declared = headers.get("content-length", "0")
-        more = int(declared) if declared.isdigit() else 0
         if used + more > quota:
             raise Problem(
                 413, "quota", f"media quota of {quota} bytes reached ({used} used by {p.name!r})"
@@ -448,12 +456,26 @@ def need_project_write(request: Any, project: str) -> None:
         mw.need_project_write(principal_of(request), project)
 
 
+def check_quota(request: Any, size: int) -> None:
+    """For handlers whose upload size comes in the body (a planned upload)."""
+    mw = request.scope.get("wisp_auth")
+    if isinstance(mw, AuthMiddleware):
+        mw.check_quota(principal_of(request), size)
+
+
 def readable_projects(request: Any) -> Any:
     """The project names the caller may list (None: all), computed by the middleware."""
     return request.scope.get("wisp_readable")
 
 
 _MEDIA_INLINE = ("image/", "audio/", "video/", "text/html")  # html: sandboxed by the CSP
+
+
+def media_inline(ctype: str) -> bool:
+    """Whether a media type may be shown inline (with ``nosniff``): images (not SVG), audio,
+    video; HTML only under the sandboxing CSP, so only as served by this server."""
+    c = ctype.lower()
+    return c.startswith(_MEDIA_INLINE) and "svg" not in c
 
 
 def _media_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
@@ -469,7 +491,7 @@ def _media_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, byte
         out.append((b"x-content-type-options", b"nosniff"))
     if b"content-security-policy" not in names:
         out.append((b"content-security-policy", b"default-src 'none'; sandbox"))
-    inline = ctype.startswith(tuple(t.encode() for t in _MEDIA_INLINE)) and b"svg" not in ctype
+    inline = media_inline(ctype.decode("latin-1"))
     if not inline and b"content-disposition" not in names:
         out.append((b"content-disposition", b"attachment"))
     return out

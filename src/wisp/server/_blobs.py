@@ -9,7 +9,11 @@ become visible under their name only when their sha256 matches (a
 :func:`open_blob_store` chooses the implementation from a URL, as
 :func:`wisp.server.open_store` does for the database: a plain path or
 ``file:///path`` is a :class:`LocalBlobStore`; other schemes (``s3://``) are for
-stores not written yet and are refused with a clear error.
+``s3://bucket/prefix`` is an :class:`._blobs_s3.S3BlobStore` (the ``s3`` extra).
+
+A store that can hand out presigned URLs answers :meth:`BlobStore.plan_upload` and
+:meth:`BlobStore.download_url` (clients then move the bytes themselves); the local store
+answers None: the bytes go through the server.
 
 Local layout (version 1, unchanged since the first server): ``<root>/<sha[:2]>/<sha>``,
 temporary files in ``<root>/tmp/``.
@@ -22,14 +26,22 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, NamedTuple, Protocol
+from typing import Any, BinaryIO, NamedTuple, Protocol
 
 from wisp.errors import UsageError
 from wisp.server._problem import Problem
 
-__all__ = ["BlobInfo", "BlobStore", "BlobWriter", "LocalBlobStore", "open_blob_store"]
+__all__ = [
+    "BlobInfo",
+    "BlobStore",
+    "BlobWriter",
+    "LocalBlobStore",
+    "UploadPlan",
+    "open_blob_store",
+]
 
 _SHA = re.compile(r"[0-9a-f]{64}")
 CHUNK = 1 << 16
@@ -38,6 +50,16 @@ CHUNK = 1 << 16
 class BlobInfo(NamedTuple):
     size: int
     content_type: str | None  # None where the store does not keep one (the local store)
+
+
+@dataclass
+class UploadPlan:
+    """Where a client sends a blob itself: presigned part URLs of one multipart upload."""
+
+    upload_id: str
+    part_size: int
+    parts: list[dict[str, Any]]  # [{number, offset, size, url}] still to send
+    expires_in: int
 
 
 class BlobWriter(Protocol):
@@ -78,6 +100,23 @@ class BlobStore(Protocol):
     def delete(self, sha256: str) -> bool: ...
 
     def iterate(self) -> Iterator[str]: ...
+
+    def check(self) -> None:
+        """Fail (``UsageError``) when the store cannot be used; at server start."""
+
+    def plan_upload(self, sha256: str, size: int) -> UploadPlan | None:
+        """Presigned URLs for a client's upload; None: send the bytes to the server."""
+
+    def finish_upload(self, sha256: str, size: int, upload_id: str) -> int:
+        """Complete and check a planned upload; returns the size (``Problem`` otherwise)."""
+
+    def download_url(
+        self, sha256: str, content_type: str, disposition: str, expires: int = 300
+    ) -> str | None:
+        """A short-lived URL the client fetches the bytes from; None: from the server."""
+
+    def abort_stale_uploads(self, before: float) -> int:
+        """Drop unfinished uploads started before ``before``; how many."""
 
 
 def check_sha(sha256: str) -> str:
@@ -200,9 +239,38 @@ class LocalBlobStore:
                 if _SHA.fullmatch(f.name) and f.name[:2] == sub.name and f.is_file():
                     yield f.name
 
+    def check(self) -> None:
+        """The directory was made (or found) when the store was opened."""
 
-def open_blob_store(url: str) -> LocalBlobStore:
-    """The blob store at ``url``: a directory path or ``file:///path`` (local files)."""
+    # -- direct transfers: not for local files (the server reads and writes them) ----------
+
+    def plan_upload(self, sha256: str, size: int) -> UploadPlan | None:
+        return None
+
+    def finish_upload(self, sha256: str, size: int, upload_id: str) -> int:
+        raise Problem(404, "upload_not_found", "this server takes media bytes itself", "upload_id")
+
+    def download_url(
+        self, sha256: str, content_type: str, disposition: str, expires: int = 300
+    ) -> str | None:
+        return None
+
+    def abort_stale_uploads(self, before: float) -> int:
+        """Temporary files of uploads that never finished (a killed server), by age."""
+        n = 0
+        for f in (self.root / "tmp").glob("*"):
+            try:
+                if f.stat().st_mtime < before:
+                    f.unlink()
+                    n += 1
+            except FileNotFoundError:
+                continue
+        return n
+
+
+def open_blob_store(url: str) -> BlobStore:
+    """The blob store at ``url``: a directory path or ``file:///path`` (local files), or
+    ``s3://bucket/prefix`` (an S3-compatible object store)."""
     if "://" not in url:
         return LocalBlobStore(url)
     scheme, _, rest = url.partition("://")
@@ -212,6 +280,11 @@ def open_blob_store(url: str) -> LocalBlobStore:
         from urllib.parse import unquote
 
         return LocalBlobStore(unquote(rest))
+    if scheme.lower() == "s3":
+        from wisp.server._blobs_s3 import S3BlobStore
+
+        return S3BlobStore(url)
     raise UsageError(
-        f"unsupported media store URL scheme {scheme!r}: use a directory path or file:///path"
+        f"unsupported media store URL scheme {scheme!r}: "
+        "use a directory path, file:///path or s3://bucket/prefix"
     )

@@ -103,18 +103,24 @@ def media_gc(
     dry_run: bool = False,
 ) -> tuple[int, int]:
     """Delete media no run refers to, uploaded more than ``older_than_days`` ago (an upload
-    is referenced by its records shortly after); returns ``(files, bytes)``."""
+    is referenced by its records shortly after), in the local directory or the object store
+    ``media_dir`` names, and uploads left unfinished as long; returns ``(files, bytes)``."""
     from wisp.server._blobs import open_blob_store
 
     settings = ServerSettings(db=db or "", media_dir=media_dir or "").resolved()
     blobs = open_blob_store(settings.media_dir)
 
     def go(s: Any) -> tuple[int, int]:
-        orphans = s.access.orphan_media(s.clock() - older_than_days * 86400)
+        before = s.clock() - older_than_days * 86400
+        orphans = s.access.orphan_media(before)
         if not dry_run:
+            # the same bytes may be an artifact's file too (one content-addressed store)
+            shared = s.artifacts.files_known([sha for sha, _ in orphans])
             for sha, _ in orphans:
                 s.access.forget_media(sha)
-                blobs.delete(sha)
+                if sha not in shared:
+                    blobs.delete(sha)
+            blobs.abort_stale_uploads(before)  # uploads begun and never completed
         return len(orphans), sum(size for _, size in orphans)
 
     out: tuple[int, int] = _run(db, go)

@@ -95,9 +95,11 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
+    from wisp.server._blobs import open_blob_store
     from wisp.server._conn import uvicorn_options
     from wisp.server._db import make_engine, migrate
 
+    open_blob_store(settings.media_dir).check()  # an unreachable bucket fails here, clearly
     engine = make_engine(settings.db)
     migrate(engine)
     engine.dispose()

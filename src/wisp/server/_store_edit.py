@@ -38,6 +38,7 @@ def delete_run(store: Any, run_id: str) -> bool:
             S.metric_keys,
             S.extras,
             S.media_items,
+            S.media_refs,  # its media become garbage unless another run refers to them
             S.run_metrics,
             S.console,
             S.events,
