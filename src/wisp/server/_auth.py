@@ -108,6 +108,18 @@ RULES = (
         "project_write",
     ),
     _r("GET HEAD", f"/runs/{_RUN}/artifacts", "read", "run"),
+    _r("POST", "/projects/(?P<project>[^/]+)/series/grouped", "read", "project"),
+    _r("GET HEAD", "/projects/(?P<project>[^/]+)/workspaces(/[^/]+)?", "read", "project"),
+    # saving a view: a signed-in writer who reads the project (the handler checks the rest:
+    # shared workspaces need write rights on the project), or the local no-auth caller
+    _r("POST", "/projects/(?P<project>[^/]+)/workspaces", "read", "workspace", "workspace.save"),
+    _r(
+        "PUT DELETE",
+        "/projects/(?P<project>[^/]+)/workspaces/[^/]+",
+        "read",
+        "workspace",
+        "workspace.save",
+    ),
     # artifact file bytes are content-addressed (the sha256 is the capability): any signed-in
     # reader may fetch a file by its digest; uploads count against the uploader's quota
     _r("POST", "/artifact-files/missing", "write", "none"),
@@ -358,6 +370,12 @@ class AuthMiddleware:
                 await run_in_threadpool(self._need_project_read, p, project)
             else:
                 await run_in_threadpool(self.need_project_write, p, project)
+        elif rule.touches == "workspace":
+            from urllib.parse import unquote
+
+            if p.via != "local":
+                need_scope(p, "write")
+            await run_in_threadpool(self._need_project_read, p, unquote(params["project"]))
         elif rule.touches == "runs_query":
             from urllib.parse import parse_qs
 

@@ -31,8 +31,9 @@ def api_classes() -> list[type]:
     from wisp.server._artifacts import ArtifactApi
     from wisp.server._export import ExportApi
     from wisp.server._sweeps import SweepApi
+    from wisp.server._workspaces import WorkspaceApi
 
-    return [Api, SweepApi, ExportApi, ArtifactApi, AdminApi]
+    return [Api, SweepApi, ExportApi, ArtifactApi, AdminApi, WorkspaceApi]
 
 
 def all_endpoints() -> list[Endpoint]:

@@ -23,6 +23,10 @@ private/team/public-read), ``sessions`` (dashboard logins, token hashes), ``audi
 references a blob); ``api_keys`` gain ``user_id``, ``expires_at``, ``last_used_at``; ``runs``
 gain ``owner_id``; ``writers`` gain ``user_id`` (the user whose key opened the writer); the
 ``console``, ``events`` and ``media_items`` ids are 64-bit on PostgreSQL.
+
+Alembic ``0003_workspaces`` adds ``workspaces``: saved dashboard views of a project (panels,
+grouping, filter as JSON), owned by a user (``owner_id``; NULL on a local no-auth server),
+``shared`` with the project's readers or private to their owner.
 """
 
 from __future__ import annotations
@@ -277,4 +281,18 @@ media_refs = Table(
     Column("sha256", String(64), nullable=False),
     Column("run_id", String(64), nullable=False),
     PrimaryKeyConstraint("sha256", "run_id"),
+)
+
+workspaces = Table(
+    "workspaces",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("project", String(128), nullable=False),
+    Column("name", Text, nullable=False),
+    Column("owner_id", Integer, nullable=True),
+    Column("shared", Integer, nullable=False, default=0),
+    Column("spec", JSONT, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Index("ix_workspaces_project", "project", "updated_at"),
 )
