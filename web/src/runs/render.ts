@@ -101,14 +101,14 @@ function resizer(s: RunsState, c: string, act: Actions): HTMLElement {
     e.stopPropagation();
     const x0 = e.clientX;
     const w0 = width(s, c);
-    grip.setPointerCapture(e.pointerId);
+    // on the window: the header (and this grip) is redrawn while dragging
     const move = (ev: PointerEvent) => act.resize(c, Math.max(50, Math.min(800, w0 + ev.clientX - x0)));
     const up = () => {
-      grip.removeEventListener("pointermove", move);
-      grip.removeEventListener("pointerup", up);
+      window.removeEventListener("pointermove", move);
+      window.removeEventListener("pointerup", up);
     };
-    grip.addEventListener("pointermove", move);
-    grip.addEventListener("pointerup", up);
+    window.addEventListener("pointermove", move);
+    window.addEventListener("pointerup", up);
   });
   return grip;
 }

@@ -318,6 +318,14 @@ export class Panel {
         },
         axes: [{ ...axis, size: 32 }, { ...axis, size: 52, values: (_u, vals) => vals.map((v) => fmtNum(v)) }],
         cursor: { sync: { key: "wisp-ws" }, points: { show: false } },
+        hooks: {
+          draw: [
+            (u) => {
+              this.el.dataset.scaleYmin = String(u.scales.y.min);
+              this.el.dataset.scaleYmax = String(u.scales.y.max);
+            },
+          ],
+        },
       },
       data,
       this.plot,
@@ -326,8 +334,6 @@ export class Panel {
     const d = this.el.dataset;
     d.lines = String(this.drawn.size);
     d.drawn = String(Number(d.drawn ?? 0) + 1);
-    d.scaleYmin = String(this.u.scales.y.min);
-    d.scaleYmax = String(this.u.scales.y.max);
   }
 
   destroy(): void {
