@@ -109,6 +109,19 @@ def test_block_grid_and_zoom_match_the_data(store: Any) -> None:
             _check(s, want, g0["origin"], g0["width"])
 
 
+def test_many_points_in_a_fine_range_read_blocks(store: Any, monkeypatch: Any) -> None:
+    """Past MAX_POINTS a fine grid becomes one bucket per 64-step block, still exact."""
+    import wisp.server._grouped as G
+
+    data = _log(store, 3, range(0, 3000), seed=3)
+    monkeypatch.setattr(G, "MAX_POINTS", 100)
+    out = grouped_series(store, "p", keys=["loss"], group_by=[], buckets=500)
+    g0 = out["grids"][0]
+    assert (g0["origin"], g0["width"]) == (0, 64)
+    s = out["groups"][0]["series"][0]
+    _check(s, _expect(data, out["groups"][0]["runs"], 0, 64, 0, 2999), 0, 64)
+
+
 def test_no_group_by_is_one_group_and_missing_values_group_last(store: Any) -> None:
     """No fields: one group of every run; runs without the key form the last group."""
     _log(store, 3, range(10))
