@@ -144,7 +144,11 @@ def test_grouped_workspace_saved_and_restored(
         assert d["lo"] == pytest.approx([min(v) for v in vals])
         assert d["hi"] == pytest.approx([max(v) for v in vals])
     # a ±std band instead, a panel configured (log y, y range), another added, moved, removed
-    page.select_option("#ws-band", "std")
+    loads = page.locator("#ws-grid").get_attribute("data-loaded")
+    page.select_option("#ws-band", "std")  # fetches the mean and std instead
+    page.wait_for_function(
+        "n => document.querySelector('#ws-grid').dataset.loaded !== n", arg=loads
+    )
     d = page.evaluate(DRAWN, [loss_panel, "0.01"])
     sd = [statistics.pstdev(loss(i, 0.01, s) for i in range(20) if i % 4 == 2) for s in range(3)]
     assert d["hi"][:3] == pytest.approx([want[0.01][s] + sd[s] for s in range(3)])

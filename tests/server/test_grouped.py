@@ -146,6 +146,10 @@ def test_http_grouped_endpoint(api: Api, store: Any) -> None:
     )
     assert res.json() == want
     assert [g["values"] for g in want["groups"]] == [[0.001], [0.01]]
+    res = api.post(url, json={**body, "stats": ["median", "lo"]})
+    s = res.json()["groups"][0]["series"][0]
+    assert set(s) == {"key", "runs", "x", "n", "median", "lo"}
+    assert s["median"] == want["groups"][0]["series"][0]["median"]
     for bad, field in (
         ({"keys": []}, "keys"),
         ({"keys": ["loss"], "group_by": ["bogus"]}, "group_by"),

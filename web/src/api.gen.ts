@@ -971,19 +971,27 @@ export interface components {
         };
         /**
          * GroupSeries
-         * @description One metric of one group, per bucket of the shared grid (x: the bucket's first step).
+         * @description One metric of one group, per bucket of the shared grid (x: the bucket's first step);
+         *         the statistics asked for in ``stats`` (the others are left out).
          */
         GroupSeries: {
-            hi: (number | null)[];
+            /** @default null */
+            hi?: (number | null)[] | null;
             key: string;
-            lo: (number | null)[];
-            max: (number | null)[];
-            mean: (number | null)[];
-            median: (number | null)[];
-            min: (number | null)[];
+            /** @default null */
+            lo?: (number | null)[] | null;
+            /** @default null */
+            max?: (number | null)[] | null;
+            /** @default null */
+            mean?: (number | null)[] | null;
+            /** @default null */
+            median?: (number | null)[] | null;
+            /** @default null */
+            min?: (number | null)[] | null;
             n: number[];
             runs: number;
-            std: (number | null)[];
+            /** @default null */
+            std?: (number | null)[] | null;
             x: number[];
         };
         /** GroupedBody */
@@ -1007,6 +1015,8 @@ export interface components {
             min?: number | null;
             /** @default null */
             runs?: string[] | null;
+            /** @description the per-bucket arrays to send */
+            stats?: ("hi" | "lo" | "max" | "mean" | "median" | "min" | "std")[];
             /**
              * @default step
              * @enum {unknown}

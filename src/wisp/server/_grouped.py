@@ -217,6 +217,31 @@ def _count(conn: Any, ids: list[int], s_lo: int, s_hi: int) -> int:
     return total
 
 
+def _per_bucket(
+    conn: Any, t: Any, pos: Any, last: Any, lo: Any, hi: Any, conds: list[Any], bucket: Any
+) -> list[Any]:
+    """``(key id, bucket, last position, last value, min, max)`` per key and bucket, folded
+    in SQL: one GROUP BY, and the last value by the primary key of the bucket's last row."""
+    b = bucket.label("b")
+    g = (
+        select(
+            t.c.key_id,
+            b,
+            func.max(pos).label("m"),
+            func.min(lo).label("mn"),
+            func.max(hi).label("mx"),
+        )
+        .where(*conds)
+        .group_by(t.c.key_id, b)
+        .subquery()
+    )
+    t2 = t.alias("t2")
+    q = select(g.c.key_id, g.c.b, g.c.m, t2.c[last.name], g.c.mn, g.c.mx).join(
+        t2, and_(t2.c.key_id == g.c.key_id, t2.c[pos.name] == g.c.m)
+    )
+    return _rows(conn, q)
+
+
 def _cells(
     conn: Any, ids: list[int], s_lo: int, s_hi: int, origin: int, width: int
 ) -> dict[int, dict[int, Cell]]:
@@ -228,23 +253,32 @@ def _cells(
         fb_lo, fb_hi = -(-s_lo // B), (s_hi + 1) // B - 1  # blocks wholly inside the range
         for part in _chunks(ids):
             if fb_lo <= fb_hi:
-                q = select(bl.key_id, bl.smax, bl.last_v, bl.vmin, bl.vmax).where(
-                    bl.key_id.in_(part), bl.blk >= fb_lo, bl.blk <= fb_hi
+                conds = [bl.key_id.in_(part), bl.blk >= fb_lo, bl.blk <= fb_hi]
+                bucket = (bl.blk * B - origin) // width
+                rows = _per_bucket(
+                    conn, S.blocks, bl.blk, bl.last_v, bl.vmin, bl.vmax, conds, bucket
                 )
-                _fold(out, _rows(conn, q.order_by(bl.key_id, bl.blk)), origin, width)
-            edge = select(p.key_id, p.step, p.value, p.value, p.value).where(
+                for kid, bk, blk, last, mn, mx in rows:
+                    out[kid][int(bk)] = (blk * B + B - 1, last, mn, mx)
+            edge = select(p.key_id, p.step, p.value).where(
                 p.key_id.in_(part), p.step >= s_lo, p.step <= s_hi
             )
             right = max(fb_hi + 1, fb_lo) * B
             edge = edge.where((p.step < fb_lo * B) | (p.step >= right))
-            for kid, step, v, _v1, _v2 in conn.execute(edge).all():
+            for kid, step, v in _rows(conn, edge):
                 _merge(out[kid], (step - origin) // width, step, v, v, v)
         return out
-    for part in _chunks(ids):  # few points: read them (in step order per key)
-        q = select(p.key_id, p.step, p.value, p.value, p.value).where(
-            p.key_id.in_(part), p.step >= s_lo, p.step <= s_hi
-        )
-        _fold(out, _rows(conn, q.order_by(p.key_id, p.step)), origin, width)
+    for part in _chunks(ids):
+        conds = [p.key_id.in_(part), p.step >= s_lo, p.step <= s_hi]
+        if width == 1:
+            for kid, step, v in _rows(conn, select(p.key_id, p.step, p.value).where(*conds)):
+                out[kid][step - origin] = (step, v, v, v)
+            continue
+        bucket = (p.step - origin) // width
+        for kid, bk, step, last, mn, mx in _per_bucket(
+            conn, S.points, p.step, p.value, p.value, p.value, conds, bucket
+        ):
+            out[kid][int(bk)] = (step, last, mn, mx)
     return out
 
 
@@ -258,43 +292,12 @@ def _rows(conn: Any, q: Any) -> list[Any]:
     return rows
 
 
-def _fold(out: dict[int, dict[int, Cell]], rows: list[Any], origin: int, width: int) -> None:
-    """Fold rows ``(key id, step, last, min, max)`` sorted by key and step into buckets."""
-    cur_k, cur_b = -1, -1
-    cells: dict[int, Cell] = {}
-    last_s, last_v, mn, mx = 0, None, None, None
-    for kid, step, v, lo, hi in rows:
-        b = (step - origin) // width
-        if kid != cur_k or b != cur_b:
-            if cur_k >= 0:
-                cells[cur_b] = (last_s, last_v, mn, mx)
-            if kid != cur_k:
-                cells = out[kid]
-            cur_k, cur_b, mn, mx = kid, b, lo, hi
-        else:
-            if lo is not None and (mn is None or lo < mn):
-                mn = lo
-            if hi is not None and (mx is None or hi > mx):
-                mx = hi
-        last_s, last_v = step, v
-    if cur_k >= 0:
-        cells[cur_b] = (last_s, last_v, mn, mx)
+STATS = ("mean", "median", "std", "min", "max", "lo", "hi")
 
 
-def _stats(xs: list[float]) -> tuple[float, float, float, float, float]:
-    """mean, median, population std, min, max of a non-empty list."""
-    n = len(xs)
-    if n == 1:
-        x = xs[0]
-        return x, x, 0.0, x, x
-    mean = sum(xs) / n
-    s = sorted(xs)
-    med = s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-    var = sum((x - mean) * (x - mean) for x in xs) / n
-    return mean, med, math.sqrt(var), s[0], s[-1]
-
-
-def _aggregate(cells: list[dict[int, Cell]], origin: int, width: int, key: str) -> dict[str, Any]:
+def _aggregate(
+    cells: list[dict[int, Cell]], origin: int, width: int, key: str, stats: tuple[str, ...]
+) -> dict[str, Any]:
     acc: dict[int, list[Any]] = {}  # bucket -> [runs' last values, lo, hi]
     for c in cells:
         for b, (_st, last, mn, mx) in c.items():
@@ -308,15 +311,37 @@ def _aggregate(cells: list[dict[int, Cell]], origin: int, width: int, key: str) 
                     e[2] = mx
             if last is not None:
                 e[0].append(last)
-    names = ("x", "n", "mean", "median", "std", "min", "max", "lo", "hi")
-    cols: list[list[Any]] = [[] for _ in names]
-    none5 = (None,) * 5
-    for b in sorted(acc):
-        vals, lo, hi = acc[b]
-        row = (origin + b * width, len(vals), *(_stats(vals) if vals else none5), lo, hi)
-        for col, v in zip(cols, row, strict=True):
-            col.append(v)
-    return {"key": key, **dict(zip(names, cols, strict=True))}
+    order = sorted(acc)
+    vals = [acc[b][0] for b in order]
+    out: dict[str, Any] = {"key": key, "x": [origin + b * width for b in order]}
+    out["n"] = [len(v) for v in vals]
+    means = [sum(v) / len(v) if v else None for v in vals]
+    if "mean" in stats:
+        out["mean"] = means
+    if "median" in stats:
+        out["median"] = [_median(v) if v else None for v in vals]
+    if "std" in stats:
+        out["std"] = [
+            math.sqrt(sum((x - m) * (x - m) for x in v) / len(v)) if v and m is not None else None
+            for v, m in zip(vals, means, strict=True)
+        ]
+    if "min" in stats:
+        out["min"] = [min(v) if v else None for v in vals]
+    if "max" in stats:
+        out["max"] = [max(v) if v else None for v in vals]
+    if "lo" in stats:
+        out["lo"] = [acc[b][1] for b in order]
+    if "hi" in stats:
+        out["hi"] = [acc[b][2] for b in order]
+    return out
+
+
+def _median(v: list[float]) -> float:
+    n = len(v)
+    if n == 1:
+        return v[0]
+    s = sorted(v)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
 def grouped_series(
@@ -330,6 +355,7 @@ def grouped_series(
     lo: float | None = None,
     hi: float | None = None,
     buckets: int = 1000,
+    stats: tuple[str, ...] = STATS,
 ) -> dict[str, Any]:
     """The groups of the selected runs with each metric aggregated per group."""
     groups = group_runs(store, project, group_by, filter_expr, runs)
@@ -358,7 +384,7 @@ def grouped_series(
             mine = [per_key[key][rid] for rid in g["runs"] if rid in per_key[key]]
             if gr is None or not mine:
                 continue
-            s = _aggregate(mine, gr["origin"], gr["width"], key)
+            s = _aggregate(mine, gr["origin"], gr["width"], key, stats)
             s["runs"] = len(mine)
             series.append(s)
         out_groups.append(

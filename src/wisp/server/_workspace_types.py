@@ -34,6 +34,8 @@ GroupBy = Annotated[
         description="group, job_type, state, name, tags, config.*, summary.*, metadata.*",
     ),
 ]
+Stat = Literal["mean", "median", "std", "min", "max", "lo", "hi"]
+STATS: tuple[Stat, ...] = ("mean", "median", "std", "min", "max", "lo", "hi")
 WorkspaceId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
 
@@ -49,22 +51,26 @@ class GroupedBody(msgspec.Struct, forbid_unknown_fields=True):
     min: float | None = None
     max: float | None = None
     buckets: Annotated[int, Meta(ge=1, le=5000)] = 1000
+    stats: Annotated[
+        list[Stat], Meta(max_length=7, description="the per-bucket arrays to send")
+    ] = msgspec.field(default_factory=lambda: list(STATS))
 
 
 class GroupSeries(msgspec.Struct):
-    """One metric of one group, per bucket of the shared grid (x: the bucket's first step)."""
+    """One metric of one group, per bucket of the shared grid (x: the bucket's first step);
+    the statistics asked for in ``stats`` (the others are left out)."""
 
     key: str
     runs: int
     x: list[int]
     n: list[int]
-    mean: list[float | None]
-    median: list[float | None]
-    std: list[float | None]
-    min: list[float | None]
-    max: list[float | None]
-    lo: list[float | None]
-    hi: list[float | None]
+    mean: list[float | None] | None = None
+    median: list[float | None] | None = None
+    std: list[float | None] | None = None
+    min: list[float | None] | None = None
+    max: list[float | None] | None = None
+    lo: list[float | None] | None = None
+    hi: list[float | None] | None = None
 
 
 class Group(msgspec.Struct):

@@ -112,6 +112,7 @@ class WorkspaceApi:
             "lo": b.min,
             "hi": b.max,
             "buckets": b.buckets,
+            "stats": tuple(dict.fromkeys(b.stats)),
         }
         out = await run_in_threadpool(lambda: grouped_series(self.store, project, **kw))
         return json_response(out)

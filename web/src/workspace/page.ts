@@ -8,11 +8,11 @@ import { href } from "../router";
 import type { Route } from "../router";
 import { fetchSeries } from "../series";
 import { debounce, h, runColors } from "../util";
-import { wsApi, type GroupedSeries, type WorkspaceSpec } from "./api";
+import { wsApi, type GroupedBody, type GroupedSeries, type WorkspaceSpec } from "./api";
 import { Panel, type PanelData, type PanelHost, type RunLine } from "./panel";
 
 const MAX_RUN_LINES = 30; // an ungrouped workspace draws the newest runs of the selection
-const BUCKETS = 600;
+const BUCKETS = 400; // about a panel's width in pixels
 
 let seq = 0;
 function newId(): string {
@@ -142,7 +142,11 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
         const keys = [...new Set(targets.filter((p) => (p.spec.x ?? "step") === "step").flatMap((p) => p.spec.keys))];
         const parts: string[][] = [];
         for (let i = 0; i < keys.length; i += 20) parts.push(keys.slice(i, i + 20));
-        const got = await Promise.all(parts.map((ks) => wsApi.grouped(project, { keys: ks, group_by: groupBy, filter: spec.filter ?? "", buckets: BUCKETS })));
+        // only the arrays the line and band need
+        const line = spec.agg === "median" ? "median" : "mean";
+        const stats = spec.band === "std" ? ["mean", "std", line] : spec.band === "none" ? [line] : [line, "min", "max"];
+        const body = (ks: string[]) => ({ keys: ks, group_by: groupBy, filter: spec.filter ?? "", buckets: BUCKETS, stats: [...new Set(stats)] as GroupedBody["stats"] });
+        const got = await Promise.all(parts.map((ks) => wsApi.grouped(project, body(ks))));
         if (disposed || my !== loadSeq) return;
         const merged: GroupedSeries = got.length ? { ...got[0], groups: got[0].groups.map((g) => ({ ...g, series: [...g.series] })) } : { group_by: groupBy, runs: 0, grids: [], groups: [] };
         for (const more of got.slice(1))
@@ -242,11 +246,11 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
 
   const controlsChanged = () => {
     const gb = group.value.split(",").map((g) => g.trim()).filter(Boolean);
-    const refetch = filter.value !== (spec.filter ?? "") || gb.join(",") !== (spec.group_by ?? []).join(",");
+    const refetch =
+      filter.value !== (spec.filter ?? "") || gb.join(",") !== (spec.group_by ?? []).join(",") || agg.value !== (spec.agg ?? "mean") || band.value !== (spec.band ?? "minmax");
     spec = { ...spec, filter: filter.value, group_by: gb, agg: agg.value === "median" ? "median" : "mean", band: band.value as WorkspaceSpec["band"] };
     dirty();
-    if (refetch) void loadData();
-    else for (const p of list) p.setLine(spec.agg ?? "mean", spec.band ?? "minmax");
+    if (refetch) void loadData(); // the server sends only the statistics drawn
   };
   for (const el of [agg, band]) el.addEventListener("change", controlsChanged);
   for (const el of [filter, group])

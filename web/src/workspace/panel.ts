@@ -212,13 +212,6 @@ export class Panel {
     this.redraw();
   }
 
-  /** Another line (mean/median) or band, redrawn from the data held. */
-  setLine(agg: PanelData["agg"], band: PanelData["band"]): void {
-    if (!this.data) return;
-    this.data = { ...this.data, agg, band };
-    this.redraw();
-  }
-
   private smooth(x: number[], y: (number | null)[]): (number | null)[] {
     const a = this.spec.smooth ?? 0;
     if (!a) return y;
@@ -242,15 +235,16 @@ export class Panel {
           const ki = keys.indexOf(s.key);
           if (ki < 0) continue;
           const label = keys.length > 1 ? `${g.label} · ${s.key}` : g.label;
-          const center = d.agg === "median" ? s.median : s.mean;
+          const center = (d.agg === "median" ? s.median : s.mean) ?? [];
           const y = this.smooth(s.x, center);
           const cols: (number | null)[][] = [];
           let lo: (number | null)[] | undefined;
           let hi: (number | null)[] | undefined;
-          if (d.band === "minmax") [lo, hi] = [s.min, s.max];
-          else if (d.band === "std") {
-            lo = s.mean.map((m, i) => (m === null || s.std[i] === null ? null : m - s.std[i]!));
-            hi = s.mean.map((m, i) => (m === null || s.std[i] === null ? null : m + s.std[i]!));
+          if (d.band === "minmax" && s.min && s.max) [lo, hi] = [s.min, s.max];
+          else if (d.band === "std" && s.mean && s.std) {
+            const [mean, std] = [s.mean, s.std];
+            lo = mean.map((m, i) => (m === null || std[i] === null ? null : m - std[i]!));
+            hi = mean.map((m, i) => (m === null || std[i] === null ? null : m + std[i]!));
           }
           if (lo && hi) {
             cols.push(fix(lo), fix(hi));
