@@ -119,6 +119,8 @@ def test_rights(people: People) -> None:
         ({"panels": [{"id": "a", "keys": ["x"]}, {"id": "a", "keys": ["y"]}]}, "spec.panels"),
         ({"panels": [], "color": "red"}, "spec.color"),
         ({"band": "iqr"}, "spec.band"),
+        ({"group_by": ["\u0000"]}, "spec.group_by[0]"),
+        ({"group_by": ["bogus"]}, "spec.group_by"),
     ],
 )
 def test_malformed_specs_name_the_field(people: People, spec: Any, field: str) -> None:

@@ -28,7 +28,7 @@ from wisp.server import _schema as S
 from wisp.server import _workspace_types as T
 from wisp.server._auth import need_project_write, principal_of
 from wisp.server._blobs import BlobStore
-from wisp.server._grouped import grouped_series
+from wisp.server._grouped import group_fields, grouped_series
 from wisp.server._http import json_response
 from wisp.server._ingest import check_project
 from wisp.server._problem import Problem, clean_str, invalid
@@ -46,6 +46,12 @@ _MAX_PER_PROJECT = 1000
 def _check_spec(spec: T.WorkspaceSpec) -> dict[str, Any]:
     """The spec as stored JSON; 422 naming the field for what msgspec cannot check."""
     clean_str(spec.filter, "spec.filter")
+    for i, g in enumerate(spec.group_by):
+        clean_str(g, f"spec.group_by[{i}]")
+    try:
+        group_fields(spec.group_by)
+    except Problem as p:
+        raise invalid("spec.group_by", p.message.partition(": ")[2]) from None
     for i, p in enumerate(spec.panels):
         for name in ("y_min", "y_max"):
             v = getattr(p, name)
