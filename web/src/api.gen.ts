@@ -367,6 +367,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project}/series/grouped": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Runs grouped by config/metadata keys, each metric aggregated per group
+         * @description Per group and bucket of a step grid shared by all runs: mean, median, std, min, max of the runs' last value in the bucket, and the min/max of every point (computed from the 64-step blocks). At most 1000 runs.
+         */
+        post: operations["grouped"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/workspaces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspaces of a project the caller may see (shared, and their own) */
+        get: operations["list_workspaces"];
+        put?: never;
+        /** Save a new workspace (shared ones need write rights on the project) */
+        post: operations["create_workspace"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/workspaces/{workspace_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One workspace with its panels */
+        get: operations["get_workspace"];
+        /** Replace a workspace's name, sharing and panels */
+        put: operations["put_workspace"];
+        post?: never;
+        /** Delete a workspace */
+        delete: operations["delete_workspace"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -947,6 +1004,83 @@ export interface components {
             } | null;
             version: number;
         };
+        /** Group */
+        Group: {
+            label: string;
+            names: (string | null)[];
+            runs: string[];
+            series: components["schemas"]["GroupSeries"][];
+            values: unknown[];
+        };
+        /** GroupGrid */
+        GroupGrid: {
+            first: number;
+            key: string;
+            last: number;
+            origin: number;
+            width: number;
+        };
+        /**
+         * GroupSeries
+         * @description One metric of one group, per bucket of the shared grid (x: the bucket's first step);
+         *         the statistics asked for in ``stats`` (the others are left out).
+         */
+        GroupSeries: {
+            /** @default null */
+            hi?: (number | null)[] | null;
+            key: string;
+            /** @default null */
+            lo?: (number | null)[] | null;
+            /** @default null */
+            max?: (number | null)[] | null;
+            /** @default null */
+            mean?: (number | null)[] | null;
+            /** @default null */
+            median?: (number | null)[] | null;
+            /** @default null */
+            min?: (number | null)[] | null;
+            n: number[];
+            runs: number;
+            /** @default null */
+            std?: (number | null)[] | null;
+            x: number[];
+        };
+        /** GroupedBody */
+        GroupedBody: {
+            /** @default 1000 */
+            buckets?: number;
+            /**
+             * @description runs filter expression
+             * @default
+             */
+            filter?: string;
+            /**
+             * @description group, job_type, state, name, tags, config.*, summary.*, metadata.*
+             * @default []
+             */
+            group_by?: string[];
+            keys: string[];
+            /** @default null */
+            max?: number | null;
+            /** @default null */
+            min?: number | null;
+            /** @default null */
+            runs?: string[] | null;
+            /** @description the per-bucket arrays to send */
+            stats?: ("hi" | "lo" | "max" | "mean" | "median" | "min" | "std")[];
+            /**
+             * @default step
+             * @enum {unknown}
+             */
+            x?: "step";
+        };
+        /** GroupedSeries */
+        GroupedSeries: {
+            grids: components["schemas"]["GroupGrid"][];
+            group_by: string[];
+            groups: components["schemas"]["Group"][];
+            runs: number;
+        };
         /** KeyCreated */
         KeyCreated: {
             id: string;
@@ -1067,6 +1201,46 @@ export interface components {
         /** Ok */
         Ok: {
             ok: boolean;
+        };
+        /**
+         * PanelSpec
+         * @description A chart panel: metrics, x axis, smoothing, log scale, y range and size.
+         */
+        PanelSpec: {
+            /**
+             * @description height in pixels
+             * @default 240
+             */
+            h?: number;
+            id: string;
+            keys: string[];
+            /**
+             * @default line
+             * @enum {unknown}
+             */
+            kind?: "line";
+            /** @default false */
+            log_y?: boolean;
+            /** @default 0 */
+            smooth?: number;
+            /**
+             * @default ema
+             * @enum {unknown}
+             */
+            smooth_mode?: "ema" | "time";
+            /** @default  */
+            title?: string;
+            /**
+             * @description grid columns spanned
+             * @default 1
+             */
+            w?: number;
+            /** @default step */
+            x?: string;
+            /** @default null */
+            y_max?: number | null;
+            /** @default null */
+            y_min?: number | null;
         };
         /** Project */
         Project: {
@@ -1591,6 +1765,67 @@ export interface components {
         VersionLineage: {
             consumed_by: string[];
             produced_by: string[];
+        };
+        /** Workspace */
+        Workspace: {
+            can_edit: boolean;
+            created_at: number;
+            id: string;
+            name: string;
+            owner: string | null;
+            project: string;
+            shared: boolean;
+            spec: components["schemas"]["WorkspaceSpec"];
+            updated_at: number;
+        };
+        /** WorkspaceBody */
+        WorkspaceBody: {
+            name: string;
+            /** @default false */
+            shared?: boolean;
+            spec: components["schemas"]["WorkspaceSpec"];
+        };
+        /** WorkspaceList */
+        WorkspaceList: {
+            workspaces: components["schemas"]["WorkspaceRow"][];
+        };
+        /** WorkspaceRow */
+        WorkspaceRow: {
+            can_edit: boolean;
+            created_at: number;
+            id: string;
+            name: string;
+            owner: string | null;
+            project: string;
+            shared: boolean;
+            updated_at: number;
+        };
+        /** WorkspaceSpec */
+        WorkspaceSpec: {
+            /**
+             * @default mean
+             * @enum {unknown}
+             */
+            agg?: "mean" | "median";
+            /**
+             * @default minmax
+             * @enum {unknown}
+             */
+            band?: "minmax" | "none" | "std";
+            /**
+             * @description runs filter expression
+             * @default
+             */
+            filter?: string;
+            /**
+             * @description group, job_type, state, name, tags, config.*, summary.*, metadata.*
+             * @default []
+             */
+            group_by?: string[];
+            /** @default [] */
+            panels?: components["schemas"]["PanelSpec"][];
+            /** @default null */
+            runs?: string[] | null;
         };
     };
     responses: {
@@ -2321,6 +2556,159 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunDetail"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    grouped: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GroupedBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupedSeries"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    list_workspaces: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    create_workspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkspaceBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    get_workspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                workspace_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    put_workspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                workspace_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkspaceBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    delete_workspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                workspace_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceRow"];
                 };
             };
             "4XX": components["responses"]["Error"];

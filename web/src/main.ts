@@ -10,6 +10,7 @@ import { runLineage } from "./artifactsLineage";
 import { current, href } from "./router";
 import { runsPage } from "./runs/page";
 import { sweepPage, sweepsPage } from "./sweep";
+import { workspacePage } from "./workspace/page";
 import { h } from "./util";
 
 const app = document.getElementById("app")!;
@@ -61,6 +62,7 @@ function render(): void {
     if (b === "artifacts") parts.push(" / ", h("a", { href: href(["p", project, "artifacts"]) }, "artifacts"));
     if (b !== "artifacts") parts.push(" · ", h("a", { href: href(["p", project, "artifacts"]), id: "artifacts-link" }, "artifacts"));
     if (b === "compare") parts.push(" / compare");
+    if (b === "w") parts.push(" / workspace");
   }
   if (a === "sweeps") {
     parts.push(" / ", h("a", { href: href(["sweeps"]) }, "sweeps"));
@@ -82,6 +84,7 @@ function render(): void {
     dispose = () => stop.forEach((f) => f());
   } else if (a === "p" && project && b === "artifacts") dispose = artifactsPage(app, r, project, id);
   else if (a === "p" && project && b === "compare") dispose = comparePage(app, r, project);
+  else if (a === "p" && project && b === "w") dispose = workspacePage(app, r, project, id);
   else if (a === "p" && project) dispose = runsPage(app, r, project);
   else dispose = projectsPage(app);
 }

@@ -3,6 +3,7 @@
 //   #/p/<project>?filter=&sort=&order=&cols=&group=&sel=
 //   #/p/<project>/r/<run>?q=&x=&smooth=&log=&tab=
 //   #/p/<project>/compare?runs=a,b&q=&x=&smooth=&log=&xmin=&xmax=
+//   #/p/<project>/w?filter=&group=   a new workspace;  #/p/<project>/w/<id>  a saved one
 //   #/sweeps                         sweeps;  #/sweeps/<sweep>  one sweep (sweep.ts)
 export interface Route {
   path: string[];

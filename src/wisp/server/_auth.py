@@ -113,6 +113,18 @@ RULES = (
     _r("GET HEAD", f"/runs/{_RUN}/artifacts", "read", "run"),
     # artifact file bytes: readable by their uploaders and by whoever may read a version that
     # names them (knowing the sha256 is not enough); uploads count against the quota
+    _r("POST", "/projects/(?P<project>[^/]+)/series/grouped", "read", "project"),
+    _r("GET HEAD", "/projects/(?P<project>[^/]+)/workspaces(/[^/]+)?", "read", "project"),
+    # saving a view: a signed-in writer who reads the project (the handler checks the rest:
+    # shared workspaces need write rights on the project), or the local no-auth caller
+    _r("POST", "/projects/(?P<project>[^/]+)/workspaces", "read", "workspace", "workspace.save"),
+    _r(
+        "PUT DELETE",
+        "/projects/(?P<project>[^/]+)/workspaces/[^/]+",
+        "read",
+        "workspace",
+        "workspace.save",
+    ),
     _r("POST", "/artifact-files/missing", "write", "none"),
     _r("PUT", r"/artifact-files/(?P<sha>[0-9a-f]{64})", "write", "upload"),
     _r("GET HEAD", r"/artifact-files/(?P<sha>[0-9a-f]{64})", "read", "blob"),
@@ -356,6 +368,12 @@ class AuthMiddleware:
                 await run_in_threadpool(self._need_project_read, p, project)
             else:
                 await run_in_threadpool(self.need_project_write, p, project)
+        elif rule.touches == "workspace":
+            from urllib.parse import unquote
+
+            if p.via != "local":
+                need_scope(p, "write")
+            await run_in_threadpool(self._need_project_read, p, unquote(params["project"]))
         elif rule.touches == "runs_query":
             from urllib.parse import parse_qs
 

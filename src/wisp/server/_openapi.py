@@ -32,8 +32,9 @@ def api_classes() -> list[type]:
     from wisp.server._export import ExportApi
     from wisp.server._sweeps import SweepApi
     from wisp.server._uploads import UploadApi
+    from wisp.server._workspaces import WorkspaceApi
 
-    return [Api, SweepApi, ExportApi, ArtifactApi, UploadApi, AdminApi]
+    return [Api, SweepApi, ExportApi, ArtifactApi, UploadApi, AdminApi, WorkspaceApi]
 
 
 def all_endpoints() -> list[Endpoint]:

@@ -35,6 +35,10 @@ other ``run_id`` column and ``/runs/{key}`` URL name it); ``runs.given_id`` is t
 client chose, unique per project; ``runs.gen`` a random token per run row (caches of a
 run's rows key on it, so a run deleted and logged again under the same key is another
 run); ``rate_limits`` the token buckets shared by every server process.
+
+Schema version 5 (Alembic ``0003_workspaces``) adds ``workspaces``: saved dashboard views of a
+project (panels, grouping, filter as JSON), owned by a user (``owner_id``; NULL on a local
+no-auth server), ``shared`` with the project's readers or private to their owner.
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 __all__ = ["SCHEMA_VERSION", "metadata"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BIGID = BigInteger().with_variant(Integer(), "sqlite")  # INTEGER PRIMARY KEY is 64-bit
 JSONT = JSON().with_variant(JSONB(), "postgresql")
 
@@ -286,4 +290,18 @@ rate_limits = Table(
     Column("tokens", Float, nullable=False),
     Column("at", Float, nullable=False),
     Index("ix_rate_limits_at", "at"),
+)
+
+workspaces = Table(
+    "workspaces",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("project", String(128), nullable=False),
+    Column("name", Text, nullable=False),
+    Column("owner_id", Integer, nullable=True),
+    Column("shared", Integer, nullable=False, default=0),
+    Column("spec", JSONT, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Index("ix_workspaces_project", "project", "updated_at"),
 )

@@ -8,15 +8,27 @@ import { api, type RunRow } from "../api";
 import { applyTree, parseFilter } from "../filter";
 import { href, type Route } from "../router";
 import { renderPicker } from "./picker";
-import { ROW_H, mountView, renderBody, renderCompare, renderCount, renderHead, showError, type Actions } from "./render";
+import { ROW_H, mountView, renderBody, renderCompare, renderCount, renderGroupChoices, renderHead, showError, type Actions } from "./render";
 import { buildItems, discoverKeys, newState, setSort, sortRows, toRow, toggleGroup, type Row } from "./state";
 import { fromRoute, urlSync } from "./url";
 
 const PAGE = 1000; // the server's maximum page size
 
+const WIDTHS = "wisp.colWidths.";
+
+function loadWidths(project: string): Record<string, number> {
+  try {
+    return JSON.parse(localStorage.getItem(WIDTHS + project) ?? "{}") as Record<string, number>;
+  } catch {
+    return {};
+  }
+}
+
 export function runsPage(app: HTMLElement, route: Route, project: string): () => void {
   const s = newState(project, fromRoute(route));
+  s.widths = loadWidths(project);
   const v = mountView(app, s);
+  let resizeRaf = 0;
   let disposed = false;
   let ctrl: AbortController | null = null;
   let liveTimer: number | undefined;
@@ -45,6 +57,21 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
       toggleGroup(s, name);
       renderBody(v, s, act, true);
     },
+    resize: (col, px) => {
+      s.widths[col] = Math.round(px);
+      if (resizeRaf) return;
+      resizeRaf = requestAnimationFrame(() => {
+        resizeRaf = 0;
+        v.head.style.gridTemplateColumns = "";
+        renderHead(v, s, act);
+        renderBody(v, s, act, true);
+        try {
+          localStorage.setItem(WIDTHS + project, JSON.stringify(s.widths));
+        } catch {
+          /* private mode: widths last for this page only */
+        }
+      });
+    },
   };
 
   function applySort(): void {
@@ -66,11 +93,25 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
   }
 
   /** Show rows just filtered (`mode` says where) and the count. */
-  function showRows(mode: "server" | "client"): void {
+  function showRows(mode: "server" | "client", loading = false): void {
     v.scroller.dataset.filterMode = mode;
     v.scroller.dataset.filter = s.filter;
-    renderCount(v, s);
+    renderCount(v, s, loading);
     updateCompare();
+  }
+
+  /** Show the rows held (after the first page, and again when every page is in). */
+  function present(loading: boolean): void {
+    const firstLoad = s.allKeys.length === 0;
+    discoverKeys(s);
+    if (firstLoad && s.allKeys.length) {
+      renderPicker(v.picker, s, columnsChanged);
+      renderGroupChoices(v, s);
+    }
+    renderHead(v, s, act);
+    buildItems(s);
+    renderBody(v, s, act, true);
+    showRows("server", loading);
   }
 
   async function load(): Promise<void> {
@@ -80,40 +121,41 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
     const t0 = performance.now();
     v.filterErr.textContent = "";
     const out: Row[] = [];
+    const live = () => !disposed && ctrl === c && !c.signal.aborted;
     try {
       const toRows = (runs: RunRow[]) => {
         for (const r of runs) out.push(toRow(r));
       };
       const q = { filter: s.filter || undefined, sort: s.sort, order: s.order, limit: PAGE };
       const first = await api.runs(project, { ...q, offset: 0 }, c.signal);
+      if (!live()) return;
       s.total = first.total;
       toRows(first.runs);
-      // the remaining pages in parallel, a few at a time
+      // the first page on screen at once; the rest in parallel, a few pages at a time
+      const more = first.runs.length > 0 && out.length < s.total;
+      s.rows = out.slice();
+      present(more);
+      v.scroller.dataset.firstMs = (performance.now() - t0).toFixed(1);
       const offsets: number[] = [];
-      for (let o = first.runs.length; first.runs.length && o < s.total; o += PAGE) offsets.push(o);
+      for (let o = first.runs.length; more && o < s.total; o += PAGE) offsets.push(o);
       for (let i = 0; i < offsets.length; i += 4) {
         const pages = await Promise.all(offsets.slice(i, i + 4).map((o) => api.runs(project, { ...q, offset: o }, c.signal)));
         for (const pg of pages) toRows(pg.runs);
-        if (disposed || c.signal.aborted) return;
+        if (!live()) return;
+        renderCount(v, { ...s, rows: out }, true);
       }
     } catch (e) {
       if ((e as Error).name === "AbortError") return;
       showError(v, e);
       return;
     }
-    if (disposed || ctrl !== c) return;
+    if (!live()) return;
     s.rows = out;
     if (!s.filter && out.length === s.total) {
       s.base = out;
       s.baseOrder = `${s.sort}|${s.order}`;
     }
-    const firstLoad = s.allKeys.length === 0;
-    discoverKeys(s);
-    if (firstLoad) renderPicker(v.picker, s, columnsChanged);
-    renderHead(v, s, act);
-    buildItems(s);
-    renderBody(v, s, act, true);
-    showRows("server");
+    present(false);
     v.scroller.dataset.loadMs = (performance.now() - t0).toFixed(1);
     v.scroller.dataset.loaded = String(Date.now());
     clearTimeout(liveTimer);
@@ -195,11 +237,23 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
       applyFilter();
     }
   });
-  v.groupBox.addEventListener("change", () => {
-    s.grouped = v.groupBox.checked;
-    urlSync.grouped(s);
+  v.groupSel.addEventListener("change", () => {
+    s.groupBy = v.groupSel.value;
+    s.collapsed.clear();
+    urlSync.groupBy(s);
     buildItems(s);
     renderBody(v, s, act, true);
+    renderCompare(v, s);
+  });
+  renderGroupChoices(v, s);
+  // the column picker opens inside the window, however close to its edge the button is
+  v.picker.addEventListener("toggle", () => {
+    const pop = v.picker.querySelector<HTMLElement>(".picker-pop");
+    if (!pop || !v.picker.open) return;
+    pop.style.left = "0px";
+    const r = pop.getBoundingClientRect();
+    const over = r.right - (document.documentElement.clientWidth - 8);
+    if (over > 0) pop.style.left = `${-Math.min(over, r.left - 8)}px`;
   });
 
   let raf = 0;

@@ -4,7 +4,7 @@
 import { ApiError } from "../api";
 import { href } from "../router";
 import { fmtDuration, fmtNum, fmtTime, h, runColor } from "../util";
-import { columns, value, type Row, type RunsState } from "./state";
+import { columns, groupAgg, value, type Row, type RunsState } from "./state";
 
 export const ROW_H = 30;
 
@@ -15,14 +15,17 @@ export interface Actions {
   selectAll(on: boolean): void;
   select(id: string, on: boolean): void;
   toggleGroup(name: string): void;
+  resize(col: string, px: number): void;
 }
 
 export interface RunsView {
   filterInput: HTMLInputElement;
   filterErr: HTMLElement;
   count: HTMLElement;
-  groupBox: HTMLInputElement;
+  groupSel: HTMLSelectElement;
   compareBtn: HTMLAnchorElement;
+  chartsBtn: HTMLAnchorElement;
+  empty: HTMLElement;
   picker: HTMLDetailsElement;
   head: HTMLElement;
   spacer: HTMLElement;
@@ -44,8 +47,10 @@ export function mountView(app: HTMLElement, s: RunsState): RunsView {
     }),
     filterErr: h("div", { class: "error", role: "alert", id: "filter-error" }),
     count: h("span", { class: "muted", id: "run-count" }),
-    groupBox: h("input", { type: "checkbox", id: "group-toggle", checked: s.grouped }),
+    groupSel: h("select", { id: "group-by", "aria-label": "group runs by" }),
     compareBtn: h("a", { class: "button", id: "compare" }, "Compare"),
+    chartsBtn: h("a", { class: "button", id: "open-workspace", title: "charts of these runs, grouped as the table is" }, "Charts"),
+    empty: h("p", { class: "muted", id: "runs-empty", hidden: true }),
     picker: h("details", { class: "picker" }, h("summary", {}, "Columns")),
     head: h("div", { class: "thead", role: "row" }),
     spacer: h("div", { class: "spacer" }),
@@ -58,22 +63,54 @@ export function mountView(app: HTMLElement, s: RunsState): RunsView {
     h(
       "section",
       { class: "runs-page" },
-      h("div", { class: "toolbar" }, v.filterInput, h("label", {}, v.groupBox, " group by group"), v.picker, v.count, v.compareBtn),
+      h("div", { class: "toolbar" }, v.filterInput, h("label", {}, "group by ", v.groupSel), v.picker, v.count, v.chartsBtn, v.compareBtn),
       v.filterErr,
+      v.empty,
       v.scroller,
     ),
   );
   return v;
 }
 
-function width(c: string): number {
-  return c === "name" ? 240 : c === "tags" ? 150 : c === "state" ? 90 : c === "created_at" ? 140 : c === "duration" ? 90 : 130;
+/** A column's header: the key without its `config.`/`summary.` prefix (shown small). */
+function splitLabel(c: string): [string, string] {
+  const m = /^(config|summary)\.(.*)$/.exec(c);
+  return m ? [m[1] === "config" ? "c." : "s.", m[2]] : ["", LABELS[c] ?? c];
+}
+
+function width(s: RunsState, c: string): number {
+  const w = s.widths[c];
+  if (w) return w;
+  if (c in LABELS) return c === "name" ? 240 : c === "tags" ? 150 : c === "state" ? 90 : c === "created_at" ? 140 : 90;
+  const [pre, label] = splitLabel(c);
+  return Math.min(260, Math.max(90, Math.round((pre.length + label.length) * 7.5 + 30)));
 }
 
 function template(s: RunsState): string {
   return `32px ${columns(s)
-    .map((c) => `${width(c)}px`)
+    .map((c) => `${width(s, c)}px`)
     .join(" ")}`;
+}
+
+/** Drag the right edge of a header to resize its column. */
+function resizer(s: RunsState, c: string, act: Actions): HTMLElement {
+  const grip = h("span", { class: "col-resize", "data-resize": c, title: "drag to resize", "aria-hidden": "true" });
+  grip.addEventListener("click", (e) => e.stopPropagation());
+  grip.addEventListener("pointerdown", (e) => {
+    e.preventDefault();
+    e.stopPropagation();
+    const x0 = e.clientX;
+    const w0 = width(s, c);
+    // on the window: the header (and this grip) is redrawn while dragging
+    const move = (ev: PointerEvent) => act.resize(c, Math.max(50, Math.min(800, w0 + ev.clientX - x0)));
+    const up = () => {
+      window.removeEventListener("pointermove", move);
+      window.removeEventListener("pointerup", up);
+    };
+    window.addEventListener("pointermove", move);
+    window.addEventListener("pointerup", up);
+  });
+  return grip;
 }
 
 export function renderHead(v: RunsView, s: RunsState, act: Actions): void {
@@ -81,13 +118,19 @@ export function renderHead(v: RunsView, s: RunsState, act: Actions): void {
     h("span", { role: "columnheader" }, h("input", { type: "checkbox", "aria-label": "select all", id: "select-all", onchange: (e: Event) => act.selectAll((e.target as HTMLInputElement).checked) })),
   ];
   for (const c of columns(s)) {
-    const label = LABELS[c] ?? c;
+    const [pre, label] = splitLabel(c);
     const arrow = c === s.sort ? (s.order === "asc" ? " ▲" : " ▼") : "";
     cells.push(
       h(
-        "button",
-        { class: "th", role: "columnheader", "data-col": c, title: `sort by ${c}`, "aria-sort": c === s.sort ? (s.order === "asc" ? "ascending" : "descending") : "none", onclick: () => act.sort(c) },
-        label + arrow,
+        "div",
+        { class: "th-wrap" },
+        h(
+          "button",
+          { class: "th", role: "columnheader", "data-col": c, title: `${c} (click to sort)`, "aria-sort": c === s.sort ? (s.order === "asc" ? "ascending" : "descending") : "none", onclick: () => act.sort(c) },
+          pre ? h("span", { class: "th-pre" }, pre) : "",
+          label + arrow,
+        ),
+        resizer(s, c, act),
       ),
     );
   }
@@ -130,13 +173,24 @@ export function renderBody(v: RunsView, s: RunsState, act: Actions, force = fals
     const it = items[i];
     let el: HTMLElement;
     if (it.kind === "group") {
+      // the group's value and size under "name", each numeric column's mean (hover: the rest)
+      const aggCells = cs.map((c) => {
+        if (c === "name")
+          return h("span", { class: "group-name" }, h("b", {}, `${s.groupBy} = ${it.name}`), h("span", { class: "muted" }, ` ${it.count} run${it.count === 1 ? "" : "s"}`));
+        if (c === "state" || c === "tags" || c === "created_at") return h("span", {});
+        const a = groupAgg(it, c);
+        if (!a) return h("span", {});
+        const tip = `${c} over ${a.n} runs: mean ${fmtNum(a.mean)} · median ${fmtNum(a.median)} · min ${fmtNum(a.min)} · max ${fmtNum(a.max)} · std ${fmtNum(a.std)}`;
+        const txt = c === "duration" ? fmtDuration(a.mean) : fmtNum(a.mean);
+        return h("span", { class: "num agg", title: tip, "data-agg": c, "data-mean": String(a.mean), "data-min": String(a.min), "data-max": String(a.max), "data-n": String(a.n) }, txt);
+      });
       el = h(
         "div",
         { class: "tr group-row", role: "row", tabindex: 0, "data-idx": i, "data-group": it.name, "aria-expanded": !collapsed.has(it.name) ? "true" : "false" },
         h("span", {}, collapsed.has(it.name) ? "▸" : "▾"),
-        h("b", {}, it.name),
-        h("span", { class: "muted" }, ` ${it.count} runs`),
+        ...aggCells,
       );
+      el.style.gridTemplateColumns = tpl;
       el.addEventListener("click", () => act.toggleGroup(it.name));
     } else {
       const r = it.row.run;
@@ -155,14 +209,33 @@ export function renderBody(v: RunsView, s: RunsState, act: Actions, force = fals
 
 /** The Compare button: the selected runs' count and link. */
 export function renderCompare(v: RunsView, s: RunsState): void {
+  v.chartsBtn.setAttribute("href", href(["p", s.project, "w"], { filter: s.filter || null, group: s.groupBy || null }));
   v.compareBtn.textContent = `Compare (${s.selected.size})`;
   const ids = [...s.selected];
   v.compareBtn.setAttribute("href", href(["p", s.project, "compare"], { runs: ids.join(",") }));
   v.compareBtn.classList.toggle("disabled", ids.length === 0);
 }
 
-export function renderCount(v: RunsView, s: RunsState): void {
-  v.count.textContent = `${s.total} run${s.total === 1 ? "" : "s"}`;
+export function renderCount(v: RunsView, s: RunsState, loading = false): void {
+  const all = `${s.total} run${s.total === 1 ? "" : "s"}`;
+  v.count.textContent = loading ? `${s.rows.length} of ${all} (loading)` : all;
+  v.count.dataset.loading = loading ? "1" : "0";
+  const none = !loading && s.total === 0;
+  v.empty.hidden = !none;
+  v.scroller.hidden = none;
+  if (none)
+    v.empty.replaceChildren(
+      ...(s.filter
+        ? ["No runs match this filter."]
+        : [`Project "${s.project}" has no runs you can see: it does not exist (yet), or it is not shared with you. `, h("a", { href: href([]) }, "All projects"), " · log a run with wisp.init(project=...)."]),
+    );
+}
+
+/** The group-by choices: run fields and the config keys; the current choice kept. */
+export function renderGroupChoices(v: RunsView, s: RunsState): void {
+  const opts = ["", "group", "job_type", "state", "tags", ...s.allKeys.filter((k) => k.startsWith("config.") && !s.objectKeys.has(k))];
+  if (s.groupBy && !opts.includes(s.groupBy)) opts.push(s.groupBy);
+  v.groupSel.replaceChildren(...opts.map((o) => h("option", { value: o, selected: o === s.groupBy }, o || "(none)")));
 }
 
 /** The message of a failed query, with the field the server names. */

@@ -7,7 +7,16 @@ export interface Row {
   run: RunRow;
   flat: Record<string, unknown>;
 }
-export type Item = { kind: "group"; name: string; count: number } | { kind: "run"; row: Row };
+/** Per-column aggregates of a group's numeric values. */
+export interface Agg {
+  n: number;
+  mean: number;
+  median: number;
+  min: number;
+  max: number;
+  std: number;
+}
+export type Item = { kind: "group"; name: string; count: number; rows: Row[]; agg?: Map<string, Agg | null> } | { kind: "run"; row: Row };
 export type Order = "asc" | "desc";
 
 export const BASE_COLS = ["state", "name", "tags", "created_at", "duration"];
@@ -17,7 +26,8 @@ export interface RunsState {
   filter: string;
   sort: string;
   order: Order;
-  grouped: boolean;
+  /** the field the rows are grouped by ("" = not grouped): group, state, config.x, ... */
+  groupBy: string;
   selected: Set<string>;
   /** the columns picked after the base ones; `null`: the default choice */
   cols: string[] | null;
@@ -30,11 +40,31 @@ export interface RunsState {
   items: Item[];
   total: number;
   allKeys: string[];
+  /** keys whose (sampled) values are media or other objects: never default columns */
+  objectKeys: Set<string>;
+  /** keys whose (sampled) values are numbers */
+  numericKeys: Set<string>;
+  /** column widths the user dragged, in px */
+  widths: Record<string, number>;
   focusIdx: number;
 }
 
-export function newState(project: string, init: Pick<RunsState, "filter" | "sort" | "order" | "grouped" | "selected" | "cols">): RunsState {
-  return { project, ...init, collapsed: new Set(), rows: [], base: null, baseOrder: "", items: [], total: 0, allKeys: [], focusIdx: 0 };
+export function newState(project: string, init: Pick<RunsState, "filter" | "sort" | "order" | "groupBy" | "selected" | "cols">): RunsState {
+  return {
+    project,
+    ...init,
+    collapsed: new Set(),
+    rows: [],
+    base: null,
+    baseOrder: "",
+    items: [],
+    total: 0,
+    allKeys: [],
+    objectKeys: new Set(),
+    numericKeys: new Set(),
+    widths: {},
+    focusIdx: 0,
+  };
 }
 
 export function toRow(run: RunRow): Row {
@@ -98,24 +128,58 @@ export function setSort(s: RunsState, col: string): void {
   }
 }
 
-/** The rows as table items: runs, or group headers each followed by its (expanded) runs. */
+/** The label of a row's group: its value of the grouping field ("(none)" when missing). */
+export function groupName(row: Row, field: string): string {
+  const v = value(row, field);
+  if (isMissing(v)) return "(none)";
+  return typeof v === "object" ? JSON.stringify(v) : String(v);
+}
+
+/** The rows as table items: runs, or group headers each followed by its (expanded) runs.
+ * Groups are ordered by their value (numbers numerically, missing last). */
 export function buildItems(s: RunsState): void {
-  if (!s.grouped) {
+  if (!s.groupBy) {
     s.items = s.rows.map((row) => ({ kind: "run", row }));
     return;
   }
-  const groups = new Map<string, Row[]>();
+  const groups = new Map<string, { v: unknown; rows: Row[] }>();
   for (const r of s.rows) {
-    const g = r.run.group ?? "(no group)";
+    const g = groupName(r, s.groupBy);
     const l = groups.get(g);
-    if (l) l.push(r);
-    else groups.set(g, [r]);
+    if (l) l.rows.push(r);
+    else groups.set(g, { v: value(r, s.groupBy), rows: [r] });
   }
   s.items = [];
-  for (const [name, list] of [...groups.entries()].sort((a, b) => a[0].localeCompare(b[0]))) {
-    s.items.push({ kind: "group", name, count: list.length });
-    if (!s.collapsed.has(name)) for (const row of list) s.items.push({ kind: "run", row });
+  for (const [name, g] of [...groups.entries()].sort((a, b) => compare(a[1].v, b[1].v))) {
+    s.items.push({ kind: "group", name, count: g.rows.length, rows: g.rows });
+    if (!s.collapsed.has(name)) for (const row of g.rows) s.items.push({ kind: "run", row });
   }
+}
+
+/** mean, median, min, max, std (population) of the numeric values of `col` in `rows`. */
+export function aggregate(rows: Row[], col: string): Agg | null {
+  const xs: number[] = [];
+  for (const r of rows) {
+    const v = value(r, col);
+    if (typeof v === "number" && Number.isFinite(v)) xs.push(v);
+  }
+  if (!xs.length) return null;
+  xs.sort((a, b) => a - b);
+  const n = xs.length;
+  let sum = 0;
+  for (const x of xs) sum += x;
+  const mean = sum / n;
+  let ss = 0;
+  for (const x of xs) ss += (x - mean) * (x - mean);
+  const median = n % 2 ? xs[(n - 1) / 2] : (xs[n / 2 - 1] + xs[n / 2]) / 2;
+  return { n, mean, median, min: xs[0], max: xs[n - 1], std: Math.sqrt(ss / n) };
+}
+
+/** A group item's aggregate for a column, computed once. */
+export function groupAgg(it: Extract<Item, { kind: "group" }>, col: string): Agg | null {
+  it.agg ??= new Map();
+  if (!it.agg.has(col)) it.agg.set(col, aggregate(it.rows, col));
+  return it.agg.get(col) ?? null;
 }
 
 export function toggleGroup(s: RunsState, name: string): void {
@@ -124,9 +188,14 @@ export function toggleGroup(s: RunsState, name: string): void {
   buildItems(s);
 }
 
+/** Default columns: scalar config values, then the numeric summary metrics (never media
+ * placeholders, internal `_` keys or system metrics). */
 export function defaultCols(s: RunsState): string[] {
-  const c = s.allKeys.filter((k) => k.startsWith("config.")).slice(0, 4);
-  const m = s.allKeys.filter((k) => k.startsWith("summary.") && !k.includes("._") && !k.startsWith("summary.system/")).slice(0, 4);
+  const scalar = (k: string) => !s.objectKeys.has(k);
+  const c = s.allKeys.filter((k) => k.startsWith("config.") && scalar(k) && !k.includes("._")).slice(0, 4);
+  const m = s.allKeys
+    .filter((k) => k.startsWith("summary.") && s.numericKeys.has(k) && !k.startsWith("summary._") && !k.includes("._") && !k.startsWith("summary.system/"))
+    .slice(0, 6);
   return [...c, ...m];
 }
 
@@ -138,6 +207,11 @@ export function columns(s: RunsState): string[] {
 export function discoverKeys(s: RunsState): void {
   const keys = new Set<string>();
   const step = Math.max(1, Math.floor(s.rows.length / 500));
-  for (let i = 0; i < s.rows.length; i += step) for (const k of Object.keys(s.rows[i].flat)) keys.add(k);
+  for (let i = 0; i < s.rows.length; i += step)
+    for (const [k, v] of Object.entries(s.rows[i].flat)) {
+      keys.add(k);
+      if (v !== null && typeof v === "object") s.objectKeys.add(k);
+      else if (typeof v === "number") s.numericKeys.add(k);
+    }
   s.allKeys = [...keys].sort((a, b) => (a.startsWith("config.") === b.startsWith("config.") ? a.localeCompare(b) : a.startsWith("config.") ? -1 : 1));
 }
