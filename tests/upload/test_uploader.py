@@ -13,6 +13,7 @@ from _sync_helpers import FlakyProxy, latencies_ok, need_server_package
 
 import wisp
 from wisp._runfile import HEADER, RecordType, encode_history, encode_record, iter_records
+from wisp._upload._live import UNREACHABLE_WAIT
 from wisp._upload._transport import ApiClient
 from wisp._upload._uploader import Cursor, Uploader
 from wisp.errors import FatalApiError
@@ -132,20 +133,20 @@ def test_server_unreachable_at_init_then_started(tmp_path: Path, no_run: None) -
 def test_finish_stops_at_upload_timeout_and_sync_completes(
     tmp_path: Path, no_run: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """With no server, finish() returns after upload_timeout, says `wisp sync`; sync finishes."""
+    """With no server ever reachable, finish() returns within the short bound, says `wisp sync` once; sync finishes."""
     need_server_package()
     srv = Server(tmp_path, no_auth=True)
     run = wisp.init(
         project="up",
-        settings=_online(srv.url, tmp_path, srv.key, init_timeout=0.2, upload_timeout=1),
+        settings=_online(srv.url, tmp_path, srv.key, init_timeout=0.2, upload_timeout=20),
     )
     _log_rows(500)
     t0 = time.monotonic()
     run.finish()
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < UNREACHABLE_WAIT + 1
     err = capsys.readouterr().err
-    assert "not uploaded" in err and f"wisp sync {run.dir}" in err
-    assert "upload_timeout=1s" in err
+    assert err.count("not uploaded") == 1 and f"wisp sync {run.dir}" in err
+    assert "could not be reached (ConnectionRefusedError" in err
     srv.start()
     try:
         (res,) = wisp.sync([run.dir], server_url=srv.url, api_key=srv.key)
@@ -305,7 +306,7 @@ print("logged", flush=True)
 def test_a_run_finished_by_the_exit_hook_waits_exit_timeout_not_upload_timeout(
     tmp_path: Path,
 ) -> None:
-    """A run nobody finished stops waiting for an unreachable server after exit_timeout."""
+    """A run nobody finished stops waiting for an unreachable server within exit_timeout and says `wisp sync` once."""
     import subprocess
     import sys
 
@@ -322,7 +323,8 @@ def test_a_run_finished_by_the_exit_hook_waits_exit_timeout_not_upload_timeout(
     took = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr
     assert "logged" in proc.stdout
-    assert "exit_timeout=" in proc.stderr and "wisp sync" in proc.stderr, proc.stderr
-    assert took < 30, f"exit took {took:.1f}s: upload_timeout (300 s) was not bounded"
+    assert "could not be reached" in proc.stderr, proc.stderr
+    assert proc.stderr.count("not uploaded") == 1 and "wisp sync" in proc.stderr, proc.stderr
+    assert took < 15, f"exit took {took:.1f}s: upload_timeout (300 s) was not bounded"
     (run_dir,) = (tmp_path / "wisp").glob("run-*")
     assert len(list(wisp.open_run(str(run_dir)).history())) == 100
