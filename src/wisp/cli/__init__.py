@@ -13,7 +13,8 @@ from collections.abc import Sequence
 __all__ = ["main"]
 
 _EPILOG = """exit codes: 0 ok, 1 failed (e.g. doctor found a failure, server unreachable),
-2 usage error (bad arguments, unknown run), 3 optional dependency missing, 130 interrupted.
+2 usage error (bad arguments, unknown run, port in use), 3 optional dependency missing,
+130 interrupted.
 docs: docs/cli.md"""
 
 
@@ -146,7 +147,12 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-verify", action="store_true", help="save without contacting the server")
 
     sp = add("sync", "upload local runs to the server")
-    sp.add_argument("paths", nargs="*", metavar="PATH", help="run directories")
+    sp.add_argument(
+        "paths",
+        nargs="*",
+        metavar="RUN",
+        help="run directories, or run ids (or prefixes) or names under --dir",
+    )
     sp.add_argument("--all", action="store_true", help="every run under --dir")
     sp.add_argument("--follow", action="store_true", help="keep uploading while runs grow")
     sp.add_argument(
