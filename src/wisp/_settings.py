@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need 
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["OTHER_ENV", "Settings", "warn_unknown_env"]
+__all__ = ["OTHER_ENV", "Settings", "unknown_env", "warn_unknown_env"]
 
 
 def _choice(*options: str) -> Callable[[Any], str | None]:
@@ -120,19 +120,27 @@ OTHER_ENV = frozenset(
 _DEV_ENV_PREFIXES = ("WISP_TEST_", "WISP_BENCH_", "WISP_UPDATE_SCREENSHOTS")
 
 
+def unknown_env(env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``(name, " (did you mean 'X'?)" or "")`` for each ``WISP_*`` name wisp does not know."""
+    known = {spec[2] for spec in _FIELDS.values() if spec[2] is not None} | OTHER_ENV
+    return [
+        (var, _did_you_mean(var, known))
+        for var in env
+        if var.startswith("WISP_") and var not in known and not var.startswith(_DEV_ENV_PREFIXES)
+    ]
+
+
 def warn_unknown_env(env: Mapping[str, str]) -> None:
     """One warning per unknown ``WISP_*`` variable name per process, with a suggestion."""
-    known = {spec[2] for spec in _FIELDS.values() if spec[2] is not None} | OTHER_ENV
-    for var in env:
-        if not var.startswith("WISP_") or var in known or var.startswith(_DEV_ENV_PREFIXES):
-            continue
+    if not any(k.startswith("WISP_") for k in env):
+        return
+    for var, hint in unknown_env(env):
         from wisp._logging import warn_once_per
 
         warn_once_per(
             f"env {var}",
-            f"wisp: environment variable {var} is not a wisp setting and is ignored"
-            + _did_you_mean(var, known)
-            + "; docs/settings.md lists them",
+            f"wisp: environment variable {var} is not a wisp setting and is ignored{hint}; "
+            "docs/settings.md lists them",
             stacklevel=6,  # warn_once_per, here, resolve(), start_run(), wisp.init(), caller
         )
 

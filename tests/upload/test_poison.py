@@ -234,7 +234,7 @@ def test_init_against_a_server_that_refuses_the_run_raises_at_once(
     api_key = server.create_key(scope="read") if key == "read" else key
     settings = {**_settings(server, tmp_path), "api_key": api_key, "init_timeout": 30}
     t0 = time.monotonic()
-    with pytest.raises(FatalApiError, match="refused run .*HTTP 40[13]: .*check the API key") as e:
+    with pytest.raises(FatalApiError, match=r"refused run .*HTTP 40[13]: .*check the API key") as e:
         wisp.init(project="poison", settings=settings)
     assert time.monotonic() - t0 < 1.0
     assert e.value.status == (401 if key == "wrong-key" else 403)

@@ -156,6 +156,40 @@ def test_finish_stops_at_upload_timeout_and_sync_completes(
         srv.stop()
 
 
+def test_nothing_listening_ends_the_init_wait_at_once(
+    tmp_path: Path, no_run: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A refused connection ends init()'s wait at once (not init_timeout), with one warning; run.url is the run's dashboard page."""
+    url = f"http://127.0.0.1:{free_port()}"
+    t0 = time.monotonic()
+    run = wisp.init(project="up", settings=_online(url, tmp_path, "k", init_timeout=30))
+    assert time.monotonic() - t0 < 3
+    warned = [r.getMessage() for r in caplog.records if "cannot reach the server" in r.getMessage()]
+    assert len(warned) == 1 and url in warned[0]
+    assert run.mode == "online" and run.url == f"{url}/#/p/up/r/{run.id}"
+    run.finish()
+
+
+def test_a_server_that_answered_once_gets_the_full_upload_timeout(
+    tmp_path: Path, no_run: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The short bound is only for a server that never answered: one that registered the run and then went away is waited for upload_timeout."""
+    need_server_package()
+    srv = Server(tmp_path, no_auth=True).start()
+    run = wisp.init(
+        project="up",
+        settings=_online(srv.url, tmp_path, srv.key, upload_timeout=UNREACHABLE_WAIT + 2),
+    )
+    srv.stop()  # registered: it answered once
+    _log_rows(500)
+    t0 = time.monotonic()
+    run.finish()
+    took = time.monotonic() - t0
+    assert took >= UNREACHABLE_WAIT + 1.5, f"finish() gave up after {took:.1f}s"
+    err = capsys.readouterr().err
+    assert "not uploaded" in err and f"upload_timeout={UNREACHABLE_WAIT + 2:.3g}s" in err
+
+
 def _hand_made_run(tmp_path: Path, rows: list[Any]) -> Path:
     run_dir = tmp_path / "wisp" / "run-20240101_000000-handmade"
     run_dir.mkdir(parents=True)
