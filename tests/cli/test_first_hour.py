@@ -215,3 +215,19 @@ def test_wisp_server_says_where_its_data_lives(tmp_path: Path) -> None:
     log = srv.log.read_text()
     assert f"wisp server: database sqlite:///{tmp_path / 'server.db'}" in log
     assert f"wisp server: media files in {tmp_path / 'server-media'}" in log
+
+
+def test_wisp_server_errors_before_start_are_one_line(tmp_path: Path) -> None:
+    """A port out of range (exit 2) and a database that cannot be opened (exit 1, password hidden) are one line each, no traceback."""
+    need_server()
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    res = wisp_cli("server", "--port", "70000", "--db", db, cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "port must be 0-65535, got 70000" in res.stderr
+    pytest.importorskip("psycopg")
+    res = wisp_cli(
+        "server", "--port", "0", "--db", "postgresql://u:hunter2@127.0.0.1:1/x", cwd=tmp_path
+    )
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.startswith("wisp: error: cannot open the database postgresql")
+    assert "u:***@127.0.0.1:1/x" in res.stderr and "hunter2" not in res.stderr

@@ -323,7 +323,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT["ok"]
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
-        _error(f"{exc.strerror or exc}{where}", "check the path and permissions", color)
+        hint = "check the path and permissions"
+        if isinstance(exc, ConnectionError) and not exc.filename:
+            hint = "check the address, and that it is running"
+        _error(f"{exc.strerror or exc}{where}", hint, color)
         return EXIT["failed"]
     return code
 

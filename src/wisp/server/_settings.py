@@ -38,6 +38,8 @@ def port_problem(host: str, port: int) -> str | None:
     """
     if port == 0:
         return None
+    if not 0 < port < 65536:
+        return f"port must be 0-65535, got {port}"
     import errno
     import socket
 
