@@ -167,6 +167,7 @@ def test_nothing_listening_ends_the_init_wait_at_once(
     warned = [r.getMessage() for r in caplog.records if "cannot reach the server" in r.getMessage()]
     assert len(warned) == 1 and url in warned[0]
     assert run.mode == "online" and run.url == f"{url}/#/p/up/r/{run.id}"
+    assert run.get_url() == run.url and run.get_project_url() == f"{url}/#/p/up"
     run.finish()
 
 
