@@ -88,3 +88,21 @@ def test_every_setting_is_documented() -> None:
     for name, (_kind, _default, env) in Settings.fields().items():
         assert f"`{name}`" in doc, name
         assert env is None or f"`{env}`" in doc, env
+
+
+def test_every_wisp_variable_wisp_reads_is_known() -> None:
+    """No WISP_* name that wisp's own code reads is warned about as unknown."""
+    import re
+    from pathlib import Path
+
+    from wisp._settings import unknown_env
+
+    src = Path(__file__).resolve().parents[1] / "src" / "wisp"
+    names = {
+        m
+        for p in src.rglob("*.py")
+        for m in re.findall(r"\"(WISP_[A-Z0-9_]*[A-Z0-9])\"", p.read_text())
+        if m != "WISP_SWEEP"  # a prefix (the agent drops the parent's sweep variables)
+    }
+    assert len(names) > 30
+    assert unknown_env(dict.fromkeys(names, "1")) == []
