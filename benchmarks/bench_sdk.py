@@ -8,7 +8,9 @@ bytecode, as users get it.  Ratios compare figures taken in this same run.
 from __future__ import annotations
 
 import compileall
+import contextlib
 import gc
+import io
 import math
 import os
 import statistics
@@ -18,6 +20,7 @@ import tempfile
 import time
 from collections import deque
 from pathlib import Path
+from typing import Any
 
 import wisp
 
@@ -28,8 +31,15 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 def _proc_ms(code: str) -> float:
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, env=ENV)
+    # output captured (init() prints where the run went): the table stays readable
+    subprocess.run([sys.executable, "-c", code], check=True, env=ENV, capture_output=True)
     return (time.perf_counter() - t0) * 1000
+
+
+def _init(**kwargs: Any) -> Any:
+    """``wisp.init()``, its two stderr lines (where the run went) kept out of the table."""
+    with contextlib.redirect_stderr(io.StringIO()):
+        return wisp.init(**kwargs)
 
 
 def _over_bare(code: str, runs: int) -> tuple[float, float]:
@@ -77,7 +87,7 @@ def bench_init(rows: list[tuple[str, str, str]], tmp: str) -> None:
     times = []
     for i in range(20):
         t0 = time.perf_counter()
-        r = wisp.init(project="b", dir=os.path.join(tmp, f"i{i}"))
+        r = _init(project="b", dir=os.path.join(tmp, f"i{i}"))
         times.append((time.perf_counter() - t0) * 1000)
         r.finish()
     rows.append(("init() in-process, median of 20", f"{statistics.median(times):.2f} ms", ""))
@@ -101,7 +111,7 @@ def bench_log_latency(rows: list[tuple[str, str, str]], tmp: str, calls: int = 2
         base.append(pc() - t0)
         if len(q) > 10000:
             q.clear()
-    run = wisp.init(project="b", dir=tmp, settings={"git": False})
+    run = _init(project="b", dir=tmp, settings={"git": False})
     lat = []
     log = run.log
     gc.collect()
@@ -124,7 +134,7 @@ def bench_log_latency(rows: list[tuple[str, str, str]], tmp: str, calls: int = 2
 def bench_throughput(rows: list[tuple[str, str, str]], tmp: str, points: int = 1_000_000) -> None:
     gc.collect()
     rss0 = _rss_kb()
-    run = wisp.init(project="b", dir=tmp, settings={"git": False})
+    run = _init(project="b", dir=tmp, settings={"git": False})
     nrows = points // 5
     t0 = time.perf_counter()
     for i in range(nrows):

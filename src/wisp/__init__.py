@@ -12,7 +12,7 @@ numpy support, the reader, the server) is imported on first use.
 
 from __future__ import annotations
 
-from wisp.errors import RunStateError, UsageError, WispError
+from wisp.errors import FatalApiError, RunStateError, UsageError, WispError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs ~15 ms
 if TYPE_CHECKING:
@@ -167,22 +167,27 @@ def init(
             if live:
                 return live[-1]
 
-    new = start_run(
-        project=project,
-        name=name,
-        config=config,
-        tags=tags,
-        notes=notes,
-        group=group,
-        job_type=job_type,
-        dir=dir,
-        mode=mode,
-        id=id,
-        resume=resume,
-        settings=settings,
-        ranks=ranks,
-        finish_previous=how == "finish_previous",
-    )
+    try:
+        new = start_run(
+            project=project,
+            name=name,
+            config=config,
+            tags=tags,
+            notes=notes,
+            group=group,
+            job_type=job_type,
+            dir=dir,
+            mode=mode,
+            id=id,
+            resume=resume,
+            settings=settings,
+            ranks=ranks,
+            finish_previous=how == "finish_previous",
+        )
+    except (UsageError, FatalApiError) as exc:
+        # the caller's mistake (a bad setting, a refused key): the message says it all, so
+        # the traceback ends at this call, not deep inside wisp
+        raise exc.with_traceback(None)  # noqa: B904 - the same exception, re-raised
     if entity is not None:
         new.entity = entity
     if how != "create_new":  # as in wandb: create_new leaves wisp.run alone

@@ -221,7 +221,7 @@ def start_run(
         overrides["ranks"] = ranks
     s = Settings.resolve(settings)
     if overrides:
-        s = s.replace(**overrides)
+        s = s._replaced("init() arguments", overrides)
     if s.mode is None:
         s = s.replace(mode="online" if s.server_url else "offline")
     if s.mode == "online":
@@ -348,11 +348,47 @@ def start_run(
     if resumed is not None:
         resumed.apply(run)
         run.mark_resumed()
-    from wisp import _extras
-
-    _extras.start(run)
     if s.mode == "online":
         from wisp._upload._live import attach
+        from wisp.errors import FatalApiError
 
-        attach(run)
+        try:
+            attach(run)
+        except FatalApiError:  # the server refused the run (its key): it never started
+            _discard(run, keep_dir=resumed is not None or shared)
+            raise
+    if not s.silent and (rank is None or rank.rank == 0):
+        _announce(run, base, resumed=resumed is not None)
+    from wisp import _extras
+
+    _extras.start(run)  # after the message: console capture does not record it
     return run
+
+
+def _discard(run: Run, *, keep_dir: bool) -> None:
+    """Close a run whose start failed; remove its directory unless it holds earlier data."""
+    run.finish(exit_code=1, state="failed")
+    if not keep_dir and run.dir is not None:
+        import shutil
+
+        shutil.rmtree(run.dir, ignore_errors=True)
+
+
+def _announce(run: Run, base: str, *, resumed: bool) -> None:
+    """Where the run is written and how to see it: two ``wisp:`` lines on stderr, as wandb
+    prints at init (``silent`` turns them off)."""
+    import sys
+
+    what = "resumed run" if resumed else ("offline run" if run.url is None else "run")
+    lines = [f"wisp: {what} {run.name} ({run.id}) is written to {run.dir}\n"]
+    if run.url is not None:
+        lines.append(f"wisp: view it at {run.url}\n")
+    else:
+        here = os.path.abspath(os.environ.get("WISP_DIR") or os.getcwd())
+        ui = "wisp ui" if base == here else f"wisp ui --dir {base}"
+        lines.append(f"wisp: view it with `{ui}`; `wisp sync {run.dir}` uploads it to a server\n")
+    try:
+        sys.stderr.write("".join(lines))
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass  # no usable stderr (closed, or None under pythonw): the run goes on

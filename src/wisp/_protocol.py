@@ -60,6 +60,7 @@ __all__ = [
     "row_problem",
     "step_problem",
     "text_problem",
+    "url_problem",
 ]
 
 PROTOCOL_VERSION = 1
@@ -231,6 +232,28 @@ def project_problem(value: str) -> str | None:
     if problem is None and (not value.strip() or "/" in value or not value.isprintable()):
         problem = "must be printable characters without '/' or line breaks, and not blank"
     return problem
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a server URL (``http://`` or ``https://`` and a host), or None.
+
+    >>> url_problem("localhost:8080")
+    "must start with http:// or https://, got 'localhost:8080' (did you mean 'http://localhost:8080'?)"
+    """
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018 - a malformed port raises ValueError here
+    except ValueError as exc:
+        return f"is not a valid URL ({exc}), got {url!r}"
+    if parts.scheme not in ("http", "https"):
+        hint = f" (did you mean 'http://{url}'?)" if "://" not in url else ""
+        return f"must start with http:// or https://, got {url!r}{hint}"
+    if not host:
+        return f"must name a host, e.g. http://localhost:8080, got {url!r}"
+    return None
 
 
 def step_problem(step: int) -> str | None:

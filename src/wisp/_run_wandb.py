@@ -133,11 +133,14 @@ class WandbRunApi:
         return self.project
 
     def get_url(self) -> str | None:
+        """The run's dashboard page (``run.url``): online runs only, else None."""
         url: str | None = getattr(self, "url", None)
         return url
 
     def get_project_url(self) -> str | None:
-        return None
+        """The dashboard page of the run's project, beside :meth:`get_url`; else None."""
+        url = self.get_url()
+        return url.rsplit("/r/", 1)[0] if url else None
 
     def _label(
         self,

@@ -12,7 +12,7 @@ docs/settings.md lists the same table for users; keep them in step.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from wisp._protocol import DEFAULT_MAX_VALUE_BYTES
 from wisp.errors import UsageError
@@ -21,38 +21,50 @@ TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need 
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Settings"]
+__all__ = ["OTHER_ENV", "Settings", "unknown_env", "warn_unknown_env"]
 
 
-def _choice(*options: str) -> Callable[[str, Any], Any]:
-    def check(name: str, value: Any) -> Any:
-        if value not in options:
-            raise UsageError(
-                f"setting {name!r} must be one of {', '.join(map(repr, options))}, got {value!r}"
-            )
-        return value
+def _choice(*options: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if value in options:
+            return None
+        return f"must be one of {', '.join(map(repr, options))}, got {value!r}" + _did_you_mean(
+            str(value), options
+        )
 
     return check
 
 
-def _positive(name: str, value: Any) -> Any:
-    if value <= 0:
-        raise UsageError(f"setting {name!r} must be > 0, got {value!r}")
-    return value
+def _positive(value: Any) -> str | None:
+    return None if value > 0 else f"must be > 0, got {value!r}"
 
 
-def _nonneg(name: str, value: Any) -> Any:
-    if value < 0:
-        raise UsageError(f"setting {name!r} must be >= 0, got {value!r}")
-    return value
+def _nonneg(value: Any) -> str | None:
+    return None if value >= 0 else f"must be >= 0, got {value!r}"
 
 
-def _any(name: str, value: Any) -> Any:
-    return value
+def _url(value: Any) -> str | None:
+    from wisp._protocol import url_problem
+
+    return url_problem(value)
 
 
-# name: (type, default, environment variable, check)
-_FIELDS: dict[str, tuple[type, Any, str | None, Callable[[str, Any], Any]]] = {
+def _any(value: Any) -> str | None:
+    return None
+
+
+def _did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest candidate, or ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    if not close and word.lower() != word:
+        close = difflib.get_close_matches(word.lower(), list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# name: (type, default, environment variable, check: None, or what is wrong with a value)
+_FIELDS: dict[str, tuple[type, Any, str | None, Callable[[Any], str | None]]] = {
     "mode": (str, None, "WISP_MODE", _choice("offline", "online", "disabled")),
     "dir": (str, None, "WISP_DIR", _any),
     "flush_interval": (float, 1.0, "WISP_FLUSH_INTERVAL", _positive),
@@ -62,7 +74,7 @@ _FIELDS: dict[str, tuple[type, Any, str | None, Callable[[str, Any], Any]]] = {
     "exit_timeout": (float, 10.0, "WISP_EXIT_TIMEOUT", _nonneg),
     "max_value_bytes": (int, DEFAULT_MAX_VALUE_BYTES, "WISP_MAX_VALUE_BYTES", _positive),
     "git": (bool, True, "WISP_GIT", _any),
-    "server_url": (str, None, "WISP_SERVER_URL", _any),
+    "server_url": (str, None, "WISP_SERVER_URL", _url),
     "api_key": (str, None, "WISP_API_KEY", _any),
     "init_timeout": (float, 5.0, "WISP_INIT_TIMEOUT", _nonneg),
     "upload_timeout": (float, 30.0, "WISP_UPLOAD_TIMEOUT", _nonneg),
@@ -75,6 +87,63 @@ _FIELDS: dict[str, tuple[type, Any, str | None, Callable[[str, Any], Any]]] = {
     "alert_webhook": (str, None, "WISP_ALERT_WEBHOOK", _any),
     "silent": (bool, False, "WISP_SILENT", _any),
 }
+
+#: ``WISP_*`` variables that are not settings: ``init()`` defaults (``_wandb_env.INIT_ENV``),
+#: the artifact cache, the config file, sweep trials, ``wisp ui`` and the server's own.
+#: Any other ``WISP_*`` name in the environment gets one warning (a misspelt setting).
+OTHER_ENV = frozenset(
+    {
+        "WISP_PROJECT",
+        "WISP_NAME",
+        "WISP_TAGS",
+        "WISP_NOTES",
+        "WISP_RUN_ID",
+        "WISP_RESUME",
+        "WISP_RUN_GROUP",
+        "WISP_JOB_TYPE",
+        "WISP_CACHE_DIR",
+        "WISP_CONFIG",
+        "WISP_SWEEP_ID",
+        "WISP_SWEEP_RUN_ID",
+        "WISP_SWEEP_PARAMS",
+        "WISP_SWEEP_PROJECT",
+        "WISP_DATA_DIR",
+        "WISP_UI_PORT",
+        "WISP_DATABASE_URL",
+        "WISP_SERVER_DIR",
+        "WISP_PASSWORD",
+        "WISP_SERVER_DB_POOL",
+        "WISP_SERVER_SETTINGS_JSON",
+    }
+)
+#: Prefixes of the project's own test and benchmark knobs, never warned about.
+_DEV_ENV_PREFIXES = ("WISP_TEST_", "WISP_BENCH_", "WISP_UPDATE_SCREENSHOTS")
+
+
+def unknown_env(env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``(name, " (did you mean 'X'?)" or "")`` for each ``WISP_*`` name wisp does not know."""
+    known = {spec[2] for spec in _FIELDS.values() if spec[2] is not None} | OTHER_ENV
+    return [
+        (var, _did_you_mean(var, known))
+        for var in env
+        if var.startswith("WISP_") and var not in known and not var.startswith(_DEV_ENV_PREFIXES)
+    ]
+
+
+def warn_unknown_env(env: Mapping[str, str]) -> None:
+    """One warning per unknown ``WISP_*`` variable name per process, with a suggestion."""
+    if not any(k.startswith("WISP_") for k in env):
+        return
+    for var, hint in unknown_env(env):
+        from wisp._logging import warn_once_per
+
+        warn_once_per(
+            f"env {var}",
+            f"wisp: environment variable {var} is not a wisp setting and is ignored{hint}; "
+            "docs/settings.md lists them",
+            stacklevel=6,  # warn_once_per, here, resolve(), start_run(), wisp.init(), caller
+        )
+
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -102,7 +171,8 @@ def _coerce(name: str, kind: type, value: Any, source: str) -> Any:
             return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
     except (TypeError, ValueError):
         pass
-    raise UsageError(f"setting {name!r} from {source} must be a {kind.__name__}, got {value!r}")
+    what = {bool: "a boolean (true/false)", int: "an int", float: "a number", str: "a string"}
+    raise UsageError(f"setting {name!r} from {source} must be {what[kind]}, got {value!r}")
 
 
 class Settings:
@@ -130,8 +200,10 @@ class Settings:
                 except KeyError:
                     known = ", ".join(sorted(_FIELDS))
                     raise UsageError(
-                        f"unknown setting {name!r} (known settings: {known}; wandb's "
-                        "common settings are accepted too, see docs/settings.md)"
+                        f"unknown setting {name!r} in {source}"
+                        + _did_you_mean(str(name), _FIELDS)
+                        + f"; known settings: {known} (wandb's common settings are accepted "
+                        "too, see docs/settings.md)"
                     ) from None
                 if mapped is None:
                     continue
@@ -144,7 +216,9 @@ class Settings:
             kind, _default, _env, check = spec
             coerced = _coerce(name, kind, value, source)
             if coerced is not None:
-                check(name, coerced)
+                problem = check(coerced)
+                if problem is not None:
+                    raise UsageError(f"setting {name!r} from {source} {problem}")
             self._values[name] = coerced
             self._explicit.add(name)
 
@@ -156,6 +230,7 @@ class Settings:
     ) -> Settings:
         """Defaults, then ``environ`` (default ``os.environ``), then ``explicit``."""
         env = os.environ if environ is None else environ
+        warn_unknown_env(env)
         out = cls()
         out._explicit.clear()
         if environ is None or "WISP_CONFIG" in env:
@@ -186,19 +261,24 @@ class Settings:
         # `wisp login`'s file: server_url and api_key, below env vars and explicit settings
         from wisp._userconfig import config_path, read_config
 
+        path = config_path(env)
         try:
-            values = read_config(config_path(env))
+            values = read_config(path)
         except (OSError, ValueError):
             return  # missing or broken: init() goes on; `wisp doctor` reports it
-        self._apply(values, "the wisp config file")
+        self._apply(values, f"the wisp config file {path}")
         self._explicit.difference_update(values)
 
     def replace(self, **kwargs: Any) -> Settings:
         """A copy with some settings changed."""
+        return self._replaced("Settings.replace()", kwargs)
+
+    def _replaced(self, source: str, values: Mapping[str, Any]) -> Settings:
+        """A copy with ``values`` applied; errors name ``source`` (e.g. ``init() arguments``)."""
         out = Settings()
         out._values = dict(self._values)
         out._explicit = set(self._explicit)
-        out._apply(kwargs, "Settings.replace()")
+        out._apply(values, source)
         return out
 
     def as_dict(self) -> dict[str, Any]:

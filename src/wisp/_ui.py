@@ -24,7 +24,7 @@ from wisp._ui_local import INDEX_FILE, InProcessTransport, StatIndex, scan_runs
 from wisp._upload._sync import writer_gone
 from wisp._upload._transport import ApiClient
 from wisp._upload._uploader import Uploader
-from wisp.errors import ApiError, FatalApiError
+from wisp.errors import ApiError, FatalApiError, UsageError
 
 __all__ = ["LocalImporter", "data_dir", "ui"]
 
@@ -252,14 +252,22 @@ class _LocalServer:
 
             from wisp.server._app import create_app
             from wisp.server._conn import uvicorn_options
-            from wisp.server._settings import LOOPBACK_NAMES, ServerSettings
+            from wisp.server._settings import LOOPBACK_NAMES, ServerSettings, port_problem
             from wisp.server._store import open_store
         except ImportError as e:
             raise ImportError(
                 f"wisp ui needs the server extra: pip install 'wisp[server]' ({e})"
             ) from e
         if host not in ("127.0.0.1", "localhost", "::1"):
-            raise ValueError(f"wisp ui binds to loopback only, got host={host!r}")
+            raise UsageError(
+                f"wisp ui binds to loopback only (127.0.0.1, localhost, ::1), got host={host!r}; "
+                "`wisp server` serves other hosts"
+            )
+        problem = port_problem(host, port)
+        if problem is not None:
+            raise UsageError(
+                f"cannot start the dashboard: {problem}; pick another with --port (0: any free)"
+            )
         settings = ServerSettings(
             db=db,
             media_dir=media_dir,
@@ -287,7 +295,7 @@ class _LocalServer:
         deadline = time.monotonic() + 30
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"the wisp server did not start on {self.url}")
+                raise OSError(f"the wisp server did not start on {self.url}")
             time.sleep(0.02)
 
     def stop(self) -> None:

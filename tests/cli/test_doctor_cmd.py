@@ -124,3 +124,19 @@ def test_doctor_reports_left_out_values_and_set_aside_records(tmp_path: Path) ->
     assert checks["last runs"]["status"] == "warn"
     assert "value: 2" in detail and "2 warning record(s) (value)" in detail
     assert "1 record(s) refused by the server" in detail
+
+
+def test_doctor_reports_bad_settings_and_unknown_wisp_variables(tmp_path: Path) -> None:
+    """doctor names a bad setting's variable (fail) and an unknown WISP_* name with a suggestion (warn) instead of stopping."""
+    env = {"WISP_MODE": "onlin", "WISP_SERVR_URL": "http://h:1"}
+    res = wisp_cli("doctor", "--json", cwd=tmp_path, env=env)
+    assert res.returncode == 1, res.stdout + res.stderr
+    rows = [c for c in json.loads(res.stdout)["checks"] if c["name"] == "settings"]
+    assert any(
+        c["status"] == "warn"
+        and "WISP_SERVR_URL" in c["detail"]
+        and "WISP_SERVER_URL" in c["detail"]
+        for c in rows
+    ), rows
+    assert any(c["status"] == "fail" and "WISP_MODE" in c["detail"] for c in rows), rows
+    assert "Traceback" not in res.stderr

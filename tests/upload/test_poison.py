@@ -223,25 +223,23 @@ def test_sync_sets_aside_a_refused_history_record_of_an_offline_run(
 
 
 @pytest.mark.parametrize("key", ["wrong-key", "read"], ids=["401", "403"])
-def test_init_against_a_server_that_refuses_the_run_returns_at_once_offline(
+def test_init_against_a_server_that_refuses_the_run_raises_at_once(
     server: Server, tmp_path: Path, no_run: None, key: str
 ) -> None:
-    """A refused create (bad key, read-only key) ends init() within a second, says why, and sync uploads the run later."""
+    """A refused create (bad key, read-only key) makes init() raise within a second with the server's reason, leaving no run behind."""
     import time
+
+    from wisp.errors import FatalApiError
 
     api_key = server.create_key(scope="read") if key == "read" else key
     settings = {**_settings(server, tmp_path), "api_key": api_key, "init_timeout": 30}
     t0 = time.monotonic()
-    with pytest.warns(WispWarning, match="refused run .* recorded offline"):
-        run = wisp.init(project="poison", settings=settings)
+    with pytest.raises(FatalApiError, match=r"refused run .*HTTP 40[13]: .*check the API key") as e:
+        wisp.init(project="poison", settings=settings)
     assert time.monotonic() - t0 < 1.0
-    assert run.mode == "offline" and run.url is None
-    _good(run, 0)
-    _good(run, 100)
-    run.finish()
-    (res,) = wisp.sync([run.dir], server_url=server.url, api_key=server.key)
-    assert res.done
-    _check_good_points(server, run)
+    assert e.value.status == (401 if key == "wrong-key" else 403)
+    assert wisp.run is None
+    assert list((tmp_path / "wisp").iterdir()) == []  # the run never started: nothing to sync
 
 
 def test_forked_childrens_segments_reach_the_server(

@@ -16,14 +16,26 @@ from typing import TYPE_CHECKING, Any
 
 from wisp._upload._transport import ApiClient
 from wisp._upload._uploader import Uploader
-from wisp.errors import UsageError
+from wisp.errors import FatalApiError, RetryableApiError, UsageError
 
 if TYPE_CHECKING:
     from wisp._run import Run
 
-__all__ = ["attach", "check_settings", "finish_upload", "human_size"]
+__all__ = [
+    "attach",
+    "check_settings",
+    "finish_upload",
+    "human_size",
+    "refusal",
+    "run_page_url",
+    "unreachable",
+]
 
 log = logging.getLogger("wisp")
+
+#: Seconds ``finish()`` (and the exit hook) wait for uploads while the server has never
+#: answered: nothing could be uploaded, the run is on disk and ``wisp sync`` sends it later.
+UNREACHABLE_WAIT = 2.0
 
 
 # -- online runs: the hooks called by init() and Run.finish() --------------------------------
@@ -41,54 +53,118 @@ def check_settings(settings: Any) -> None:
     HttpTransport(settings.server_url)  # checks the URL
 
 
+def run_page_url(server_url: str, project: str, run_id: str) -> str:
+    """The dashboard's page of a run (the hash route ``#/p/<project>/r/<run>`` of
+    web/src/router.ts)."""
+    from urllib.parse import quote
+
+    return f"{server_url.rstrip('/')}/#/p/{quote(project, safe='')}/r/{quote(run_id, safe='')}"
+
+
+def unreachable(up: Uploader) -> bool:
+    """True while the server has never answered this uploader: no registration, and the
+    last attempt found nothing listening (a connection error or timeout, not an HTTP status:
+    a 503 from a server that is starting up is an answer)."""
+    err = up.last_error
+    return not up.registered.is_set() and isinstance(err, RetryableApiError) and err.status is None
+
+
 def attach(run: Run) -> None:
     """Start uploading a new online run; wait at most ``init_timeout`` for it to register.
 
     The uploader is attached to the run as its ``"uploader"`` part: ``finish()``
-    waits for it (:func:`finish_upload`) once the run file is closed.
+    waits for it (:func:`finish_upload`) once the run file is closed.  A server that
+    refuses the run (a refused API key: 401, 403; a URL that is no wisp server: 404)
+    raises :class:`~wisp.errors.FatalApiError` here with its reason; the caller closes the
+    run.  A server that cannot be reached is said once; the run goes on, on disk.
     """
     s = run.settings
     assert run.dir is not None
     deadline = time.monotonic() + s.init_timeout
     client = ApiClient(s.server_url, s.api_key, timeout=10.0)
     up = Uploader(run.dir, client, heartbeat_interval=s.heartbeat_interval)
+    up.defer_refusal = True  # a refusal while init() waits is raised here, not logged
+    refused = False
 
     def stop() -> None:
+        if refused:
+            return  # init() raised: nothing was ever going to be uploaded
         wait, why = run.upload_wait()
         finish_upload(run, wait, limit=why)
 
     run.attach("uploader", up, stop, after_close=True)
     run.barrier(s.init_timeout)  # the run record is on disk: register from it
     up.start()
-    # registered, or refused for good (401/403/422 end the thread at once): never wait out
-    # init_timeout for an answer that has come
-    while not up.registered.is_set() and not up.ended.is_set():
+    run.url = run_page_url(client.server_url, run.project, run.id)
+    # registered, refused (401/403/404 end the thread at once) or nothing listening: never
+    # wait out init_timeout for an answer that has come
+    while not up.registered.is_set() and not up.ended.is_set() and not unreachable(up):
         left = deadline - time.monotonic()
         if left <= 0:
             break
         up.registered.wait(min(left, 0.02))
+    up.defer_refusal = False  # from now on the thread reports a refusal itself
     if up.registered.is_set():
-        run.url = f"{client.server_url}/runs/{up.key or run.id}"
-    elif up.error is not None:
+        # the server's key for the run (its id, unless another project had the id first)
+        run.url = run_page_url(client.server_url, run.project, up.key or run.id)
+        return
+    if isinstance(up.error, FatalApiError):
+        refused = True
+        run.url = None
+        raise refusal(s.server_url, run.id, up.error)
+    if up.error is not None:
         import warnings
 
         from wisp.errors import WispWarning
 
         run.mode = "offline"
+        run.url = None
         warnings.warn(
-            f"wisp: server {s.server_url} refused run {run.id} ({up.error}); the run is "
+            f"wisp: uploading run {run.id} to {s.server_url} failed ({up.error}); the run is "
             f"recorded offline in {run.dir}: fix the cause, then `wisp sync {run.dir}` "
             "uploads it",
             WispWarning,
             stacklevel=4,
         )
+    elif unreachable(up):
+        log.warning(
+            "wisp: cannot reach the server %s (%s); training goes on, the run is kept on disk "
+            "and uploads if the server comes back",
+            s.server_url,
+            _cause(up.last_error),
+        )
     else:
-        log.info(
-            "wisp: server %s did not answer within init_timeout=%ss; training goes on, "
+        log.warning(
+            "wisp: the server %s did not answer within init_timeout=%ss; training goes on, "
             "uploads will catch up",
             s.server_url,
             s.init_timeout,
         )
+
+
+def _cause(exc: BaseException | None) -> str:
+    """The root cause of a connection error, e.g. ``ConnectionRefusedError: ...``."""
+    root = exc.__cause__ if exc is not None and exc.__cause__ is not None else exc
+    return f"{type(root).__name__}: {root}" if root is not None else "no answer"
+
+
+def refusal(server_url: str, run_id: str, exc: FatalApiError) -> FatalApiError:
+    """The error ``init()`` raises when the server refuses a run, with its reason and a fix."""
+    if exc.status in (401, 403):
+        hint = (
+            "check the API key (WISP_API_KEY, settings={'api_key': ...} or `wisp login`); "
+            "`wisp doctor` tests it"
+        )
+    elif exc.status == 404:
+        hint = "is WISP_SERVER_URL the address of a wisp server?"
+    else:
+        hint = "`wisp doctor` checks the server and the key"
+    reason = str(exc)
+    if ": server answered " in reason:  # "PUT /runs/x: server answered 401: why"
+        reason = "HTTP " + reason.split(": server answered ", 1)[1]
+    return FatalApiError(
+        f"the server {server_url} refused run {run_id}: {reason}; {hint}", status=exc.status
+    )
 
 
 def human_size(n: float) -> str:
@@ -113,14 +189,17 @@ def finish_upload(
     up.finish()
     start = time.monotonic()
     deadline = start + timeout
+    short = start + min(timeout, UNREACHABLE_WAIT)  # while the server has never answered
     tty = bool(getattr(out, "isatty", lambda: False)())
     shown = False
     while up.thread.is_alive():
         now = time.monotonic()
-        if now >= deadline:
+        never = unreachable(up)
+        end = short if never else deadline
+        if now >= end:
             break
-        up.thread.join(min(0.25, deadline - now))
-        if up.thread.is_alive() and time.monotonic() - start > 1.0:
+        up.thread.join(min(0.25, end - now))
+        if up.thread.is_alive() and not never and time.monotonic() - start > 1.0:
             left = up.pending_bytes()
             if tty:
                 out.write(f"\rwisp: uploading run {run.id}: {human_size(left)} left ...  ")
@@ -151,6 +230,15 @@ def finish_upload(
         return
     up.stop()
     left = up.pending_bytes()
+    if unreachable(up):
+        out.write(
+            f"wisp: run {run.id} was not uploaded: the server {up.client.server_url} could not "
+            f"be reached ({_cause(up.last_error)}); it is safe on disk, `wisp sync {run.dir}` "
+            "uploads it\n"
+        )
+        with contextlib.suppress(OSError, ValueError):
+            out.flush()
+        return
     if up.error is not None:
         why = f"the upload stopped: {type(up.error).__name__}: {up.error}"
     elif up.last_error is not None:

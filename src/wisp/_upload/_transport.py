@@ -20,6 +20,7 @@ import json
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import quote, urlsplit
 
+from wisp._protocol import url_problem
 from wisp._wire import RunBody
 from wisp.errors import FatalApiError, RetryableApiError, UsageError
 
@@ -49,9 +50,11 @@ class HttpTransport:
     """``http.client`` over one reusable connection to ``base_url`` (http or https)."""
 
     def __init__(self, base_url: str) -> None:
+        problem = url_problem(base_url)
+        if problem is not None:
+            raise UsageError(f"the server URL {problem}")
         parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UsageError(f"server_url must be an http:// or https:// URL, got {base_url!r}")
+        assert parts.hostname is not None
         self.scheme = parts.scheme
         self.host = parts.hostname
         self.port = parts.port

@@ -146,7 +146,8 @@ class Uploader:
         self.clock = clock
         self._wake = threading.Event()  # set by finish(): stop polling, look again now
         self._stopped = threading.Event()  # set by stop(): end backoff sleeps too
-        self._sleep = sleep or self._stopped.wait
+        self._kick = threading.Event()  # set by finish(): end the current backoff sleep once
+        self._sleep = sleep or self._backoff_sleep
         self._poll = sleep or self._wake.wait
         self._rand = rand
         self.cursor = Cursor.load(run_dir, client.server_url)
@@ -161,6 +162,7 @@ class Uploader:
         self.key: str | None = None  # the server's key of the run (ids are per project)
         self.registered = threading.Event()
         self.ended = threading.Event()  # the upload thread has stopped (done or failed)
+        self.defer_refusal = False  # set while init() waits: it raises a refusal, not we
         self.crashed = False  # set by sync for a dead process: register the run as crashed
         # progress and outcome, read by finish()/sync
         self.records_sent = 0
@@ -210,6 +212,8 @@ class Uploader:
             self.ended.set()
 
     def _report(self, exc: BaseException) -> None:
+        if self.defer_refusal and isinstance(exc, FatalApiError):
+            return  # init() is waiting for the answer and raises it (wisp._upload._live)
         log.warning(
             "wisp: uploading run %s stopped (%s: %s); the run file %s keeps everything, "
             "run `wisp sync %s` once the problem is fixed",
@@ -226,13 +230,23 @@ class Uploader:
         return self._finish_seen
 
     def finish(self) -> None:
-        """No more records will be appended: upload what is left, then end (live runs)."""
+        """No more records will be appended: upload what is left, then end (live runs).
+
+        A retry waiting out its backoff is made at once: ``finish()`` then knows soon
+        whether the server answers (``wisp._upload._live.finish_upload``)."""
         self._final = True
+        self._kick.set()
         self._wake.set()
+
+    def _backoff_sleep(self, seconds: float) -> None:
+        if not self._stopped.is_set():
+            self._kick.wait(seconds)
+            self._kick.clear()
 
     def stop(self) -> None:
         self._stop = True
         self._stopped.set()
+        self._kick.set()
         self._wake.set()
 
     def pending_bytes(self) -> int:

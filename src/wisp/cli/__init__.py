@@ -13,7 +13,8 @@ from collections.abc import Sequence
 __all__ = ["main"]
 
 _EPILOG = """exit codes: 0 ok, 1 failed (e.g. doctor found a failure, server unreachable),
-2 usage error (bad arguments, unknown run), 3 optional dependency missing, 130 interrupted.
+2 usage error (bad arguments, unknown run, port in use), 3 optional dependency missing,
+130 interrupted.
 docs: docs/cli.md"""
 
 
@@ -155,7 +156,12 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-verify", action="store_true", help="save without contacting the server")
 
     sp = add("sync", "upload local runs to the server")
-    sp.add_argument("paths", nargs="*", metavar="PATH", help="run directories")
+    sp.add_argument(
+        "paths",
+        nargs="*",
+        metavar="RUN",
+        help="run directories, or run ids (or prefixes) or names under --dir",
+    )
     sp.add_argument("--all", action="store_true", help="every run under --dir")
     sp.add_argument("--follow", action="store_true", help="keep uploading while runs grow")
     sp.add_argument(
@@ -331,7 +337,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT["ok"]
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
-        _error(f"{exc.strerror or exc}{where}", "check the path and permissions", color)
+        hint = "check the path and permissions"
+        if isinstance(exc, ConnectionError) and not exc.filename:
+            hint = "check the address, and that it is running"
+        _error(f"{exc.strerror or exc}{where}", hint, color)
         return EXIT["failed"]
     return code
 

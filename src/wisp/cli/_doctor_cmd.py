@@ -411,10 +411,30 @@ def _parallel(jobs: list[Callable[[], Any]], timeout: float) -> None:
         t.join(max(0.0, end - time.monotonic()))
 
 
-def run_checks(base: str) -> list[Check]:
-    from wisp._settings import Settings
+def check_settings() -> tuple[Any, list[Check]]:
+    """The settings init() would use, and what is wrong with them (a bad value, an unknown
+    ``WISP_*`` name); defaults when they cannot be read."""
+    import warnings
 
-    settings = Settings.resolve()
+    from wisp._settings import Settings, unknown_env
+    from wisp.errors import UsageError
+
+    checks = [
+        Check("settings", "warn", f"{var} is not a wisp variable{hint}", "see docs/settings.md")
+        for var, hint in unknown_env(os.environ)
+    ]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the unknown names are the checks above
+            settings = Settings.resolve()
+    except UsageError as exc:
+        checks.append(Check("settings", "fail", str(exc), "fix the variable or setting named"))
+        return Settings(), checks
+    return settings, checks or [Check("settings", "ok", "readable")]
+
+
+def run_checks(base: str) -> list[Check]:
+    settings, setting_checks = check_settings()
     run_base = os.path.abspath(settings.dir or base)
     with tempfile.TemporaryDirectory(prefix="wisp-doctor-") as tmp:
         slots: dict[str, list[Check]] = {}
@@ -448,7 +468,7 @@ def run_checks(base: str) -> list[Check]:
             return go
 
         _parallel([job(n, f) for n, f in probes.items()], _TORCH_DEADLINE + 2)
-    out: list[Check] = []
+    out: list[Check] = list(setting_checks)
     for name in probes:
         out += slots.get(name, [Check(name, "warn", "did not finish in time", "")])
     return out

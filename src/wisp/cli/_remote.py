@@ -53,18 +53,34 @@ def call_with(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 def cmd_ui(args: argparse.Namespace) -> int:
     ui = _function("wisp._ui", "ui", "`wisp ui`", "server")
+    data = args.data or _function("wisp._ui", "data_dir", "`wisp ui`", "server")()
+
+    def ready(url: str) -> None:
+        print(f"wisp ui: database and media in {os.path.abspath(data)}", file=sys.stderr)
+        print(f"wisp dashboard: {url}  (Ctrl-C stops it)", flush=True)
+
     call_with(
         ui,
         dir=args.dir,
         host=args.host,
         port=args.port,
         open_browser=args.open,
-        data=args.data,
-        ready=lambda url: print(f"wisp dashboard: {url}  (Ctrl-C stops it)", flush=True),
+        data=data,
+        ready=ready,
         progress=sys.stderr,
         first_budget=2.0,  # print the URL early; the import goes on while the dashboard runs
     )
     return EXIT["ok"]
+
+
+def _startup_failed(exc: SystemExit) -> CliError:
+    """uvicorn's exit when the server could not start (code 3, its STARTUP_FAILURE): the
+    cause is logged above; our exit codes reserve 3 for a missing dependency."""
+    return CliError(
+        f"the server did not start (uvicorn exit {exc.code}; its message is above)",
+        "a port in use? pick another with --port",
+        EXIT["failed"],
+    )
 
 
 def cmd_server(args: argparse.Namespace) -> int:
@@ -75,6 +91,16 @@ def cmd_server(args: argparse.Namespace) -> int:
 
         return cmd_admin(args)
     serve = _function("wisp.server", "serve", "`wisp server`", "server")
+    try:
+        _serve(serve, args)
+    except SystemExit as exc:
+        if exc.code in (0, None):
+            raise
+        raise _startup_failed(exc) from None
+    return EXIT["ok"]
+
+
+def _serve(serve: Callable[..., Any], args: argparse.Namespace) -> None:
     call_with(
         serve,
         db=args.db,
@@ -95,7 +121,6 @@ def cmd_server(args: argparse.Namespace) -> int:
         body_timeout=args.body_timeout,
         key_rate=args.key_rate,
     )
-    return EXIT["ok"]
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
@@ -238,7 +263,10 @@ def cmd_sync(args: argparse.Namespace) -> int:
     fn = getattr(wisp, "sync", None)
     if not callable(fn):
         fn = _function("wisp._upload._sync", "sync", "`wisp sync`", "server")
-    paths = list(args.paths)
+    from wisp.cli._runs import resolve_run
+
+    # a path, or a run id, id prefix or name under --dir, as `show` and `export` take
+    paths = list(dict.fromkeys(resolve_run(p, args.dir) for p in args.paths))
     if args.all:
         from wisp.cli._runs import find_runs
 

@@ -43,10 +43,24 @@ def migrate(engine: Any) -> None:
 
     cfg = Config()
     cfg.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
-    with engine.connect() as conn, conn.execution_options(wisp_write=True).begin():
+    with _connect(engine) as conn, conn.execution_options(wisp_write=True).begin():
         dialect_of(engine).migration_lock(conn)
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
+
+
+def _connect(engine: Any) -> Any:
+    """The first connection to a database: one that cannot be opened (no server, wrong
+    password, unwritable file) is a ``ConnectionError`` naming it (password hidden), so the
+    CLI says it in one line."""
+    from sqlalchemy.exc import OperationalError
+
+    try:
+        return engine.connect()
+    except OperationalError as exc:
+        where = engine.url.render_as_string(hide_password=True)
+        why = " ".join(str(exc.orig or exc).split())
+        raise ConnectionError(f"cannot open the database {where}: {why}") from None
 
 
 class Db:

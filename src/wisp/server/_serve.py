@@ -9,7 +9,13 @@ import sys
 from typing import Any
 
 from wisp.errors import UsageError
-from wisp.server._settings import LOOPBACK_NAMES, ServerSettings, is_loopback
+from wisp.server._settings import (
+    LOOPBACK_NAMES,
+    ServerSettings,
+    display_db_url,
+    is_loopback,
+    port_problem,
+)
 
 __all__ = ["keys_create", "keys_list", "keys_revoke", "serve"]
 
@@ -87,6 +93,9 @@ def serve(
         settings.key_rate = key_rate
     settings = settings.resolved()
     settings.trusted_proxy_networks()  # a malformed address fails here, not per request
+    problem = port_problem(host, port)
+    if problem is not None:
+        raise UsageError(f"cannot start the server: {problem}; pick another with --port")
     if not loopback and not settings.tls:
         print(
             f"wisp server: WARNING: serving {host}:{port} without TLS: API keys, passwords and "
@@ -104,6 +113,14 @@ def serve(
     migrate(engine)
     engine.dispose()
     settings.migrate = False
+    media = settings.media_dir
+    where = media if "://" in media else os.path.abspath(media)  # s3://bucket/prefix as given
+    print(
+        f"wisp server: database {display_db_url(settings.db)}\n"
+        f"wisp server: media files in {where}",
+        file=sys.stderr,
+        flush=True,
+    )
     opts = uvicorn_options(settings)
     if workers == 1:
         from wisp.server._app import create_app

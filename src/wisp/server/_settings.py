@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LOOPBACK_NAMES", "ServerSettings", "default_data_dir", "is_loopback"]
+__all__ = [
+    "LOOPBACK_NAMES",
+    "ServerSettings",
+    "default_data_dir",
+    "display_db_url",
+    "is_loopback",
+    "port_problem",
+]
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]", "::1")
 
@@ -21,6 +28,46 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be served (in use, not allowed), or None when it can.
+
+    Binds and closes a socket as uvicorn would (``SO_REUSEADDR``), so a busy port is said
+    in one line before any server starts; port 0 (any free port) is always fine.
+    """
+    if port == 0:
+        return None
+    if not 0 < port < 65536:
+        return f"port must be 0-65535, got {port}"
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        return f"cannot resolve host {host!r} ({exc})"
+    family, kind, proto, _name, addr = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(addr)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is already in use (another wisp server or ui?)"
+            return f"cannot listen on {host}:{port} ({exc.strerror or exc})"
+    return None
+
+
+def display_db_url(url: str) -> str:
+    """A database URL to print: its password, if any, replaced by ``***``."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def default_data_dir() -> Path:
