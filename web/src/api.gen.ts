@@ -1116,6 +1116,9 @@ export interface components {
             heartbeat_at: number;
             id: string;
             job_type: string | null;
+            media_keys: {
+                [key: string]: string;
+            };
             metadata: {
                 [key: string]: unknown;
             };
@@ -1204,11 +1207,15 @@ export interface components {
         Series: {
             count: number;
             first: (number | null)[];
+            /** @default null */
+            gaps?: number[] | null;
             key: string;
             last: (number | null)[];
             max: (number | null)[];
             min: (number | null)[];
             nonfinite: number;
+            /** @default 0 */
+            nonnumeric?: number;
             raw: boolean;
             run: string;
             x: number[];

@@ -5,6 +5,12 @@ split into ``buckets`` equal buckets, one ``GROUP BY`` computes each bucket's
 count, min, max and first/last step, and one indexed lookup fetches the first
 and last values.  Other x axes (``time``, ``relative``, a step metric) are
 joined and bucketed in Python with the same rules.
+
+``gaps`` counts, per returned x, the values of that bucket that are no finite number:
+NaN and infinities (stored as points with ``nf``) and ``None`` or text logged under a
+numeric key (stored in ``extras``).  A key with such non-numeric values is bucketed in
+Python, with the non-numeric steps as points without a value, so a chart breaks its
+line there.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import case, func, or_, select
 
 from wisp.server import _schema as S
 
@@ -37,8 +43,9 @@ def _key_ids(conn: Any, run_id: str, keys: list[str] | None) -> dict[str, int]:
     return out
 
 
-def _raw(xs: list[Any], ys: list[Any]) -> dict[str, Any]:
-    return {"x": xs, "y": ys, "min": ys, "max": ys, "first": ys, "last": ys, "raw": True}
+def _raw(xs: list[Any], ys: list[Any], gaps: list[int] | None = None) -> dict[str, Any]:
+    g = gaps if gaps and any(gaps) else None
+    return {"x": xs, "y": ys, "min": ys, "max": ys, "first": ys, "last": ys, "raw": True, "gaps": g}
 
 
 def _step_series(
@@ -54,7 +61,7 @@ def _step_series(
         conds.append(p.step > math.floor(after))
     s_lo = conn.execute(select(func.min(p.step)).where(*conds)).scalar()
     if s_lo is None:
-        return {**_raw([], []), "count": 0, "nonfinite": 0}
+        return {**_raw([], []), "count": 0, "nonfinite": 0, "nonnumeric": 0}
     s_hi = conn.execute(select(func.max(p.step)).where(*conds)).scalar()
     span = s_hi - s_lo + 1
     if span > buckets * S.BLOCK:
@@ -82,12 +89,7 @@ def _step_series(
     count = sum(a[1] for a in agg)
     nonfinite = int(sum(a[6] or 0 for a in agg))
     if count <= buckets:
-        rows = conn.execute(select(p.step, p.value).where(*conds).order_by(p.step)).all()
-        return {
-            **_raw([r[0] for r in rows], [r[1] for r in rows]),
-            "count": count,
-            "nonfinite": nonfinite,
-        }
+        return _raw_rows(conn, conds, count, nonfinite)
     wanted = sorted({a[4] for a in agg} | {a[5] for a in agg})
     vals: dict[int, float | None] = {}
     for i in range(0, len(wanted), _CHUNK):
@@ -105,6 +107,20 @@ def _step_series(
         "raw": False,
         "count": count,
         "nonfinite": nonfinite,
+        "nonnumeric": 0,
+        "gaps": [int(a[6] or 0) for a in agg] if nonfinite else None,
+    }
+
+
+def _raw_rows(conn: Any, conds: list[Any], count: int, nonfinite: int) -> dict[str, Any]:
+    p = S.points.c
+    rows = conn.execute(select(p.step, p.value, p.nf).where(*conds).order_by(p.step)).all()
+    gaps = [1 if r[2] else 0 for r in rows] if nonfinite else None
+    return {
+        **_raw([r[0] for r in rows], [r[1] for r in rows], gaps),
+        "count": count,
+        "nonfinite": nonfinite,
+        "nonnumeric": 0,
     }
 
 
@@ -143,19 +159,15 @@ def _block_series(
     count = sum(e[2] for e in entries)
     nonfinite = sum(e[7] for e in entries)
     if count <= buckets:
-        rows = conn.execute(select(p.step, p.value).where(*conds).order_by(p.step)).all()
-        return {
-            **_raw([r[0] for r in rows], [r[1] for r in rows]),
-            "count": count,
-            "nonfinite": nonfinite,
-        }
+        return _raw_rows(conn, conds, count, nonfinite)
     xs: list[int] = []
     mins: list[Any] = []
     maxs: list[Any] = []
     firsts: list[Any] = []
     lasts: list[Any] = []
+    gaps: list[int] = []
     cur = -1
-    for smin, _smax, _n, vmin, vmax, fv, lv, _nf in entries:
+    for smin, _smax, _n, vmin, vmax, fv, lv, nf in entries:
         b = (smin - origin) // width
         if b != cur:
             cur = b
@@ -164,8 +176,10 @@ def _block_series(
             maxs.append(vmax)
             firsts.append(fv)
             lasts.append(lv)
+            gaps.append(nf)
             continue
         lasts[-1] = lv
+        gaps[-1] += nf
         if vmin is not None and (mins[-1] is None or vmin < mins[-1]):
             mins[-1] = vmin
         if vmax is not None and (maxs[-1] is None or vmax > maxs[-1]):
@@ -180,23 +194,31 @@ def _block_series(
         "raw": False,
         "count": count,
         "nonfinite": nonfinite,
+        "nonnumeric": 0,
+        "gaps": gaps if nonfinite else None,
     }
 
 
+_NONNUMERIC = 4  # the flag of a None or text value among the points bucketed in Python
+
+
 def _py_downsample(pts: list[tuple[float, float | None, int]], buckets: int) -> dict[str, Any]:
-    """Bucket (x, y, nf) points sorted by x, with the rules of the SQL path."""
-    nonfinite = sum(1 for p in pts if p[2])
+    """Bucket (x, y, flag) points sorted by x, with the rules of the SQL path.
+
+    ``flag`` is the point's ``nf`` code, or ``_NONNUMERIC`` for None or text."""
+    nonnumeric = sum(1 for p in pts if p[2] == _NONNUMERIC)
+    nonfinite = sum(1 for p in pts if p[2]) - nonnumeric
+    counts = {"count": len(pts) - nonnumeric, "nonfinite": nonfinite, "nonnumeric": nonnumeric}
     if len(pts) <= buckets:
         return {
-            **_raw([p[0] for p in pts], [p[1] for p in pts]),
-            "count": len(pts),
-            "nonfinite": nonfinite,
+            **_raw([p[0] for p in pts], [p[1] for p in pts], [1 if p[2] else 0 for p in pts]),
+            **counts,
         }
     lo, hi = pts[0][0], pts[-1][0]
     width = (hi - lo) / buckets or 1.0
-    out: dict[str, Any] = {k: [] for k in ("x", "y", "min", "max", "first", "last")}
+    out: dict[str, Any] = {k: [] for k in ("x", "y", "min", "max", "first", "last", "gaps")}
     cur = -1
-    for x, y, _nf in pts:
+    for x, y, flag in pts:
         b = min(int((x - lo) / width), buckets - 1)
         if b != cur:
             cur = b
@@ -206,13 +228,18 @@ def _py_downsample(pts: list[tuple[float, float | None, int]], buckets: int) -> 
             out["last"].append(y)
             out["min"].append(y)
             out["max"].append(y)
+            out["gaps"].append(0)
         else:
             out["y"][-1] = out["last"][-1] = y
+        if flag:
+            out["gaps"][-1] += 1
         if y is not None:
             mn, mx = out["min"][-1], out["max"][-1]
             out["min"][-1] = y if mn is None or y < mn else mn
             out["max"][-1] = y if mx is None or y > mx else mx
-    return {**out, "raw": False, "count": len(pts), "nonfinite": nonfinite}
+    if not nonfinite + nonnumeric:
+        out["gaps"] = None
+    return {**out, "raw": False, **counts}
 
 
 def _other_series(
@@ -225,7 +252,10 @@ def _other_series(
     hi: float | None,
     after: float | None,
     buckets: int,
+    holes: list[tuple[int, float]] | None = None,
 ) -> dict[str, Any]:
+    """Points joined with their x (step, time - offset or a step metric) and bucketed here;
+    ``holes`` are the steps (and times) of non-numeric values, added without a value."""
     p = S.points.c
     rows = conn.execute(
         select(p.step, p.time, p.value, p.nf).where(p.key_id == kid).order_by(p.step)
@@ -236,11 +266,14 @@ def _other_series(
             conn.execute(select(p.step, p.value).where(p.key_id == xid, p.value.is_not(None))).all()
         )
     pts: list[tuple[float, float | None, int]] = []
-    for step, t, v, nf in rows:
+    allrows = [*rows, *((st, t, None, _NONNUMERIC) for st, t in holes or [])]
+    for step, t, v, nf in allrows:
         if xmap is not None:
             xv = xmap.get(step)
             if xv is None:
                 continue
+        elif x == "step":
+            xv = step
         else:
             xv = t - offset
         if (lo is not None and xv < lo) or (hi is not None and xv > hi):
@@ -250,6 +283,31 @@ def _other_series(
         pts.append((xv, v, nf))
     pts.sort(key=lambda q: q[0])
     return _py_downsample(pts, buckets)
+
+
+def _holes(
+    conn: Any, run_id: str, keys: list[str], lo: float | None, hi: float | None
+) -> dict[str, list[tuple[int, float]]]:
+    """Steps (and times) where a requested key was logged as None or text, by key.
+
+    Only runs that logged such values have ``extras`` rows; the rest cost one lookup."""
+    e = S.extras.c
+    conds = [e.run_id == run_id]
+    if lo is not None:
+        conds.append(e.step >= math.ceil(lo))
+    if hi is not None:
+        conds.append(e.step <= math.floor(hi))
+    if conn.execute(select(e.step).where(*conds).limit(1)).first() is None:
+        return {}
+    out: dict[str, list[tuple[int, float]]] = {}
+    want = set(keys)
+    for i in range(0, len(keys), 50):
+        like = [e.data.contains(json.dumps(k), autoescape=True) for k in keys[i : i + 50]]
+        for step, t, data in conn.execute(select(e.step, e.time, e.data).where(*conds, or_(*like))):
+            for k, v in json.loads(data).items():
+                if k in want and not isinstance(v, dict):
+                    out.setdefault(k, []).append((step, t))
+    return {k: sorted(set(v)) for k, v in out.items()}
 
 
 def series(
@@ -275,19 +333,22 @@ def series(
                     conn.execute(select(S.runs.c.created_at).where(S.runs.c.id == run_id)).scalar()
                     or 0.0
                 )
-            for key in keys:
-                kid = ids.get(key)
-                if kid is None:
-                    continue
-                if x == "step":
+            have = [k for k in keys if k in ids]
+            bounds = [v for v in (lo, after) if v is not None] if x == "step" else []
+            step_hi = hi if x == "step" else None
+            holes = _holes(conn, run_id, have, max(bounds, default=None), step_hi)
+            for key in have:
+                kid = ids[key]
+                hk = holes.get(key, [])
+                if x == "step" and not hk:
                     s = _step_series(conn, kid, lo, hi, after, buckets)
-                elif x in ("time", "relative"):
-                    s = _other_series(conn, kid, None, x, offset, lo, hi, after, buckets)
+                elif x in ("step", "time", "relative"):
+                    s = _other_series(conn, kid, None, x, offset, lo, hi, after, buckets, hk)
                 else:
                     xid = ids.get(x)
                     if xid is None:
                         continue
-                    s = _other_series(conn, kid, xid, x, 0.0, lo, hi, after, buckets)
+                    s = _other_series(conn, kid, xid, x, 0.0, lo, hi, after, buckets, hk)
                 out.append({"run": run_id, "key": key, **s})
     return out
 
