@@ -124,6 +124,10 @@ def test_histogram_heatmap_draws_every_step(media_dash: Any, page: Any):
     x_last = plot[0] + plot[2] * (1 - 0.5 / HIST_STEPS)  # the middle of the last column
     sx = box["width"] / canvas.evaluate("c => c.width")
     canvas.hover(position={"x": x_last * sx, "y": last_y * scale + 1})
+    page.wait_for_function(
+        "() => document.querySelector('[data-media-key=\"weights\"] .heatmap-readout')"
+        ".textContent.startsWith('step')"
+    )
     readout = page.locator('[data-media-key="weights"] .heatmap-readout').inner_text()
     assert readout.startswith(f"step {HIST_STEPS - 1} · values") and not readout.endswith("count 0")
     # the chart toolbar belongs to the chart tabs, not to media
