@@ -100,24 +100,34 @@ def test_histogram_heatmap_draws_every_step(media_dash: Any, page: Any):
     canvas.wait_for()
     assert canvas.get_attribute("data-drawn") == "1"
     assert canvas.get_attribute("data-columns") == str(HIST_STEPS)
-    # the row with the most ink in the first and last columns: the mean grows with the step,
-    # so the last column's peak is drawn higher up (smaller y) than the first's
+    # the yellowest cell (viridis: the largest count) of the first and last columns: the mean
+    # grows with the step, so the last column's peak is drawn higher up (smaller y)
     peaks = canvas.evaluate(
-        """c => { const ctx = c.getContext('2d'); const W = c.width, H = c.height, n = +c.dataset.columns;
-          const peak = (col) => { const x = Math.floor((col + 0.5) * W / n); let best = -1, by = -1;
-            for (let y = 0; y < H; y++) { const a = ctx.getImageData(x, y, 1, 1).data[3];
-              if (a > best) { best = a; by = y; } } return [by, best]; };
+        """c => { const ctx = c.getContext('2d'); const n = +c.dataset.columns;
+          const [l, t, w, h] = c.dataset.plot.split(',').map(Number);
+          const peak = (col) => { const x = Math.floor(l + (col + 0.5) * w / n); let best = -1, by = -1;
+            const d = ctx.getImageData(x, t, 1, h).data;
+            for (let y = 0; y < h; y++) { const lum = d[4 * y] + d[4 * y + 1] - 2 * d[4 * y + 2];
+              if (lum > best) { best = lum; by = t + y; } } return [by, best]; };
           return [peak(0), peak(n - 1)]; }"""
     )
     (first_y, first_a), (last_y, last_a) = peaks
-    assert first_a > 0 and last_a > 0
+    assert first_a > 200 and last_a > 200  # viridis yellow-green, not the grey background
     assert last_y < first_y
+    assert canvas.get_attribute("data-axes") == "step,value,count"
     # hovering the last column's peak reads out its step and a non-zero count
     canvas.scroll_into_view_if_needed()
     box = canvas.bounding_box()
     assert box is not None
     scale = box["height"] / canvas.evaluate("c => c.height")
-    canvas.hover(position={"x": box["width"] - 2, "y": last_y * scale + 1})
+    plot = [float(v) for v in (canvas.get_attribute("data-plot") or "").split(",")]
+    x_last = plot[0] + plot[2] * (1 - 0.5 / HIST_STEPS)  # the middle of the last column
+    sx = box["width"] / canvas.evaluate("c => c.width")
+    canvas.hover(position={"x": x_last * sx, "y": last_y * scale + 1})
+    page.wait_for_function(
+        "() => document.querySelector('[data-media-key=\"weights\"] .heatmap-readout')"
+        ".textContent.startsWith('step')"
+    )
     readout = page.locator('[data-media-key="weights"] .heatmap-readout').inner_text()
     assert readout.startswith(f"step {HIST_STEPS - 1} · values") and not readout.endswith("count 0")
     # the chart toolbar belongs to the chart tabs, not to media

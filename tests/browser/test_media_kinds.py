@@ -281,11 +281,12 @@ def test_compare_view_puts_media_side_by_side(kinds_dash: Any, page: Any):
     """The compare page shows one media key for every compared run, side by side."""
     d, ids = kinds_dash
     page.goto(f"{d.url}/#/p/kinds/compare?runs={ids['kinds-a']},{ids['kinds-b']}")
-    sel = page.locator("#media-compare select")
-    sel.scroll_into_view_if_needed()
-    page.wait_for_selector("#media-compare option", state="attached")
-    sel.select_option("cm")
-    cols = page.locator("#media-compare .media-compare-col")
+    cell = page.locator('[data-cell="cm"]')
+    cell.scroll_into_view_if_needed()
+    cols = cell.locator("figure.media-cell .media-compare-col")
+    cols.first.wait_for()
     assert cols.count() == 2
-    page.wait_for_selector("#media-compare .media-compare-col td.cm-cell")
-    assert page.locator("#media-compare .media-compare-col table.confusion").count() == 2
+    cell.locator(".media-compare-col td.cm-cell").first.wait_for()
+    assert cell.locator(".media-compare-col table.confusion").count() == 2
+    # a media key is a media panel, never an empty chart frame
+    assert page.locator('[data-cell="cm"] .uplot').count() == 0

@@ -169,6 +169,7 @@ def test_run_view_summary_metrics_console_media(api: Api) -> None:
     run = api.get("/api/v1/runs/r1").json()
     assert run["state"] == "failed" and run["exit_code"] == 3 and run["summary"] == {"loss": 1.0}
     assert run["metric_keys"] == ["img", "loss"] and run["metrics"][0]["summary"] == "min"
+    assert run["media_keys"] == {"img": "image"}
     media = api.get("/api/v1/runs/r1/media", params={"key": "img"}).json()["media"]
     assert media == [{**img, "key": "img", "step": 0, "type": "image"}]
     lines = api.get("/api/v1/runs/r1/console").json()["lines"]

@@ -132,3 +132,38 @@ def test_buckets_of_whole_chunks_only(store: Any) -> None:
     assert got["x"] == [w[0] for w in want] and len(got["x"]) == 4
     assert got["first"] == [w[1] for w in want] and got["last"] == [w[4] for w in want]
     assert got["min"] == [w[2] for w in want] and got["max"] == [w[3] for w in want]
+
+
+def _rows(store: Any, rows: list[list[Any]]) -> None:
+    store.put_run("r", {"project": "p", "created_at": 1000.0})
+    store.ingest("r", "w", 0, prepare_records([{"type": 3, "data": {"rows": rows}}]))
+
+
+def test_nan_none_and_text_are_gaps_with_their_steps(store: Any) -> None:
+    """NaN, inf, None and text under a numeric key come back as x without y, counted in gaps."""
+    bad = {10: math.nan, 11: math.inf, 20: None, 21: "diverged"}
+    _rows(store, [[s, 1000.0 + s, {"m": bad.get(s, float(s))}] for s in range(40)])
+    got = series(store, ["r"], ["m"], buckets=100)[0]
+    assert got["raw"] is True and got["x"] == list(range(40))
+    assert [got["y"][s] for s in (9, 10, 11, 20, 21, 22)] == [9.0, None, None, None, None, 22.0]
+    assert [s for s, g in enumerate(got["gaps"]) if g] == [10, 11, 20, 21]
+    assert (got["count"], got["nonfinite"], got["nonnumeric"]) == (38, 2, 2)
+    # against time and a step metric the same steps are gaps
+    t = series(store, ["r"], ["m"], x="time")[0]
+    assert [x - 1000.0 for x, g in zip(t["x"], t["gaps"], strict=True) if g] == [10, 11, 20, 21]
+    # downsampled: the buckets holding them count them; a finite-only series has no gaps
+    ds = series(store, ["r"], ["m"], buckets=4)[0]
+    assert ds["raw"] is False and sum(ds["gaps"]) == 4 and ds["gaps"][0] == 0
+    after = series(store, ["r"], ["m"], after=15)[0]
+    assert after["x"][0] == 16 and after["nonnumeric"] == 2
+
+
+def test_finite_series_has_no_gaps_and_block_path_counts_nan(store: Any) -> None:
+    """A long series downsampled from the chunks counts its NaN per bucket; a clean one has none."""
+    values = {s: (math.nan if s == 5000 else float(s)) for s in range(100_000)}
+    _load(store, values)
+    got = series(store, ["r"], ["m"], buckets=100)[0]
+    assert got["nonfinite"] == 1 and sum(got["gaps"]) == 1
+    assert got["gaps"][next(i for i, x in enumerate(got["x"]) if x > 5000) - 1] == 1
+    clean = series(store, ["r"], ["m"], lo=10_000, buckets=100)[0]
+    assert clean["gaps"] is None and clean["nonnumeric"] == 0

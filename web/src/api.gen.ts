@@ -1344,6 +1344,9 @@ export interface components {
             id: string;
             job_type: string | null;
             key: string;
+            media_keys: {
+                [key: string]: string;
+            };
             metadata: {
                 [key: string]: unknown;
             };
@@ -1433,11 +1436,15 @@ export interface components {
         Series: {
             count: number;
             first: (number | null)[];
+            /** @default null */
+            gaps?: number[] | null;
             key: string;
             last: (number | null)[];
             max: (number | null)[];
             min: (number | null)[];
             nonfinite: number;
+            /** @default 0 */
+            nonnumeric?: number;
             raw: boolean;
             run: string;
             x: number[];

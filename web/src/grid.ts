@@ -1,13 +1,37 @@
 // A grid of metric charts with key search, grouped by key prefix ("train/loss" -> "train").
 // Charts are created when they scroll into view, and all visible charts of a page are
-// fetched in one batched request.
-import { MetricChart, type ChartRun, type ViewOpts } from "./chart";
-import { patchParams } from "./router";
+// fetched in one batched request.  Media keys (images, histograms, tables) get their media
+// view instead of a chart.  A chart's own x axis and added metrics (its ⚙) are kept in the
+// URL parameter `cv` ({key: {x, keys}} as JSON).
+import { MetricChart, type ChartRun, type Custom, type ViewOpts } from "./chart";
+import { mediaCell } from "./media_cell";
+import { current, patchParams } from "./router";
 import { h } from "./util";
+
+export interface GridOpts {
+  syncZoom?: boolean;
+  emptyText?: string;
+  stepMetric?: (key: string) => string | null;
+  /** Media keys and their type: drawn as media views. */
+  mediaKeys?: Record<string, string>;
+  /** The x axes a chart's settings offer ([value, label]). */
+  xChoices?: [string, string][];
+}
+
+function readCustom(): Record<string, Custom> {
+  try {
+    const v = JSON.parse(current().params.get("cv") ?? "{}") as unknown;
+    return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, Custom>) : {};
+  } catch {
+    return {};
+  }
+}
 
 export class ChartGrid {
   readonly el: HTMLElement;
   private charts = new Map<string, MetricChart>();
+  private media = new Set<string>();
+  private custom: Record<string, Custom> = readCustom();
   private cells = new Map<string, HTMLElement>();
   private io: IntersectionObserver;
   private keys: string[] = [];
@@ -18,7 +42,7 @@ export class ChartGrid {
   constructor(
     private runs: ChartRun[],
     private view: ViewOpts,
-    private opts: { syncZoom?: boolean; emptyText?: string; stepMetric?: (key: string) => string | null } = {},
+    private opts: GridOpts = {},
   ) {
     this.el = h("div", { class: "grid-wrap" });
     this.io = new IntersectionObserver(
@@ -48,7 +72,7 @@ export class ChartGrid {
   start(): void {
     if (!this.el.isConnected) return;
     for (const [key, cell] of this.cells) {
-      if (!cell.isConnected || this.charts.has(key)) continue;
+      if (!cell.isConnected || this.charts.has(key) || this.media.has(key)) continue;
       const r = cell.getBoundingClientRect();
       if (r.top < innerHeight && r.bottom > 0 && r.width > 0) {
         this.io.unobserve(cell);
@@ -59,6 +83,8 @@ export class ChartGrid {
 
   /** A key with a define_metric step metric is plotted against it when x is "step". */
   private viewFor(key: string): ViewOpts {
+    const own = this.custom[key]?.x;
+    if (own) return { ...this.view, x: own };
     const sm = this.view.x === "step" ? this.opts.stepMetric?.(key) : null;
     return sm ? { ...this.view, x: sm } : this.view;
   }
@@ -68,13 +94,41 @@ export class ChartGrid {
   }
 
   private materialise(key: string): Promise<void> {
-    if (this.charts.has(key) || this.destroyed) return Promise.resolve();
+    if (this.charts.has(key) || this.media.has(key) || this.destroyed) return Promise.resolve();
     const cell = this.cells.get(key);
     if (!cell) return Promise.resolve();
-    const chart = new MetricChart(key, this.runs, this.viewFor(key), (range) => this.onZoom(chart, range));
+    const mtype = this.opts.mediaKeys?.[key];
+    if (mtype) {
+      const m = mediaCell(key, mtype, this.runs);
+      this.media.add(key);
+      cell.replaceChildren(m.el);
+      return m.load();
+    }
+    const chart = new MetricChart(key, this.runs, this.viewFor(key), (range) => this.onZoom(chart, range), {
+      xChoices: this.opts.xChoices,
+      allKeys: () => this.keys.filter((k) => !this.opts.mediaKeys?.[k]),
+      custom: this.custom[key],
+      onCustom: (c) => this.setCustom(key, c),
+    });
     this.charts.set(key, chart);
     cell.replaceChildren(chart.el);
     return this.zoom && this.opts.syncZoom ? chart.setZoom(this.zoom, false) : chart.load();
+  }
+
+  /** A chart's own x axis and metrics changed: keep them in the URL and redraw that chart. */
+  private setCustom(key: string, c: Custom | null): void {
+    if (c) this.custom[key] = c;
+    else delete this.custom[key];
+    patchParams({ cv: Object.keys(this.custom).length ? JSON.stringify(this.custom) : null });
+    this.charts.get(key)?.destroy();
+    this.charts.delete(key);
+    void this.materialise(key);
+  }
+
+  /** New colours or labels for the runs. */
+  setRuns(runs: ChartRun[]): void {
+    this.runs = runs;
+    for (const c of this.charts.values()) c.setRuns(runs);
   }
 
   private onZoom(src: MetricChart, range: [number, number] | null): void {
@@ -125,7 +179,8 @@ export class ChartGrid {
       const cells = groups.get(g)!.map((k) => {
         let cell = this.cells.get(k);
         if (!cell) {
-          cell = h("div", { class: "cell", "data-cell": k }, h("div", { class: "placeholder" }, k));
+          const media = this.opts.mediaKeys?.[k];
+          cell = h("div", { class: media ? `cell media-wrap media-${media}` : "cell", "data-cell": k }, h("div", { class: "placeholder" }, k));
           this.cells.set(k, cell);
           this.io.observe(cell);
         }
@@ -145,9 +200,13 @@ export class ChartGrid {
 
   setView(view: ViewOpts): void {
     const reload = view.x !== this.view.x;
-    this.view = view;
     if (reload) this.zoom = null;
-    for (const [k, c] of this.charts) c.setView(this.viewFor(k), reload);
+    const before = new Map([...this.charts.keys()].map((k) => [k, this.viewFor(k).x]));
+    this.view = view;
+    for (const [k, c] of this.charts) {
+      const v = this.viewFor(k);
+      c.setView(v, v.x !== before.get(k));
+    }
   }
 
   /** Live update: fetch new points for every materialised chart. */
@@ -165,25 +224,33 @@ export class ChartGrid {
 }
 
 /** Toolbar for x axis, smoothing and log y, bound to URL parameters. */
+/** The x axes of a page: step, wall time, relative time and the runs' step metrics. */
+export function xChoices(stepMetrics: string[]): [string, string][] {
+  return [["step", "step"], ["time", "wall time"], ["relative", "relative time"], ...stepMetrics.map((m): [string, string] => [m, m])];
+}
+
 export function viewToolbar(
   params: URLSearchParams,
   stepMetrics: string[],
   onChange: (v: ViewOpts) => void,
 ): { el: HTMLElement; view: ViewOpts } {
+  const choices = xChoices(stepMetrics);
+  const asked = params.get("x") || "step";
+  const known = choices.some(([v]) => v === asked);
+  // an unknown x= (a typo, a metric these runs do not log) would blank every chart: say so
+  const xError = h("span", { class: "error small", id: "x-error", role: "alert" }, known ? "" : `x=${asked} is not an x axis of these runs (${choices.map((c) => c[0]).join(", ")}); showing step.`);
+  if (!known) patchParams({ x: null });
   const view: ViewOpts = {
-    x: params.get("x") || "step",
+    x: known ? asked : "step",
     smooth: Math.min(0.99, Math.max(0, Number(params.get("smooth") || 0))),
     smoothMode: params.get("smode") === "time" ? "time" : "ema",
     logY: params.get("log") === "1",
   };
   const xSel = h("select", { "aria-label": "x axis", id: "x-axis" });
-  for (const [v, label] of [
-    ["step", "step"],
-    ["time", "wall time"],
-    ["relative", "relative time"],
-    ...stepMetrics.map((m) => [m, m]),
-  ]) {
-    xSel.append(h("option", { value: v, selected: v === view.x }, label));
+  for (const [v, label] of choices) {
+    // with define_metric(step_metric=...) "step" means each metric's own step metric
+    const text = v === "step" && stepMetrics.length ? "step (or the metric's step metric)" : label;
+    xSel.append(h("option", { value: v, selected: v === view.x }, text));
   }
   const smooth = h("input", {
     type: "range",
@@ -202,6 +269,7 @@ export function viewToolbar(
   );
   const log = h("input", { type: "checkbox", checked: view.logY, id: "log-y" });
   const emit = () => {
+    xError.textContent = "";
     view.x = xSel.value;
     view.smooth = Number(smooth.value);
     view.smoothMode = mode.value === "time" ? "time" : "ema";
@@ -223,6 +291,7 @@ export function viewToolbar(
     "div",
     { class: "toolbar" },
     h("label", {}, "x ", xSel),
+    xError,
     h("label", {}, "smoothing ", smooth, smoothVal, " ", mode),
     h("label", {}, log, " log y"),
   );

@@ -1,7 +1,9 @@
 // Media views: images with a step slider and gallery, histograms over steps as a heat-map,
 // tables with paging, sort and inline images.
 import { api, apiKey, type MediaItem } from "./api";
-import { cssVar, fmtNum, h } from "./util";
+import { histogramView } from "./media_hist";
+import { zoomImage } from "./media_zoom";
+import { fmtNum, h } from "./util";
 
 /** The server URL of a media file: by its sha256 (added on upload), else by the sha256 that
  * names the file in the run directory (`media/<sha256>.png`, as table cells refer to images). */
@@ -88,10 +90,12 @@ function imageView(all: MediaItem[]): HTMLElement {
     const hh = Number(it.height) || 0;
     // small images (e.g. 8x8 predictions) are scaled up, pixelated, to at least 96 px
     const scale = w && hh ? Math.max(1, Math.min(16, Math.floor(96 / Math.max(w, hh)))) : 1;
+    const src = mediaSrc(it) ?? "";
+    const alt = String(it.caption ?? `${it.key} step ${it.step}`);
     return h(
       "figure",
       { "data-step": it.step },
-      h("img", { loading: "lazy", src: mediaSrc(it) ?? "", alt: String(it.caption ?? `${it.key} step ${it.step}`), width: w * scale || null, height: hh * scale || null, class: "media-img" }),
+      h("img", { loading: "lazy", src, alt, width: w * scale || null, height: hh * scale || null, class: "media-img", title: "click to zoom", onclick: () => zoomImage(src, alt) }),
       h("figcaption", { class: "small muted" }, `${it.caption ? `${String(it.caption)} · ` : ""}step ${it.step}`),
     );
   };
@@ -107,69 +111,6 @@ function imageView(all: MediaItem[]): HTMLElement {
   gallery.addEventListener("change", show);
   show();
   return h("div", {}, h("div", { class: "toolbar" }, slider, label, h("label", {}, gallery, " gallery")), img);
-}
-
-function histData(it: MediaItem): { edges: number[]; counts: number[] } | null {
-  const counts = (it.counts ?? it.values ?? it.hist) as number[] | undefined;
-  let edges = (it.bins ?? it.edges ?? it.bin_edges) as number[] | undefined;
-  if (!Array.isArray(counts) || !counts.length) return null;
-  if (!Array.isArray(edges) || edges.length !== counts.length + 1) {
-    const lo = Number(it.min ?? 0);
-    const hi = Number(it.max ?? counts.length);
-    edges = counts.map((_, i) => lo + ((hi - lo) * i) / counts.length).concat([hi]);
-  }
-  return { edges, counts };
-}
-
-function histogramView(list: MediaItem[]): HTMLElement {
-  const data = list.map((it) => ({ step: it.step, d: histData(it) })).filter((x) => x.d) as { step: number; d: { edges: number[]; counts: number[] } }[];
-  const canvas = h("canvas", { class: "heatmap", width: 640, height: 220, role: "img", "aria-label": "histogram heat-map over steps" });
-  const info = h("div", { class: "small muted" });
-  const readout = h("div", { class: "small heatmap-readout", "aria-live": "polite" });
-  if (!data.length) return h("p", { class: "muted" }, "No histogram data.");
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const { d } of data) {
-    lo = Math.min(lo, d.edges[0]);
-    hi = Math.max(hi, d.edges[d.edges.length - 1]);
-  }
-  const ROWS = 64;
-  const ctx = canvas.getContext("2d")!;
-  const W = canvas.width;
-  const H = canvas.height;
-  const colW = W / data.length;
-  const accent = cssVar("--accent") || "#1f77b4";
-  const n = parseInt(accent.slice(1), 16);
-  const [r, g, b] = [(n >> 16) & 255, (n >> 8) & 255, n & 255];
-  const grid: number[][] = [];
-  data.forEach(({ d }, ci) => {
-    const rows = new Array(ROWS).fill(0);
-    grid.push(rows);
-    for (let i = 0; i < d.counts.length; i++) {
-      const mid = (d.edges[i] + d.edges[i + 1]) / 2;
-      const row = Math.min(ROWS - 1, Math.max(0, Math.floor(((mid - lo) / (hi - lo || 1)) * ROWS)));
-      rows[row] += d.counts[i];
-    }
-    const m = Math.max(...rows) || 1;
-    rows.forEach((c, ri) => {
-      if (!c) return;
-      ctx.fillStyle = `rgba(${r},${g},${b},${0.08 + 0.92 * (c / m)})`;
-      ctx.fillRect(ci * colW, H - ((ri + 1) * H) / ROWS, Math.ceil(colW), Math.ceil(H / ROWS));
-    });
-  });
-  info.textContent = `steps ${data[0].step}–${data[data.length - 1].step} · values ${fmtNum(lo)} … ${fmtNum(hi)}`;
-  canvas.dataset.columns = String(data.length);
-  canvas.dataset.drawn = "1";
-  // hover readout: the step, value range and count under the pointer
-  canvas.addEventListener("mousemove", (ev) => {
-    const box = canvas.getBoundingClientRect();
-    const ci = Math.min(data.length - 1, Math.max(0, Math.floor(((ev.clientX - box.left) / box.width) * data.length)));
-    const ri = Math.min(ROWS - 1, Math.max(0, Math.floor((1 - (ev.clientY - box.top) / box.height) * ROWS)));
-    const width = (hi - lo) / ROWS;
-    readout.textContent = `step ${data[ci].step} · values ${fmtNum(lo + ri * width)} … ${fmtNum(lo + (ri + 1) * width)} · count ${grid[ci][ri]}`;
-  });
-  canvas.addEventListener("mouseleave", () => (readout.textContent = ""));
-  return h("div", {}, canvas, readout, info);
 }
 
 type Cell = unknown;
@@ -227,7 +168,7 @@ function pagedTable(columns: string[], data: Cell[][]): HTMLElement {
     if (v && typeof v === "object" && "_type" in (v as object)) {
       const o = v as MediaItem;
       const url = o._type === "image" ? mediaSrc(o) : null;
-      if (url) return h("img", { loading: "lazy", src: url, class: "thumb", alt: String(o.caption ?? "image") });
+      if (url) return h("img", { loading: "lazy", src: url, class: "thumb", alt: String(o.caption ?? "image"), title: "click to zoom", onclick: () => zoomImage(url, String(o.caption ?? "image")) });
     }
     return document.createTextNode(fmtNum(v));
   };

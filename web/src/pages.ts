@@ -1,11 +1,12 @@
 // Projects list, run page and compare view.
 import { api, type RunDetail } from "./api";
 import type { ViewOpts } from "./chart";
-import { ChartGrid, stepMetricLookup, viewToolbar } from "./grid";
+import { pickColor, runColors, runLabels } from "./colors";
+import { compareAnalysis } from "./compare";
+import { ChartGrid, stepMetricLookup, viewToolbar, xChoices } from "./grid";
 import { consolePanel, mediaPanel } from "./media";
-import { mediaCompare } from "./media_compare";
 import { href, patchParams, type Route } from "./router";
-import { fmtDuration, fmtNum, fmtTime, flatten, h, runColors } from "./util";
+import { fmtDuration, fmtNum, fmtTime, flatten, h } from "./util";
 
 export type Dispose = () => void;
 
@@ -96,8 +97,8 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
     .run(runId)
     .then((run) => {
       if (disposed) return;
-      const color = runColors([run.key]).get(run.key)!;
-      const chartRuns = [{ id: run.key, label: run.name ?? run.id, color }];
+      let color = runColors([run.key]).get(run.key)!;
+      let chartRuns = [{ id: run.key, label: run.name || run.id, color }];
       const stepMetrics = [...new Set(run.metrics.map((m) => m.step_metric).filter((x): x is string => !!x))];
       let tab = (TABS as readonly string[]).includes(route.params.get("tab") ?? "") ? route.params.get("tab")! : "charts";
       const { el: tools, view } = viewToolbar(route.params, stepMetrics, (v) => {
@@ -108,8 +109,9 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
       const hidden = new Set(run.metrics.filter((m) => m.hidden).map((m) => m.name));
       const keysOf = (r: RunDetail) => r.metric_keys.filter((k) => !hidden.has(k) && !k.startsWith("_"));
       const stepMetric = stepMetricLookup(run.metrics);
-      const grid = new ChartGrid(chartRuns, view, { emptyText: "No metrics logged (yet).", stepMetric });
-      const sys = new ChartGrid(chartRuns, sysView(view), { emptyText: "No system metrics." });
+      const mediaKeys = run.media_keys ?? {};
+      const grid = new ChartGrid(chartRuns, view, { emptyText: "No metrics logged (yet).", stepMetric, mediaKeys, xChoices: xChoices(stepMetrics) });
+      const sys = new ChartGrid(chartRuns, sysView(view), { emptyText: "No system metrics.", xChoices: xChoices([]) });
       grid.setKeys(keysOf(run).filter((k) => !isSys(k)));
       sys.setKeys(keysOf(run).filter(isSys));
       cleanups.push(() => grid.destroy(), () => sys.destroy());
@@ -154,7 +156,12 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
         h(
           "section",
           { class: "run-page", "data-run": run.key },
-          h("div", { class: "title" }, h("span", { class: "swatch big", style: `background:${color}` }), h("h1", {}, run.name ?? run.id), stateEl, durEl),
+          h("div", { class: "title" }, colorInput(run.key, color, (c) => {
+            color = c;
+            chartRuns = [{ ...chartRuns[0], color }];
+            grid.setRuns(chartRuns);
+            sys.setRuns(chartRuns);
+          }), h("h1", {}, run.name ?? run.id), stateEl, durEl),
           tabBar,
           toolbar,
           panelWrap,
@@ -194,6 +201,17 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
   };
 }
 
+/** A run's colour swatch that opens a colour picker; the choice is kept for the run (colors.ts). */
+function colorInput(id: string, color: string, onPick: (c: string) => void): HTMLInputElement {
+  const inp = h("input", { type: "color", class: "swatch run-color", value: color, style: `background:${color}`, "data-run": id, title: "run colour (pick to change)", "aria-label": "run colour" });
+  inp.addEventListener("input", () => {
+    inp.style.background = inp.value;
+    pickColor(id, inp.value);
+    onPick(inp.value);
+  });
+  return inp;
+}
+
 export function comparePage(app: HTMLElement, route: Route, project: string): Dispose {
   const ids = (route.params.get("runs") ?? "").split(",").filter(Boolean);
   let disposed = false;
@@ -207,11 +225,14 @@ export function comparePage(app: HTMLElement, route: Route, project: string): Di
   void Promise.all(ids.map((id) => api.run(id)))
     .then((runs) => {
       if (disposed) return;
-      const colors = runColors(ids);
-      const chartRuns = runs.map((r) => ({ id: r.key, label: r.name ?? r.id, color: colors.get(r.key)! }));
+      let colors = runColors(ids);
+      const labels = runLabels(runs);
+      const mkRuns = () => runs.map((r) => ({ id: r.key, label: labels.get(r.key)!, color: colors.get(r.key)! }));
+      const chartRuns = mkRuns();
+      const mediaKeys: Record<string, string> = Object.assign({}, ...runs.map((r) => r.media_keys ?? {}));
       const stepMetrics = [...new Set(runs.flatMap((r) => r.metrics.map((m) => m.step_metric)).filter((x): x is string => !!x))];
       const { el: tools, view } = viewToolbar(route.params, stepMetrics, (v) => grid!.setView(v));
-      grid = new ChartGrid(chartRuns, view, { syncZoom: true, stepMetric: stepMetricLookup(runs.flatMap((r) => r.metrics)) });
+      grid = new ChartGrid(chartRuns, view, { syncZoom: true, stepMetric: stepMetricLookup(runs.flatMap((r) => r.metrics)), mediaKeys, xChoices: xChoices(stepMetrics) });
       const xmin = route.params.get("xmin");
       const xmax = route.params.get("xmax");
       if (xmin && xmax) grid.setZoom([Number(xmin), Number(xmax)]);
@@ -223,6 +244,17 @@ export function comparePage(app: HTMLElement, route: Route, project: string): Di
         grid!.filter(search.value);
         patchParams({ q: search.value || null });
       });
+      const analysis = compareAnalysis(runs, chartRuns);
+      const recolor = () => {
+        colors = runColors(ids);
+        const cr = mkRuns();
+        grid!.setRuns(cr);
+        analysis.setRuns(cr);
+        legend.querySelectorAll<HTMLInputElement>("input.run-color").forEach((inp) => {
+          inp.value = colors.get(inp.dataset.run!)!;
+          inp.style.background = inp.value;
+        });
+      };
       const legend = h(
         "ul",
         { class: "legend", id: "legend" },
@@ -230,14 +262,14 @@ export function comparePage(app: HTMLElement, route: Route, project: string): Di
           h(
             "li",
             { "data-run": r.key },
-            h("span", { class: "swatch", style: `background:${colors.get(r.key)}` }),
-            h("a", { href: href(["p", project, "r", r.key]) }, r.name ?? r.id),
+            colorInput(r.key, colors.get(r.key)!, recolor),
+            h("a", { href: href(["p", project, "r", r.key]) }, labels.get(r.key)!),
             " ",
             h("span", { class: `state state-${r.state}` }, r.state),
           ),
         ),
       );
-      app.replaceChildren(h("section", { class: "compare-page" }, h("h1", {}, `Compare ${runs.length} runs`), legend, h("div", { class: "toolbar" }, search, tools), grid.el, mediaCompare(chartRuns)));
+      app.replaceChildren(h("section", { class: "compare-page" }, h("h1", {}, `Compare ${runs.length} runs`), legend, analysis.el, h("div", { class: "toolbar" }, search, tools), grid.el));
       grid.start();
       const tick = async () => {
         if (disposed || !grid) return;

@@ -94,8 +94,12 @@ export class Buffer {
   y: (number | null)[] = [];
   min: (number | null)[] = [];
   max: (number | null)[] = [];
+  /** Per x: values of the bucket that were no finite number (NaN, inf, None, text). */
+  gaps: number[] = [];
   raw = true;
   count = 0;
+  /** Non-finite and non-numeric values in all buckets. */
+  bad = 0;
 
   static from(s: Series): Buffer {
     const b = new Buffer();
@@ -103,8 +107,10 @@ export class Buffer {
     b.y = s.y.slice();
     b.min = (s.min ?? s.y).slice();
     b.max = (s.max ?? s.y).slice();
+    b.gaps = s.gaps ? s.gaps.slice() : new Array<number>(s.x.length).fill(0);
     b.raw = s.raw;
     b.count = s.count;
+    b.bad = s.nonfinite + (s.nonnumeric ?? 0);
     return b;
   }
 
@@ -124,9 +130,11 @@ export class Buffer {
       this.y.push(s.y[i]);
       this.min.push(mn[i]);
       this.max.push(mx[i]);
+      this.gaps.push(s.gaps?.[i] ?? 0);
       added++;
     }
-    this.count += added;
+    this.count += s.count;
+    this.bad += s.nonfinite + (s.nonnumeric ?? 0);
     if (!s.raw) this.raw = false;
     if (this.x.length > 2 * maxBuckets) this.compact();
     return added;
@@ -139,9 +147,11 @@ export class Buffer {
     const y: (number | null)[] = [];
     const mn: (number | null)[] = [];
     const mx: (number | null)[] = [];
+    const gaps: number[] = [];
     for (let i = 0; i < n; i += 2) {
       const j = Math.min(i + 1, n - 1);
       x.push(this.x[i]);
+      gaps.push(this.gaps[i] + (j !== i ? this.gaps[j] : 0));
       y.push(this.y[j] ?? this.y[i]);
       mn.push(minN(this.min[i], this.min[j]));
       mx.push(maxN(this.max[i], this.max[j]));
@@ -150,6 +160,7 @@ export class Buffer {
     this.y = y;
     this.min = mn;
     this.max = mx;
+    this.gaps = gaps;
     this.raw = false;
   }
 }

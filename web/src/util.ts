@@ -77,34 +77,8 @@ export function debounce<A extends unknown[]>(fn: (...a: A) => void, ms: number)
   };
 }
 
-// A fixed palette (colour-blind friendly-ish); a run keeps its colour everywhere via a hash of its id.
-const PALETTE = [
-  "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f",
-  "#ff9da7", "#1b9e77", "#7570b3", "#a6761d",
-];
-
-export function runColor(id: string): string {
-  let hsh = 2166136261;
-  for (let i = 0; i < id.length; i++) hsh = Math.imul(hsh ^ id.charCodeAt(i), 16777619);
-  return PALETTE[(hsh >>> 0) % PALETTE.length];
-}
-
-/** Colours for a list of runs: by hash, but distinct within the list when possible. */
-export function runColors(ids: string[]): Map<string, string> {
-  const out = new Map<string, string>();
-  const used = new Set<string>();
-  for (const id of ids) {
-    let c = runColor(id);
-    if (used.has(c) && used.size < PALETTE.length) {
-      let i = PALETTE.indexOf(c);
-      while (used.has(PALETTE[i % PALETTE.length])) i++;
-      c = PALETTE[i % PALETTE.length];
-    }
-    used.add(c);
-    out.set(id, c);
-  }
-  return out;
-}
+// Run colours live in colors.ts (the runs table imports them from here).
+export { runColor, runColors } from "./colors";
 
 export function cssVar(name: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();

@@ -10,6 +10,12 @@ not move).  A stored chunk that lies inside one bucket contributes its aggregate
 not decoded; chunks at the range ends or across a bucket edge are decoded and bucketed with
 numpy, so a million-point key reads a few thousand chunk rows.  Other x axes (``time``,
 ``relative``, a step metric) are joined and bucketed in Python with the same rules.
+
+``gaps`` counts, per returned x, the values of that bucket that are no finite number:
+NaN and infinities (stored bit for bit in the chunks) and ``None`` or text logged under a
+numeric key (stored in ``extras``).  A key with such non-numeric values is bucketed in
+Python, with the non-numeric steps as points without a value, so a chart breaks its
+line there.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 
 from wisp.server import _schema as S
 from wisp.server._chunks import decode_many
@@ -46,8 +52,9 @@ def _key_ids(conn: Any, run_id: str, keys: list[str] | None) -> dict[str, int]:
     return out
 
 
-def _raw(xs: list[Any], ys: list[Any]) -> dict[str, Any]:
-    return {"x": xs, "y": ys, "min": ys, "max": ys, "first": ys, "last": ys, "raw": True}
+def _raw(xs: list[Any], ys: list[Any], gaps: list[int] | None = None) -> dict[str, Any]:
+    g = gaps if gaps and any(gaps) else None
+    return {"x": xs, "y": ys, "min": ys, "max": ys, "first": ys, "last": ys, "raw": True, "gaps": g}
 
 
 def _list(a: Any) -> list[Any]:
@@ -62,7 +69,8 @@ def _list(a: Any) -> list[Any]:
     return list(o.tolist())
 
 
-_EMPTY: dict[str, Any] = {**_raw([], []), "count": 0, "nonfinite": 0}
+_EMPTY: dict[str, Any] = {**_raw([], []), "count": 0, "nonfinite": 0, "nonnumeric": 0}
+_NONNUMERIC = 4  # the flag of a None or text value among the points bucketed in Python
 
 
 def _bucket_fn(s_lo: int, s_hi: int, buckets: int) -> Any:
@@ -146,7 +154,13 @@ def _step_series(
         return dict(_EMPTY)
     if count <= buckets:
         _k, st, _t, vals = read_chunks(dialect, conn, [kid], a, b)
-        return {**_raw(st.tolist(), _list(vals)), "count": count, "nonfinite": nonfinite}
+        gaps = (~np.isfinite(vals)).astype(np.int64).tolist() if nonfinite else None
+        return {
+            **_raw(st.tolist(), _list(vals), gaps),
+            "count": count,
+            "nonfinite": nonfinite,
+            "nonnumeric": 0,
+        }
     ends = [int(e_st[0]), int(e_st[-1])] if len(e_st) else []
     s_lo = min([r[1] for r in inner] + ends)
     s_hi = max([r[2] for r in inner] + ends)
@@ -205,6 +219,8 @@ def _step_series(
         "raw": False,
         "count": count,
         "nonfinite": nonfinite,
+        "nonnumeric": 0,
+        "gaps": nonf.tolist() if nonfinite else None,
     }
 
 
@@ -219,19 +235,22 @@ def _only_chunks(st: Any, vals: Any, inner: list[Any], whole: Any) -> tuple[Any,
 
 
 def _py_downsample(pts: list[tuple[float, float | None, int]], buckets: int) -> dict[str, Any]:
-    """Bucket (x, y, nf) points sorted by x, with the rules of the SQL path."""
-    nonfinite = sum(1 for p in pts if p[2])
+    """Bucket (x, y, flag) points sorted by x, with the rules of the SQL path.
+
+    ``flag`` is the point's ``nf`` code, or ``_NONNUMERIC`` for None or text."""
+    nonnumeric = sum(1 for p in pts if p[2] == _NONNUMERIC)
+    nonfinite = sum(1 for p in pts if p[2]) - nonnumeric
+    counts = {"count": len(pts) - nonnumeric, "nonfinite": nonfinite, "nonnumeric": nonnumeric}
     if len(pts) <= buckets:
         return {
-            **_raw([p[0] for p in pts], [p[1] for p in pts]),
-            "count": len(pts),
-            "nonfinite": nonfinite,
+            **_raw([p[0] for p in pts], [p[1] for p in pts], [1 if p[2] else 0 for p in pts]),
+            **counts,
         }
     lo, hi = pts[0][0], pts[-1][0]
     width = (hi - lo) / buckets or 1.0
-    out: dict[str, Any] = {k: [] for k in ("x", "y", "min", "max", "first", "last")}
+    out: dict[str, Any] = {k: [] for k in ("x", "y", "min", "max", "first", "last", "gaps")}
     cur = -1
-    for x, y, _nf in pts:
+    for x, y, flag in pts:
         b = min(int((x - lo) / width), buckets - 1)
         if b != cur:
             cur = b
@@ -241,13 +260,18 @@ def _py_downsample(pts: list[tuple[float, float | None, int]], buckets: int) -> 
             out["last"].append(y)
             out["min"].append(y)
             out["max"].append(y)
+            out["gaps"].append(0)
         else:
             out["y"][-1] = out["last"][-1] = y
+        if flag:
+            out["gaps"][-1] += 1
         if y is not None:
             mn, mx = out["min"][-1], out["max"][-1]
             out["min"][-1] = y if mn is None or y < mn else mn
             out["max"][-1] = y if mx is None or y > mx else mx
-    return {**out, "raw": False, "count": len(pts), "nonfinite": nonfinite}
+    if not nonfinite + nonnumeric:
+        out["gaps"] = None
+    return {**out, "raw": False, **counts}
 
 
 def _other_series(
@@ -261,6 +285,7 @@ def _other_series(
     hi: float | None,
     after: float | None,
     buckets: int,
+    holes: list[tuple[int, float]] | None = None,
 ) -> dict[str, Any]:
     import numpy as np
 
@@ -272,8 +297,24 @@ def _other_series(
         i = np.clip(np.searchsorted(xs, steps), 0, max(len(xs) - 1, 0))
         has = (i < len(xs)) & (xs[i] == steps) if len(xs) else np.zeros(len(steps), bool)
         xval, vals = xv[i[has]], vals[has]
+    elif x == "step":
+        xval = steps.astype(np.float64)
     else:
         xval = times - offset
+    flag = np.where(np.isfinite(vals), 0, 1)
+    if holes:  # None or text under this key: points without a value
+        h_st = np.array([h[0] for h in holes], np.int64)
+        h_t = np.array([h[1] for h in holes], np.float64)
+        if xid is not None:
+            j = np.clip(np.searchsorted(xs, h_st), 0, max(len(xs) - 1, 0))
+            hk = (xs[j] == h_st) if len(xs) else np.zeros(len(h_st), bool)
+            h_x = xv[j[hk]]
+        else:
+            hk = np.ones(len(h_st), bool)
+            h_x = h_st.astype(np.float64) if x == "step" else h_t - offset
+        xval = np.concatenate([xval, h_x])
+        vals = np.concatenate([vals, np.full(int(hk.sum()), np.nan)])
+        flag = np.concatenate([flag, np.full(int(hk.sum()), _NONNUMERIC)])
     keep = np.ones(len(xval), bool)
     if lo is not None:
         keep &= xval >= lo
@@ -281,13 +322,38 @@ def _other_series(
         keep &= xval <= hi
     if after is not None:
         keep &= xval > after
-    xval, vals = xval[keep], vals[keep]
+    xval, vals, flag = xval[keep], vals[keep], flag[keep]
     order = np.argsort(xval, kind="stable")
-    xval, vals = xval[order], vals[order]
-    fin = np.isfinite(vals)
-    nf = np.where(fin, 0, 1)
-    pts = list(zip(xval.tolist(), _list(vals), nf.tolist(), strict=True))
+    xval, vals, flag = xval[order], vals[order], flag[order]
+    if x == "step":
+        xval = xval.astype(np.int64)
+    pts = list(zip(xval.tolist(), _list(vals), flag.tolist(), strict=True))
     return _py_downsample(pts, buckets)
+
+
+def _holes(
+    conn: Any, run_id: str, keys: list[str], lo: float | None, hi: float | None
+) -> dict[str, list[tuple[int, float]]]:
+    """Steps (and times) where a requested key was logged as None or text, by key.
+
+    Only runs that logged such values have ``extras`` rows; the rest cost one lookup."""
+    e = S.extras.c
+    conds = [e.run_id == run_id]
+    if lo is not None:
+        conds.append(e.step >= math.ceil(lo))
+    if hi is not None:
+        conds.append(e.step <= math.floor(hi))
+    if conn.execute(select(e.step).where(*conds).limit(1)).first() is None:
+        return {}
+    out: dict[str, list[tuple[int, float]]] = {}
+    want = set(keys)
+    for i in range(0, len(keys), 50):
+        like = [e.data.contains(json.dumps(k), autoescape=True) for k in keys[i : i + 50]]
+        for step, t, data in conn.execute(select(e.step, e.time, e.data).where(*conds, or_(*like))):
+            for k, v in json.loads(data).items():
+                if k in want and not isinstance(v, dict):
+                    out.setdefault(k, []).append((step, t))
+    return {k: sorted(set(v)) for k, v in out.items()}
 
 
 def series(
@@ -314,19 +380,22 @@ def series(
                     conn.execute(select(S.runs.c.created_at).where(S.runs.c.id == run_id)).scalar()
                     or 0.0
                 )
-            for key in keys:
-                kid = ids.get(key)
-                if kid is None:
-                    continue
-                if x == "step":
+            have = [k for k in keys if k in ids]
+            bounds = [v for v in (lo, after) if v is not None] if x == "step" else []
+            step_hi = hi if x == "step" else None
+            holes = _holes(conn, run_id, have, max(bounds, default=None), step_hi)
+            for key in have:
+                kid = ids[key]
+                hk = holes.get(key, [])
+                if x == "step" and not hk:
                     s = _step_series(conn, d, kid, lo, hi, after, buckets)
-                elif x in ("time", "relative"):
-                    s = _other_series(conn, d, kid, None, x, offset, lo, hi, after, buckets)
+                elif x in ("step", "time", "relative"):
+                    s = _other_series(conn, d, kid, None, x, offset, lo, hi, after, buckets, hk)
                 else:
                     xid = ids.get(x)
                     if xid is None:
                         continue
-                    s = _other_series(conn, d, kid, xid, x, 0.0, lo, hi, after, buckets)
+                    s = _other_series(conn, d, kid, xid, x, 0.0, lo, hi, after, buckets, hk)
                 out.append({"run": run_id, "key": key, **s})
     return out
 

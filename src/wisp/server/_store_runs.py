@@ -205,12 +205,13 @@ class RunStore:
                 .order_by(S.metric_keys.c.key)
             ).scalars()
             mkeys = set(keys)
-            mkeys.update(
-                conn.execute(
-                    select(S.media_items.c.key).where(S.media_items.c.run_id == run_id).distinct()
-                ).scalars()
+            mi = S.media_items.c
+            media = dict(
+                conn.execute(select(mi.key, mi.type).where(mi.run_id == run_id).distinct()).all()
             )
+            mkeys.update(media)
             out["metric_keys"] = sorted(mkeys)
+            out["media_keys"] = dict(sorted(media.items()))
             out["rejected"] = self._rejected(conn, run_id)
             out["metrics"] = list(
                 conn.execute(

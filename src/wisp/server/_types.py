@@ -235,6 +235,8 @@ class MetricSpec(msgspec.Struct):
 class RunDetail(RunRow):
     metadata: Json
     metric_keys: list[str]
+    #: the keys of logged media (images, histograms, tables...) and their type
+    media_keys: dict[str, str]
     metrics: list[MetricSpec]
     #: records the run's uploader set aside because the server refused them (422)
     rejected: int = 0
@@ -288,8 +290,14 @@ class Series(msgspec.Struct):
     first: list[float | None]
     last: list[float | None]
     raw: bool
+    #: numeric points in the range (finite or not)
     count: int
+    #: NaN and infinite points in the range (their y is null)
     nonfinite: int
+    #: None or text logged under this numeric key in the range (x without a y)
+    nonnumeric: int = 0
+    #: per x: how many values of that bucket were no finite number; null when none were
+    gaps: list[int] | None = None
 
 
 class SeriesList(msgspec.Struct):
