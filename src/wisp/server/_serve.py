@@ -116,8 +116,7 @@ def serve(
     media = settings.media_dir
     where = media if "://" in media else os.path.abspath(media)  # s3://bucket/prefix as given
     print(
-        f"wisp server: database {display_db_url(settings.db)}\n"
-        f"wisp server: media files in {where}",
+        f"wisp server: database {display_db_url(settings.db)}\nwisp server: media files in {where}",
         file=sys.stderr,
         flush=True,
     )
