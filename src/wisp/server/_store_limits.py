@@ -3,14 +3,15 @@
 One row of ``rate_limits`` per bucket (``k:<api key id>`` for requests per key,
 ``u:<name>`` and ``a:<address>`` for failed sign-ins): its tokens and when they were
 counted.  A bucket refills at ``rate`` tokens a second up to ``burst``; taking a token is
-one short write transaction (the row locked on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite),
+one conditional ``UPDATE`` in a short write transaction (row lock on PostgreSQL, ``BEGIN
+IMMEDIATE`` on SQLite),
 so N ``wisp server`` processes (or ``--workers N``) on one database limit as one.  Rows
 idle for a day are deleted now and then.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import case, delete, select, update
 
 from wisp.server import _schema as S
 from wisp.server._db import Db
@@ -27,25 +28,32 @@ class RateLimits:
         self._takes = 0
 
     def take(self, name: str, rate: float, burst: float, cost: float = 1.0) -> bool:
-        """Take ``cost`` tokens from bucket ``name``; False (nothing taken) when it lacks them."""
+        """Take ``cost`` tokens from bucket ``name``; False (nothing taken) when it lacks them.
+
+        One ``UPDATE`` that refills and takes only where enough tokens are there (a refused
+        take leaves the row as it was: its refill still counts from the last take); a bucket
+        seen for the first time is inserted full first."""
         now = self.db.clock()
+        key = name[:200]
         t = S.rate_limits.c
+        since = case((t.at < now, now - t.at), else_=0.0)
+        refilled = t.tokens + since * rate
+        level = case((refilled > burst, burst), else_=refilled)
+        take = (
+            update(S.rate_limits)
+            .where(t.name == key, level >= cost)
+            .values(tokens=level - cost, at=case((t.at < now, now), else_=t.at))
+        )
         with self.db.tx() as conn:
-            row = {"name": name[:200], "tokens": burst, "at": now}
-            self.db.dialect.insert_ignore(conn, S.rate_limits, [row], ["name"])
-            q = select(t.tokens, t.at).where(t.name == row["name"])
-            tokens, at = conn.execute(self.db.dialect.for_update(q)).one()
-            tokens = min(burst, tokens + max(0.0, now - at) * rate)
-            ok = tokens >= cost
-            conn.execute(
-                update(S.rate_limits)
-                .where(t.name == row["name"])
-                .values(tokens=tokens - cost if ok else tokens, at=max(now, at))
-            )
+            ok = conn.execute(take).rowcount == 1
+            if not ok and conn.execute(select(t.name).where(t.name == key)).first() is None:
+                row = {"name": key, "tokens": float(burst), "at": now}
+                self.db.dialect.insert_ignore(conn, S.rate_limits, [row], ["name"])
+                ok = conn.execute(take).rowcount == 1
         self._takes += 1
         if self._takes % _SWEEP_EVERY == 0:
             self.sweep(now - _IDLE)
-        return bool(ok)
+        return ok
 
     def left(self, name: str, rate: float, burst: float) -> float:
         """The tokens bucket ``name`` holds now (``burst`` for a bucket never used)."""
