@@ -24,3 +24,23 @@ def test_buckets_refill_take_and_refuse(store: Any) -> None:
     assert lim.left("k:a", 1.0, 3.0) == 3.0  # full again, never over the burst
     lim.sweep(now[0] + 1)
     assert lim.left("k:b", 1.0, 3.0) == 3.0
+
+
+def test_leases_never_admit_more_than_one_bucket(store: Any, db_url: str) -> None:
+    """Two processes leasing tokens of one key's bucket admit no more than the bucket holds,
+    and at most their unspent leases less."""
+    from wisp.server import open_store
+
+    other = open_store(db_url)
+    try:
+        now = [50.0]
+        store.clock = other.clock = lambda: now[0]
+        rate, burst = 1e-9, 80.0  # leases of 2 tokens
+        admitted = sum(
+            s.limits.take_leased("k:x", rate, burst) for _ in range(100) for s in (store, other)
+        )
+        assert burst - 2 * 2 <= admitted <= burst
+        assert store.limits.take_leased("k:y", 2.0, 4.0)  # small buckets: exact
+        assert sum(store.limits.take_leased("k:y", 2.0, 4.0) for _ in range(5)) == 3
+    finally:
+        other.close()

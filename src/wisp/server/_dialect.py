@@ -86,6 +86,10 @@ class Dialect:
     def lock_series(self, conn: Connection, run_id: str, keys: set[str]) -> None:
         """Lock the series ``keys`` of ``run_id`` for the transaction, where needed."""
 
+    def relaxed_commit(self, conn: Connection) -> None:
+        """This transaction need not wait for its commit to reach the disk (losing it in a
+        crash is harmless: rate-limit counters); where the backend can say so."""
+
     # -- numeric points -----------------------------------------------------------------------
 
     def write_points(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> bool:
@@ -228,6 +232,9 @@ class PostgresDialect(Dialect):
 
     def for_update(self, query: Any) -> Any:
         return query.with_for_update()
+
+    def relaxed_commit(self, conn: Connection) -> None:
+        conn.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
 
     def lock_series(self, conn: Connection, run_id: str, keys: set[str]) -> None:
         P.lock_series_pg(conn, run_id, keys)
