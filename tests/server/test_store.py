@@ -69,3 +69,33 @@ def test_failed_batch_changes_nothing(store: Any) -> None:
         assert p.status == 409
     assert store.acked_seq("r", "w") == -1
     assert _export(store, "r") == ""
+
+
+def test_a_run_deleted_by_another_process_is_logged_again_from_scratch(db_url: str) -> None:
+    """Two stores on one database (two server processes): a run one of them deleted and the
+    other logs again under the same key gets fresh metric-key ids, not cached stale ones."""
+    from wisp.server import open_store
+    from wisp.server._store_edit import delete_run
+
+    a, b = open_store(db_url), open_store(db_url)
+    try:
+        run = [{"type": 1, "data": {"project": "p"}}]
+        a.ingest(
+            "r",
+            "w1",
+            0,
+            prepare_records([*run, {"type": 3, "data": {"rows": [[0, 1.0, {"x": 1.0}]]}}]),
+        )
+        assert delete_run(b, "r")
+        a.ingest(
+            "r",
+            "w2",
+            0,
+            prepare_records([*run, {"type": 3, "data": {"rows": [[5, 2.0, {"x": 7.0}]]}}]),
+        )
+        got = b.get_run("r")
+        assert got is not None and got["metric_keys"] == ["x"]
+        assert _export(b, "r") == '{"_step": 5, "_timestamp": 2.0, "x": 7.0}\n'
+    finally:
+        a.close()
+        b.close()

@@ -245,7 +245,7 @@ class AuthMiddleware:
         """A token bucket per API key, in the database (every server process shares it):
         ``key_rate`` requests a second, bursts of twice that."""
         rate = self.settings.key_rate
-        if rate > 0 and not self.store.limits.take(f"k:{key_id}", rate, 2.0 * rate):
+        if rate > 0 and not self.store.limits.take_leased(f"k:{key_id}", rate, 2.0 * rate):
             raise Problem(429, "rate_limited", f"more than {rate:g} requests a second with one key")
 
     # -- the steps ----------------------------------------------------------------------------

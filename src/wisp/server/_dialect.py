@@ -90,6 +90,10 @@ class Dialect:
     def lock_series(self, conn: Connection, run_id: str, keys: set[str]) -> None:
         """Lock the series ``keys`` of ``run_id`` for the transaction, where needed."""
 
+    def relaxed_commit(self, conn: Connection) -> None:
+        """This transaction need not wait for its commit to reach the disk (losing it in a
+        crash is harmless: rate-limit counters); where the backend can say so."""
+
     # -- numeric history chunks ---------------------------------------------------------------
 
     def fetch_chunks(self, conn: Connection, spans: Sequence[P.Span], cols: str) -> list[Any]:
@@ -237,6 +241,9 @@ class PostgresDialect(Dialect):
 
     def for_update(self, query: Any) -> Any:
         return query.with_for_update()
+
+    def relaxed_commit(self, conn: Connection) -> None:
+        conn.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
 
     def lock_series(self, conn: Connection, run_id: str, keys: set[str]) -> None:
         P.lock_series_pg(conn, run_id, keys)
