@@ -108,6 +108,7 @@ OTHER_ENV = frozenset(
         "WISP_SWEEP_PARAMS",
         "WISP_SWEEP_PROJECT",
         "WISP_DATA_DIR",
+        "WISP_MEDIA_URL",
         "WISP_UI_PORT",
         "WISP_DATABASE_URL",
         "WISP_SERVER_DIR",

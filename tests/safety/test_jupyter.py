@@ -28,11 +28,12 @@ def kernel(tmp_path: Path) -> Iterator[Any]:
 
 
 def run_cell(kc: Any, code: str, timeout: float = 60) -> tuple[str, dict[str, Any]]:
-    """Execute ``code``; return (stdout text, execute_reply content)."""
+    """Execute ``code``; return (stdout text, execute_reply content): stderr (wisp's own
+    "where the run went" lines) is left out."""
     out: list[str] = []
 
     def on_output(msg: dict[str, Any]) -> None:
-        if msg["msg_type"] == "stream":
+        if msg["msg_type"] == "stream" and msg["content"]["name"] == "stdout":
             out.append(msg["content"]["text"])
 
     reply = kc.execute_interactive(code, timeout=timeout, output_hook=on_output)
