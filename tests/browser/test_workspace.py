@@ -196,3 +196,40 @@ def test_grouped_workspace_saved_and_restored(
         assert d["y"] == pytest.approx([want[0.1][s] for s in range(STEPS)], rel=1e-9)
     finally:
         fresh.close()
+
+
+IN_VIEW_DRAWN = """n => {
+  const ps = [...document.querySelectorAll('#ws-grid [data-panel]')];
+  const seen = ps.filter(p => { const r = p.getBoundingClientRect();
+    return r.bottom > 0 && r.top < window.innerHeight; });
+  return ps.length === n && seen.length > 0 && seen.every(p => p.dataset.drawn); }"""
+
+
+def test_many_panels_draw_in_view_from_one_batch(sweep: Dashboard, page: Any) -> None:
+    """Of 40 saved panels only those in or near the viewport are drawn, from one grouped
+    request; a panel scrolled to later is drawn from the keys already fetched, and right."""
+    spec = {
+        "panels": [{"id": f"m{k}", "keys": ["loss" if k % 2 else "acc"]} for k in range(40)],
+        "group_by": ["config.lr"],
+    }
+    req = urllib.request.Request(
+        f"{sweep.url}/api/v1/projects/sweep/workspaces",
+        data=json.dumps({"name": "many", "spec": spec}).encode(),
+        headers={"Content-Type": "application/json", "X-CSRF-Token": "t"},
+        method="POST",
+    )
+    with urllib.request.urlopen(req) as r:
+        wid = json.load(r)["id"]
+    grouped: list[str] = []
+    page.on("request", lambda r: grouped.append(r.url) if "/series/grouped" in r.url else None)
+    page.goto(f"{sweep.url}/#/p/sweep/w/{wid}")
+    page.wait_for_function(IN_VIEW_DRAWN, arg=40)
+    drawn = page.locator("#ws-grid [data-panel][data-drawn]").count()
+    assert 0 < drawn < 40
+    assert len(grouped) == 1
+    page.locator('[data-panel="m39"]').scroll_into_view_if_needed()
+    page.wait_for_selector('[data-panel="m39"][data-drawn]')
+    assert len(grouped) == 1  # loss and acc came in the first batch
+    want = _expected_means()
+    d = page.evaluate(DRAWN, ["m39", "0.03"])
+    assert d["y"] == pytest.approx([want[0.03][s] for s in range(STEPS)], rel=1e-9)
