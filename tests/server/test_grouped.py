@@ -131,7 +131,12 @@ def test_grid_and_zoom_match_the_data(store: Any) -> None:
 def test_one_run_lines_up_with_its_series(store: Any) -> None:
     """A group of one run has the per-run series' buckets: same x, last value, min and max."""
     _log(store, 1, range(0, 5000), seed=4, keep=1.0)  # every step: x is a bucket's start
-    for lo, hi, buckets in ((None, None, 300), (None, None, 40), (700, 1900, 300)):
+    for lo, hi, buckets in (
+        (None, None, 300),
+        (None, None, 40),
+        (None, None, 10),
+        (700, 1900, 300),
+    ):
         out = grouped_series(store, "p", keys=["loss"], group_by=[], lo=lo, hi=hi, buckets=buckets)
         g = out["groups"][0]["series"][0]
         [one] = series(store, ["run00"], ["loss"], lo=lo, hi=hi, buckets=buckets)

@@ -237,7 +237,7 @@ def _cells(
     if whole.any():
         w = whole
         parts.append(Cells(kid[w], bucket(s0[w]), s1[w], last_v[w], vmin[w], vmax[w]))
-    if len(parts) == 1:
+    if not whole.any():  # the points folded already: one cell per (key, bucket)
         return grid, parts[0]
     c = Cells(*(np.concatenate(x) for x in zip(*parts, strict=True)))
     order = np.lexsort((c.step, c.bucket, c.kid))
