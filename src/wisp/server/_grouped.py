@@ -201,12 +201,9 @@ def _cells(
     rows = [r for r in dialect.fetch_chunks(conn, [(k, a, b) for k in kids], "agg") if r[2] >= a]
     if not rows:
         return None
-    cols = list(zip(*rows, strict=True))
-    kid = np.array(cols[0], np.int64)
-    s0 = np.array(cols[1], np.int64)
-    s1 = np.array(cols[2], np.int64)
-    n = np.array(cols[3], np.int64)
-    vmin, vmax, last_v = (np.array(cols[i], np.float64) for i in (4, 5, 7))  # None: NaN
+    kid, s0, s1, n = (np.array([r[i] for r in rows], np.int64) for i in range(4))
+    # None (no finite value) becomes NaN
+    vmin, vmax, last_v = (np.array([r[i] for r in rows], np.float64) for i in (4, 5, 7))
     inner = (s0 >= a) & (s1 <= b)
     e_kid, e_st, e_v = read_spans(dialect, conn, _spans(kid, s0, ~inner))
     keep = (e_st >= a) & (e_st <= b)
