@@ -233,3 +233,26 @@ def test_many_panels_draw_in_view_from_one_batch(sweep: Dashboard, page: Any) ->
     want = _expected_means()
     d = page.evaluate(DRAWN, ["m39", "0.03"])
     assert d["y"] == pytest.approx([want[0.03][s] for s in range(STEPS)], rel=1e-9)
+
+
+def test_runs_table_sorts_in_the_page_stably(sweep: Dashboard, page: Any) -> None:
+    """Sorted in the page (every run loaded): by a number, by name, and by a column of ties,
+    which keep the order they had (a stable sort)."""
+    page.goto(f"{sweep.url}/#/p/sweep?cols=config.lr,summary.loss")
+    page.wait_for_function("() => document.querySelector('#run-count').textContent === '20 runs'")
+    final = {f"trial-{i:02d}": loss(i, LRS[i % 4], STEPS - 1) for i in range(20)}
+    lr = {f"trial-{i:02d}": LRS[i % 4] for i in range(20)}
+
+    def click(col: str, order: str) -> list[str]:
+        page.locator(f'.th[data-col="{col}"]').click()
+        page.wait_for_selector(f'.th[data-col="{col}"][aria-sort="{order}"]')
+        return list(page.locator("#runs-scroller .tr[data-run] .run-name").all_inner_texts())
+
+    got = click("summary.loss", "descending")
+    assert got == sorted(final, key=lambda n: -final[n])
+    got = click("name", "ascending")
+    assert got == sorted(final)
+    got = click("config.lr", "descending")
+    assert got == sorted(sorted(final), key=lambda n: -lr[n])  # ties in name order
+    got = click("config.lr", "ascending")
+    assert got == sorted(sorted(final), key=lambda n: lr[n])
