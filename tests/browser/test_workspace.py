@@ -196,3 +196,63 @@ def test_grouped_workspace_saved_and_restored(
         assert d["y"] == pytest.approx([want[0.1][s] for s in range(STEPS)], rel=1e-9)
     finally:
         fresh.close()
+
+
+IN_VIEW_DRAWN = """n => {
+  const ps = [...document.querySelectorAll('#ws-grid [data-panel]')];
+  const seen = ps.filter(p => { const r = p.getBoundingClientRect();
+    return r.bottom > 0 && r.top < window.innerHeight; });
+  return ps.length === n && seen.length > 0 && seen.every(p => p.dataset.drawn); }"""
+
+
+def test_many_panels_draw_in_view_from_one_batch(sweep: Dashboard, page: Any) -> None:
+    """Of 40 saved panels only those in or near the viewport are drawn, from one grouped
+    request; a panel scrolled to later is drawn from the keys already fetched, and right."""
+    spec = {
+        "panels": [{"id": f"m{k}", "keys": ["loss" if k % 2 else "acc"]} for k in range(40)],
+        "group_by": ["config.lr"],
+    }
+    req = urllib.request.Request(
+        f"{sweep.url}/api/v1/projects/sweep/workspaces",
+        data=json.dumps({"name": "many", "spec": spec}).encode(),
+        headers={"Content-Type": "application/json", "X-CSRF-Token": "t"},
+        method="POST",
+    )
+    with urllib.request.urlopen(req) as r:
+        wid = json.load(r)["id"]
+    grouped: list[str] = []
+    page.on("request", lambda r: grouped.append(r.url) if "/series/grouped" in r.url else None)
+    page.goto(f"{sweep.url}/#/p/sweep/w/{wid}")
+    page.wait_for_function(IN_VIEW_DRAWN, arg=40)
+    drawn = page.locator("#ws-grid [data-panel][data-drawn]").count()
+    assert 0 < drawn < 40
+    assert len(grouped) == 1
+    page.locator('[data-panel="m39"]').scroll_into_view_if_needed()
+    page.wait_for_selector('[data-panel="m39"][data-drawn]')
+    assert len(grouped) == 1  # loss and acc came in the first batch
+    want = _expected_means()
+    d = page.evaluate(DRAWN, ["m39", "0.03"])
+    assert d["y"] == pytest.approx([want[0.03][s] for s in range(STEPS)], rel=1e-9)
+
+
+def test_runs_table_sorts_in_the_page_stably(sweep: Dashboard, page: Any) -> None:
+    """Sorted in the page (every run loaded): by a number, by name, and by a column of ties,
+    which keep the order they had (a stable sort)."""
+    page.goto(f"{sweep.url}/#/p/sweep?cols=config.lr,summary.loss")
+    page.wait_for_function("() => document.querySelector('#run-count').textContent === '20 runs'")
+    final = {f"trial-{i:02d}": loss(i, LRS[i % 4], STEPS - 1) for i in range(20)}
+    lr = {f"trial-{i:02d}": LRS[i % 4] for i in range(20)}
+
+    def click(col: str, order: str) -> list[str]:
+        page.locator(f'.th[data-col="{col}"]').click()
+        page.wait_for_selector(f'.th[data-col="{col}"][aria-sort="{order}"]')
+        return list(page.locator("#runs-scroller .tr[data-run] .run-name").all_inner_texts())
+
+    got = click("summary.loss", "descending")
+    assert got == sorted(final, key=lambda n: -final[n])
+    got = click("name", "ascending")
+    assert got == sorted(final)
+    got = click("config.lr", "descending")
+    assert got == sorted(sorted(final), key=lambda n: -lr[n])  # ties in name order
+    got = click("config.lr", "ascending")
+    assert got == sorted(sorted(final), key=lambda n: lr[n])

@@ -10,20 +10,23 @@ from typing import Any
 import pytest
 
 from tests.server.conftest import Api
-from wisp.server._grouped import grid, grouped_series
+from wisp.server._grouped import grouped_series
 from wisp.server._ingest import prepare_records
+from wisp.server._series import series, step_grid
 
 LRS = (0.1, 0.01, 0.001)
 
 
-def _log(store: Any, runs: int, steps: range, seed: int = 1) -> dict[str, dict[int, float]]:
+def _log(
+    store: Any, runs: int, steps: range, seed: int = 1, keep: float = 0.95
+) -> dict[str, dict[int, float]]:
     """``runs`` runs in project ``p``, config.lr cycling through LRS; run id -> step -> loss."""
     rng = random.Random(seed)
     data: dict[str, dict[int, float]] = {}
     for i in range(runs):
         rid = f"run{i:02d}"
         store.put_run(rid, {"project": "p", "created_at": float(i)})
-        vals = {s: rng.uniform(0, 10) for s in steps if rng.random() < 0.95}
+        vals = {s: rng.uniform(0, 10) for s in steps if rng.random() < keep}
         if i == 0:  # a non-finite value is not a value
             vals[steps[3]] = math.nan
         data[rid] = vals
@@ -36,8 +39,25 @@ def _log(store: Any, runs: int, steps: range, seed: int = 1) -> dict[str, dict[i
     return data
 
 
+def _bucket(g: dict[str, Any], buckets: int) -> Any:
+    """step -> bucket on a grid of the answer: ``width`` steps from ``origin``, or (width 0)
+    the proportional buckets of the per-run series, ``(step - first) * buckets // span``."""
+    origin, width, first, span = g["origin"], g["width"], g["first"], g["last"] - g["first"] + 1
+    if width:
+        return lambda s: (s - origin) // width
+    return lambda s: (s - first) * buckets // span
+
+
+def _starts(g: dict[str, Any], buckets: int, want: dict[int, Any]) -> list[int]:
+    """The first step of each bucket of ``want`` (the x the answer gives a bucket)."""
+    b = _bucket(g, buckets)
+    if g["width"]:
+        return [g["origin"] + i * g["width"] for i in sorted(want)]
+    return [next(s for s in range(g["first"], g["last"] + 1) if b(s) == i) for i in sorted(want)]
+
+
 def _expect(
-    data: dict[str, dict[int, float]], rids: list[str], origin: int, width: int, lo: int, hi: int
+    data: dict[str, dict[int, float]], rids: list[str], bucket: Any, lo: int, hi: int
 ) -> dict[int, dict[str, Any]]:
     """Per bucket: the stats of each run's last finite-or-not value, and the point envelope."""
     out: dict[int, dict[str, Any]] = {}
@@ -46,7 +66,7 @@ def _expect(
         for s, v in data[rid].items():
             if not lo <= s <= hi:
                 continue
-            b = (s - origin) // width
+            b = bucket(s)
             if b not in last or s > last[b][0]:
                 last[b] = (s, v)
             e = out.setdefault(b, {"vals": [], "pts": []})
@@ -58,10 +78,8 @@ def _expect(
     return out
 
 
-def _check(
-    series: dict[str, Any], want: dict[int, dict[str, Any]], origin: int, width: int
-) -> None:
-    assert series["x"] == [origin + b * width for b in sorted(want)]
+def _check(series: dict[str, Any], want: dict[int, dict[str, Any]], xs: list[int]) -> None:
+    assert series["x"] == xs
     for i, b in enumerate(sorted(want)):
         vals, pts = want[b]["vals"], want[b]["pts"]
         assert series["n"][i] == len(vals)
@@ -85,11 +103,13 @@ def test_raw_steps_grouped_by_learning_rate(store: Any) -> None:
         lr = g["values"][0]
         rids = [f"run{i:02d}" for i in range(9) if LRS[i % 3] == lr]
         assert g["runs"] == rids
-        _check(g["series"][0], _expect(data, rids, 0, 1, 0, 299), 0, 1)
+        want = _expect(data, rids, lambda s: s, 0, 299)
+        _check(g["series"][0], want, sorted(want))
 
 
-def test_block_grid_and_zoom_match_the_data(store: Any) -> None:
-    """Downsampled (from the 64-step blocks) and zoomed, the aggregates are still exact."""
+def test_grid_and_zoom_match_the_data(store: Any) -> None:
+    """Downsampled (whole chunks by their aggregates, 64-step-block or proportional buckets)
+    and zoomed, the aggregates are still exact."""
     data = _log(store, 4, range(0, 40_000, 3), seed=2)
     for lo, hi, buckets in ((None, None, 50), (1001, 30_007, 40), (500, 900, 7)):
         out = grouped_series(
@@ -99,27 +119,49 @@ def test_block_grid_and_zoom_match_the_data(store: Any) -> None:
         first = min(s for d in data.values() for s in d if lo is None or s >= lo)
         last = max(s for d in data.values() for s in d if hi is None or s <= hi)
         assert (g0["first"], g0["last"]) == (first, last)
-        assert (g0["origin"], g0["width"]) == grid(first, last, buckets)
-        if lo is None:
-            assert g0["width"] % 64 == 0  # read from blocks
+        assert (g0["origin"], g0["width"]) == step_grid(first, last, buckets)
+        assert (g0["width"] % 64 == 0) if hi is None or hi > 10_000 else g0["width"] == 0
         for g in out["groups"]:
             s = g["series"][0]
             assert len(s["x"]) <= buckets
-            want = _expect(data, g["runs"], g0["origin"], g0["width"], first, last)
-            _check(s, want, g0["origin"], g0["width"])
+            want = _expect(data, g["runs"], _bucket(g0, buckets), first, last)
+            _check(s, want, _starts(g0, buckets, want))
 
 
-def test_many_points_in_a_fine_range_read_blocks(store: Any, monkeypatch: Any) -> None:
-    """Past MAX_POINTS a fine grid becomes one bucket per 64-step block, still exact."""
+def test_one_run_lines_up_with_its_series(store: Any) -> None:
+    """A group of one run has the per-run series' buckets: same x, last value, min and max."""
+    _log(store, 1, range(0, 5000), seed=4, keep=1.0)  # every step: x is a bucket's start
+    for lo, hi, buckets in (
+        (None, None, 300),
+        (None, None, 40),
+        (None, None, 10),
+        (700, 1900, 300),
+    ):
+        out = grouped_series(store, "p", keys=["loss"], group_by=[], lo=lo, hi=hi, buckets=buckets)
+        g = out["groups"][0]["series"][0]
+        [one] = series(store, ["run00"], ["loss"], lo=lo, hi=hi, buckets=buckets)
+        assert g["x"] == one["x"]
+        assert g["mean"] == one["last"] and g["lo"] == one["min"] and g["hi"] == one["max"]
+
+
+@pytest.mark.parametrize("keep", [1.0, 0.9])
+def test_many_points_in_a_fine_range_coarsen_the_grid(
+    store: Any, monkeypatch: Any, keep: float
+) -> None:
+    """Past MAX_POINTS to decode, a fine grid becomes one of whole 64-step blocks at least a
+    chunk wide (256 steps for chunks of consecutive steps), still exact."""
     import wisp.server._grouped as G
 
-    data = _log(store, 3, range(0, 3000), seed=3)
-    monkeypatch.setattr(G, "MAX_POINTS", 100)
+    data = _log(store, 3, range(0, 3000), seed=3, keep=keep)
+    monkeypatch.setattr(G, "MAX_POINTS", 100 if keep == 1.0 else 1000)
     out = grouped_series(store, "p", keys=["loss"], group_by=[], buckets=500)
     g0 = out["grids"][0]
-    assert (g0["origin"], g0["width"]) == (0, 64)
+    assert g0["origin"] == 0 and g0["width"] % 64 == 0 and g0["width"] >= 256
+    if keep == 1.0:
+        assert g0["width"] == 256
     s = out["groups"][0]["series"][0]
-    _check(s, _expect(data, out["groups"][0]["runs"], 0, 64, 0, 2999), 0, 64)
+    want = _expect(data, out["groups"][0]["runs"], _bucket(g0, 500), 0, 2999)
+    _check(s, want, _starts(g0, 500, want))
 
 
 def test_no_group_by_is_one_group_and_missing_values_group_last(store: Any) -> None:

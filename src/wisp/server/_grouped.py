@@ -4,37 +4,43 @@ A project's runs (a filter, or a list of ids) are put in groups by the values of
 more fields: a run column (``group``, ``job_type``, ``state``, ``name``, ``tags``) or a
 path into ``config``, ``summary`` or ``metadata`` (``config.optimizer.lr``; missing values
 make their own group).  Each metric is then read on one step grid shared by every run and
-group — never the points themselves when the range is large: from the ``blocks`` table
-(64 steps each), as the single-run series does — and each grid bucket gets, per run, the
-last value in the bucket and the bucket's min and max; per group and bucket the answer
-holds the mean, median, population standard deviation, min and max of the runs' values,
-the number of runs with a value, and the min/max envelope of every point in the bucket.
+group, and each grid bucket gets, per run, the last value in the bucket and the bucket's
+min and max; per group and bucket the answer holds the mean, median, population standard
+deviation, min and max of the runs' last values (a run whose last value in the bucket is
+not finite has none), the number of runs with a value, and the min/max envelope of every
+finite point in the bucket.
 
-The grid: ``width = ceil(span / buckets)`` steps from the first step, or, when a bucket
-would hold more than one block, a whole number of blocks from a block boundary (so every
-block falls in exactly one bucket and the result is exact).  When the runs hold more than
-``MAX_POINTS`` points in a range that fine, the grid is one bucket per block instead (fewer
-buckets than asked, never a point read one by one).  Only ``x = step``.
+The grid is the per-run series' (:func:`._series.step_grid`) over the first and last step
+any selected run holds in range, so grouped and per-run charts of the same range share
+their bucket edges: a bucket per step when the span is at most ``buckets`` steps,
+proportional buckets up to ``64 * buckets`` steps (``width`` 0 in the answer), wider spans
+buckets of a whole number of 64-step blocks.  The points are read as the per-run series
+reads them: every run's chunk aggregates in one query; a stored chunk inside one bucket
+counts by its aggregates (``n``, ``vmin``/``vmax``, ``last_v``), and only the chunks at the
+range ends or across a bucket edge are decoded.  When those would be more than
+``MAX_POINTS`` points, the grid is coarsened to whole 64-step blocks at least as wide as
+a typical chunk (fewer buckets than asked, and the same exact statistics).  Only ``x = step``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import and_, select
 
 from wisp.server import _schema as S
 from wisp.server._filter import field_path
+from wisp.server._points_read import MAX, read_spans
 from wisp.server._problem import Problem, invalid
 from wisp.server._query import parse_filter
+from wisp.server._series import ALIGN, bucket_index, bucket_starts, step_grid
 
 __all__ = ["MAX_RUNS", "group_fields", "group_runs", "grouped_series"]
 
 MAX_RUNS = 1000
-MAX_POINTS = 200_000  # read one by one below this; above, a bucket per 64-step block
+MAX_POINTS = 1_000_000  # decoded per key at most (~9 MB of chunk data); above, a coarser grid
 _CHUNK = 900
 _COLUMNS = {"group": "run_group", "job_type": "job_type", "state": "state", "name": "name"}
 
@@ -121,7 +127,7 @@ def group_runs(
     return sorted(groups.values(), key=lambda g: _sort_key(g["values"]))
 
 
-# -- the step grid ------------------------------------------------------------------------------
+# -- cells: per key and bucket, a run's last value and the bucket's min and max -------------
 
 
 def _key_ids(conn: Any, runs: list[str], key: str) -> dict[int, str]:
@@ -133,215 +139,194 @@ def _key_ids(conn: Any, runs: list[str], key: str) -> dict[int, str]:
     return out
 
 
-def _chunks(ids: list[int]) -> Iterable[list[int]]:
-    for i in range(0, len(ids), _CHUNK):
-        yield ids[i : i + _CHUNK]
+class Cells(NamedTuple):
+    """One entry per (key id, bucket) with a point, sorted by both: the run's last step and
+    value in the bucket (NaN when not finite) and the min/max of its finite points (NaN: none)."""
+
+    kid: Any
+    bucket: Any
+    step: Any
+    last: Any
+    lo: Any
+    hi: Any
 
 
-def _range(conn: Any, ids: list[int], lo: float | None, hi: float | None) -> tuple[int, int] | None:
-    """The first and last step of any of ``ids`` within [lo, hi]: from the blocks, and from
-    the points of the one block at each end of the range that the range cuts."""
-    bl, p = S.blocks.c, S.points.c
-    B = S.BLOCK
-    ilo = None if lo is None else math.ceil(lo)
-    ihi = None if hi is None else math.floor(hi)
-    firsts: list[int] = []
-    lasts: list[int] = []
-    for part in _chunks(ids):
-        k = bl.key_id.in_(part)
-        kp = p.key_id.in_(part)
-        qs = [
-            select(func.min(bl.smin)).where(k, *([] if ilo is None else [bl.blk > ilo // B])),
-            select(func.max(bl.smax)).where(k, *([] if ihi is None else [bl.blk < ihi // B])),
-        ]
-        if ilo is not None:
-            edge = [kp, p.step >= ilo, p.step < (ilo // B + 1) * B]
-            qs.append(select(func.min(p.step)).where(*edge))
-        if ihi is not None:
-            edge = [kp, p.step <= ihi, p.step >= (ihi // B) * B]
-            qs.append(select(func.max(p.step)).where(*edge))
-        got = [conn.execute(q).scalar() for q in qs]
-        firsts += [v for v in (got[0], got[2] if ilo is not None else None) if v is not None]
-        lasts += [v for v in (got[1], got[-1] if ihi is not None else None) if v is not None]
-    if not firsts or not lasts:
-        return None
-    s_lo, s_hi = min(firsts), max(lasts)
-    if ilo is not None:
-        s_lo = max(s_lo, ilo)
-    if ihi is not None:
-        s_hi = min(s_hi, ihi)
-    return (s_lo, s_hi) if s_lo <= s_hi else None
+def _spans(kid: Any, s0: Any, sel: Any) -> list[tuple[int, int, int]]:
+    """``(key id, first s0, last s0)`` of each run of consecutive selected chunks of a key
+    (``kid``/``s0``: the chunk rows as fetched, by key and s0)."""
+    import numpy as np
+
+    idx = np.flatnonzero(sel)
+    if not len(idx):
+        return []
+    brk = np.flatnonzero((np.diff(idx) != 1) | (kid[idx[1:]] != kid[idx[:-1]])) + 1
+    st = np.r_[0, brk]
+    en = np.r_[brk, len(idx)] - 1
+    return list(zip(kid[idx[st]].tolist(), s0[idx[st]].tolist(), s0[idx[en]].tolist(), strict=True))
 
 
-def grid(s_lo: int, s_hi: int, buckets: int) -> tuple[int, int]:
-    """``(origin, width)`` of the shared step grid (the module's rule)."""
-    B = S.BLOCK
-    span = s_hi - s_lo + 1
-    if span <= buckets * B:
-        return s_lo, -(-span // buckets)
-    origin = (s_lo // B) * B
-    width = -(-span // buckets)  # ceil
-    width = -(-width // B) * B  # whole blocks
-    while (s_hi - origin) // width >= buckets:
-        width += B
-    return origin, width
+def _fold_points(kid: Any, st: Any, vals: Any, bucket: Any) -> Cells:
+    """Points (by key and step) folded into cells."""
+    import numpy as np
 
-
-# One run's bucket: (last step, last value, min, max); values None when not finite.
-Cell = tuple[int, Any, Any, Any]
-
-
-def _merge(cells: dict[int, Cell], b: int, step: int, last: Any, vmin: Any, vmax: Any) -> None:
-    c = cells.get(b)
-    if c is None:
-        cells[b] = (step, last, vmin, vmax)
-        return
-    s0, l0, mn, mx = c
-    if vmin is not None and (mn is None or vmin < mn):
-        mn = vmin
-    if vmax is not None and (mx is None or vmax > mx):
-        mx = vmax
-    cells[b] = (step, last, mn, mx) if step >= s0 else (s0, l0, mn, mx)
-
-
-def _count(conn: Any, ids: list[int], s_lo: int, s_hi: int) -> int:
-    """About how many points ``ids`` hold in [s_lo, s_hi] (whole blocks, from ``blocks``)."""
-    bl = S.blocks.c
-    B = S.BLOCK
-    total = 0
-    for part in _chunks(ids):
-        q = select(func.sum(bl.n)).where(
-            bl.key_id.in_(part), bl.blk >= s_lo // B, bl.blk <= s_hi // B
-        )
-        total += int(conn.execute(q).scalar() or 0)
-    return total
-
-
-def _per_bucket(
-    conn: Any, t: Any, pos: Any, last: Any, lo: Any, hi: Any, conds: list[Any], bucket: Any
-) -> list[Any]:
-    """``(key id, bucket, last position, last value, min, max)`` per key and bucket, folded
-    in SQL: one GROUP BY, and the last value by the primary key of the bucket's last row."""
-    b = bucket.label("b")
-    g = (
-        select(
-            t.c.key_id,
-            b,
-            func.max(pos).label("m"),
-            func.min(lo).label("mn"),
-            func.max(hi).label("mx"),
-        )
-        .where(*conds)
-        .group_by(t.c.key_id, b)
-        .subquery()
+    b = bucket(st)
+    new = np.r_[True, (kid[1:] != kid[:-1]) | (b[1:] != b[:-1])]
+    first = np.flatnonzero(new)
+    end = np.r_[first[1:], len(st)] - 1
+    v = np.where(np.isfinite(vals), vals, np.nan)
+    return Cells(
+        kid[first],
+        b[first],
+        st[end],
+        v[end],
+        np.fmin.reduceat(v, first),
+        np.fmax.reduceat(v, first),
     )
-    t2 = t.alias("t2")
-    q = select(g.c.key_id, g.c.b, g.c.m, t2.c[last.name], g.c.mn, g.c.mx).join(
-        t2, and_(t2.c.key_id == g.c.key_id, t2.c[pos.name] == g.c.m)
-    )
-    return _rows(conn, q)
 
 
 def _cells(
-    conn: Any, ids: list[int], s_lo: int, s_hi: int, origin: int, width: int
-) -> dict[int, dict[int, Cell]]:
-    """Per key id, per bucket: the run's last value, min and max in the bucket."""
-    B = S.BLOCK
-    p, bl = S.points.c, S.blocks.c
-    out: dict[int, dict[int, Cell]] = {k: {} for k in ids}
-    if width % B == 0 and origin % B == 0:
-        fb_lo, fb_hi = -(-s_lo // B), (s_hi + 1) // B - 1  # blocks wholly inside the range
-        for part in _chunks(ids):
-            if fb_lo <= fb_hi:
-                conds = [bl.key_id.in_(part), bl.blk >= fb_lo, bl.blk <= fb_hi]
-                bucket = (bl.blk * B - origin) // width
-                rows = _per_bucket(
-                    conn, S.blocks, bl.blk, bl.last_v, bl.vmin, bl.vmax, conds, bucket
-                )
-                for kid, bk, blk, last, mn, mx in rows:
-                    out[kid][int(bk)] = (blk * B + B - 1, last, mn, mx)
-            edge = select(p.key_id, p.step, p.value).where(
-                p.key_id.in_(part), p.step >= s_lo, p.step <= s_hi
-            )
-            right = max(fb_hi + 1, fb_lo) * B
-            edge = edge.where((p.step < fb_lo * B) | (p.step >= right))
-            for kid, step, v in _rows(conn, edge):
-                _merge(out[kid], (step - origin) // width, step, v, v, v)
-        return out
-    for part in _chunks(ids):
-        conds = [p.key_id.in_(part), p.step >= s_lo, p.step <= s_hi]
-        if width == 1:
-            for kid, step, v in _rows(conn, select(p.key_id, p.step, p.value).where(*conds)):
-                out[kid][step - origin] = (step, v, v, v)
-            continue
-        bucket = (p.step - origin) // width
-        for kid, bk, step, last, mn, mx in _per_bucket(
-            conn, S.points, p.step, p.value, p.value, p.value, conds, bucket
-        ):
-            out[kid][int(bk)] = (step, last, mn, mx)
-    return out
+    dialect: Any, conn: Any, kids: list[int], lo: float | None, hi: float | None, buckets: int
+) -> tuple[dict[str, int], Cells] | None:
+    """The grid of ``kids`` in ``[lo, hi]`` and their cells, or None when there is no point.
+
+    Read as the per-run series reads a key (:func:`._series._step_series`): the chunks'
+    aggregates in one query; a chunk inside one bucket by them, the ones at the range ends
+    or across a bucket edge decoded (runs of consecutive ones in one span each)."""
+    import numpy as np
+
+    a = 0 if lo is None else max(0, math.ceil(lo))
+    b = MAX if hi is None else min(MAX, math.floor(hi))
+    if a > b or not kids:
+        return None
+    rows = [r for r in dialect.fetch_chunks(conn, [(k, a, b) for k in kids], "agg") if r[2] >= a]
+    if not rows:
+        return None
+    kid, s0, s1, n = (np.array([r[i] for r in rows], np.int64) for i in range(4))
+    # None (no finite value) becomes NaN
+    vmin, vmax, last_v = (np.array([r[i] for r in rows], np.float64) for i in (4, 5, 7))
+    inner = (s0 >= a) & (s1 <= b)
+    e_kid, e_st, e_v = read_spans(dialect, conn, _spans(kid, s0, ~inner))
+    keep = (e_st >= a) & (e_st <= b)
+    e_kid, e_st, e_v = e_kid[keep], e_st[keep], e_v[keep]
+    ends = [int(e_st.min()), int(e_st.max())] if len(e_st) else []
+    if not inner.any() and not ends:
+        return None
+    s_lo = min([int(s0[inner].min())] if inner.any() else [], default=MAX)
+    s_lo = min([s_lo, *ends])
+    s_hi = max([int(s1[inner].max())] if inner.any() else [], default=0)
+    s_hi = max([s_hi, *ends])
+    origin, width = step_grid(s_lo, s_hi, buckets)
+    bucket = bucket_index(s_lo, s_hi, buckets)
+    whole = inner & (bucket(s0) == bucket(s1))
+    if int(n[inner & ~whole].sum()) + len(e_st) > MAX_POINTS:
+        # too many points to decode on this grid: whole-chunk-wide buckets (fewer than asked)
+        origin, width = _coarse(s_lo, s_hi, s0[inner], s1[inner], n[inner], width, buckets)
+        bucket = lambda st: (st - origin) // width  # noqa: E731
+        whole = inner & (bucket(s0) == bucket(s1))
+    grid = {"origin": origin, "width": width, "first": s_lo, "last": s_hi}
+    split = inner & ~whole
+    p_kid, p_st, p_v = read_spans(dialect, conn, _spans(kid, s0, split))
+    if len(e_st):
+        p_kid, p_st, p_v = (np.concatenate(x) for x in ((p_kid, e_kid), (p_st, e_st), (p_v, e_v)))
+        order = np.lexsort((p_st, p_kid))
+        p_kid, p_st, p_v = p_kid[order], p_st[order], p_v[order]
+    parts = [_fold_points(p_kid, p_st, p_v, bucket)] if len(p_st) else []
+    if whole.any():
+        w = whole
+        parts.append(Cells(kid[w], bucket(s0[w]), s1[w], last_v[w], vmin[w], vmax[w]))
+    if not whole.any():  # the points folded already: one cell per (key, bucket)
+        return grid, parts[0]
+    c = Cells(*(np.concatenate(x) for x in zip(*parts, strict=True)))
+    order = np.lexsort((c.step, c.bucket, c.kid))
+    c = Cells(*(x[order] for x in c))
+    new = np.r_[True, (c.kid[1:] != c.kid[:-1]) | (c.bucket[1:] != c.bucket[:-1])]
+    first = np.flatnonzero(new)
+    end = np.r_[first[1:], len(c.kid)] - 1
+    return grid, Cells(
+        c.kid[first],
+        c.bucket[first],
+        c.step[end],
+        c.last[end],
+        np.fmin.reduceat(c.lo, first),
+        np.fmax.reduceat(c.hi, first),
+    )
 
 
-def _rows(conn: Any, q: Any) -> list[Any]:
-    """All rows of ``q`` as the driver's tuples: plain numbers need none of SQLAlchemy's
-    per-row processing, which costs more than the folding for 100k rows."""
-    res = conn.execute(q)
-    cur = getattr(res, "cursor", None)
-    rows: list[Any] = cur.fetchall() if cur is not None else res.all()
-    res.close()
-    return rows
+def _coarse(
+    s_lo: int, s_hi: int, s0: Any, s1: Any, n: Any, width: int, buckets: int
+) -> tuple[int, int]:
+    """A grid of whole 64-step blocks at least as wide as the typical chunk, doubled until
+    the chunks it cuts hold at most ``MAX_POINTS`` points (or one bucket is left)."""
+    import numpy as np
+
+    span = int(np.median(s1 - s0)) + 1 if len(s0) else 1
+    w = max(width, span, ALIGN)
+    w = -(-w // ALIGN) * ALIGN
+    origin = (s_lo // ALIGN) * ALIGN
+    while (s_hi - origin) // w > 0:
+        cut = (s0 - origin) // w != (s1 - origin) // w
+        if int(n[cut].sum()) <= MAX_POINTS:
+            break
+        w *= 2
+    return origin, w
+
+
+def _list(a: Any) -> list[Any]:
+    """A float array as a list, None where it is NaN."""
+    import numpy as np
+
+    nan = np.isnan(a)
+    if not nan.any():
+        return list(a.tolist())
+    o = a.astype(object)
+    o[nan] = None
+    return list(o.tolist())
 
 
 STATS = ("mean", "median", "std", "min", "max", "lo", "hi")
 
 
 def _aggregate(
-    cells: list[dict[int, Cell]], origin: int, width: int, key: str, stats: tuple[str, ...]
+    c: Cells, grid: dict[str, Any], buckets: int, key: str, stats: tuple[str, ...]
 ) -> dict[str, Any]:
-    acc: dict[int, list[Any]] = {}  # bucket -> [runs' last values, lo, hi]
-    for c in cells:
-        for b, (_st, last, mn, mx) in c.items():
-            e = acc.get(b)
-            if e is None:
-                acc[b] = e = [[], mn, mx]
-            else:
-                if mn is not None and (e[1] is None or mn < e[1]):
-                    e[1] = mn
-                if mx is not None and (e[2] is None or mx > e[2]):
-                    e[2] = mx
-            if last is not None:
-                e[0].append(last)
-    order = sorted(acc)
-    vals = [acc[b][0] for b in order]
-    out: dict[str, Any] = {"key": key, "x": [origin + b * width for b in order]}
-    out["n"] = [len(v) for v in vals]
-    means = [sum(v) / len(v) if v else None for v in vals]
+    """One group's series from its runs' cells (any order)."""
+    import numpy as np
+
+    out: dict[str, Any] = {"key": key}
+    if not len(c.bucket):
+        return {**out, "x": [], "n": [], **{s: [] for s in stats}}
+    order = np.lexsort((c.last, c.bucket))  # in a bucket by value, NaN (no value) last
+    bk, v = c.bucket[order], c.last[order]
+    first = np.flatnonzero(np.r_[True, bk[1:] != bk[:-1]])
+    fin = ~np.isnan(v)
+    cnt = np.add.reduceat(fin.astype(np.int64), first)
+    if grid["width"]:
+        out["x"] = (grid["origin"] + bk[first] * grid["width"]).tolist()
+    else:
+        out["x"] = bucket_starts(grid["first"], grid["last"], buckets, bk[first].tolist())
+    out["n"] = cnt.tolist()
+    none = cnt == 0
+    safe = np.maximum(cnt, 1)
+    v0 = np.where(fin, v, 0.0)
+    mean = np.where(none, np.nan, np.add.reduceat(v0, first) / safe)
     if "mean" in stats:
-        out["mean"] = means
-    if "median" in stats:
-        out["median"] = [_median(v) if v else None for v in vals]
-    if "std" in stats:
-        out["std"] = [
-            math.sqrt(sum((x - m) * (x - m) for x in v) / len(v)) if v and m is not None else None
-            for v, m in zip(vals, means, strict=True)
-        ]
+        out["mean"] = _list(mean)
+    if "median" in stats:  # the finite values of a bucket come first, sorted
+        mid, mid2 = first + (safe - 1) // 2, first + safe // 2
+        out["median"] = _list(np.where(mid == mid2, v[mid], (v[mid] + v[mid2]) / 2))
+    if "std" in stats:  # population standard deviation, two passes
+        dev = np.where(fin, v - np.repeat(mean, np.diff(np.r_[first, len(v)])), 0.0)
+        std = np.sqrt(np.add.reduceat(dev * dev, first) / safe)
+        out["std"] = _list(np.where(none, np.nan, std))
     if "min" in stats:
-        out["min"] = [min(v) if v else None for v in vals]
+        out["min"] = _list(np.fmin.reduceat(v, first))
     if "max" in stats:
-        out["max"] = [max(v) if v else None for v in vals]
+        out["max"] = _list(np.fmax.reduceat(v, first))
     if "lo" in stats:
-        out["lo"] = [acc[b][1] for b in order]
+        out["lo"] = _list(np.fmin.reduceat(c.lo[order], first))
     if "hi" in stats:
-        out["hi"] = [acc[b][2] for b in order]
+        out["hi"] = _list(np.fmax.reduceat(c.hi[order], first))
     return out
-
-
-def _median(v: list[float]) -> float:
-    n = len(v)
-    if n == 1:
-        return v[0]
-    s = sorted(v)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
 
 def grouped_series(
@@ -358,34 +343,41 @@ def grouped_series(
     stats: tuple[str, ...] = STATS,
 ) -> dict[str, Any]:
     """The groups of the selected runs with each metric aggregated per group."""
+    import numpy as np
+
     groups = group_runs(store, project, group_by, filter_expr, runs)
     all_runs = [rid for g in groups for rid in g["runs"]]
-    grids: dict[str, Any] = {}
-    per_key: dict[str, dict[str, dict[int, Cell]]] = {}
+    group_of = {rid: gi for gi, g in enumerate(groups) for rid in g["runs"]}
+    grids: dict[str, dict[str, Any]] = {}
+    # per key: the runs of each group having the key, and each group's cells
+    per_key: dict[str, tuple[list[int], list[Cells]]] = {}
     with store.engine.connect() as conn:
         for key in keys:
             ids = _key_ids(conn, all_runs, key)
-            rng = _range(conn, sorted(ids), lo, hi) if ids else None
-            if rng is None:
-                per_key[key] = {}
-                grids[key] = None
+            got = _cells(store.dialect, conn, sorted(ids), lo, hi, buckets)
+            if got is None:
                 continue
-            origin, width = grid(rng[0], rng[1], buckets)
-            if width % S.BLOCK and _count(conn, sorted(ids), *rng) > MAX_POINTS:
-                origin, width = (rng[0] // S.BLOCK) * S.BLOCK, S.BLOCK  # a bucket per block
-            cells = _cells(conn, sorted(ids), rng[0], rng[1], origin, width)
-            per_key[key] = {ids[k]: v for k, v in cells.items()}
-            grids[key] = {"origin": origin, "width": width, "first": rng[0], "last": rng[1]}
+            grids[key], c = got
+            have = [0] * len(groups)
+            for rid in ids.values():
+                have[group_of[rid]] += 1
+            gi = np.array([group_of[ids[k]] for k in c.kid.tolist()], np.int64)
+            order = np.argsort(gi, kind="stable")
+            cuts = np.searchsorted(gi[order], np.arange(len(groups) + 1))
+            c = Cells(*(x[order] for x in c))
+            per_key[key] = (
+                have,
+                [Cells(*(x[cuts[g] : cuts[g + 1]] for x in c)) for g in range(len(groups))],
+            )
     out_groups = []
-    for g in groups:
+    for g_i, g in enumerate(groups):
         series = []
         for key in keys:
-            gr = grids[key]
-            mine = [per_key[key][rid] for rid in g["runs"] if rid in per_key[key]]
-            if gr is None or not mine:
+            if key not in per_key or not per_key[key][0][g_i]:
                 continue
-            s = _aggregate(mine, gr["origin"], gr["width"], key, stats)
-            s["runs"] = len(mine)
+            have, cells = per_key[key]
+            s = _aggregate(cells[g_i], grids[key], buckets, key, stats)
+            s["runs"] = have[g_i]
             series.append(s)
         out_groups.append(
             {
@@ -399,7 +391,7 @@ def grouped_series(
     return {
         "group_by": group_by,
         "runs": len(all_runs),
-        "grids": [{"key": k, **v} for k, v in grids.items() if v is not None],
+        "grids": [{"key": k, **grids[k]} for k in keys if k in grids],
         "groups": out_groups,
     }
 

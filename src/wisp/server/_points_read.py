@@ -17,7 +17,7 @@ from wisp.server._chunks import decode_many
 if TYPE_CHECKING:
     from wisp.server._dialect import Dialect
 
-__all__ = ["read_chunks", "read_points"]
+__all__ = ["read_chunks", "read_points", "read_spans"]
 
 MAX = (1 << 63) - 1
 
@@ -57,4 +57,26 @@ def read_points(
 ) -> tuple[Any, Any, Any]:
     """(key_id, step, value) of ``key_ids`` in ``[lo, hi]`` (see the module docstring)."""
     kid, steps, _times, values = read_chunks(dialect, conn, key_ids, lo, hi)
+    return kid, steps, values
+
+
+# -- chunk spans (grouped series) ---------------------------------------------------------------
+
+
+def read_spans(
+    dialect: Dialect, conn: Connection, spans: list[tuple[int, int, int]]
+) -> tuple[Any, Any, Any]:
+    """(key_id, step, value) of every point of the chunks of ``spans``, by key and step.
+
+    A span ``(key id, a, b)`` names the chunks of the key that start in ``[a, b]``, ``a``
+    itself a chunk start (``(k, s0, s0)`` is the one chunk at ``s0``); spans do not overlap.
+    """
+    import numpy as np
+
+    rows = dialect.fetch_chunks(conn, spans, "merge")
+    steps, _times, values = decode_many([bytes(r[4]) for r in rows], False)
+    kid = np.repeat(
+        np.fromiter((r[0] for r in rows), np.int64, len(rows)),
+        np.fromiter((r[3] for r in rows), np.int64, len(rows)),
+    )
     return kid, steps, values

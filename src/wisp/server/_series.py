@@ -35,7 +35,15 @@ from wisp.server._chunks import decode_many
 from wisp.server._points_read import MAX as _MAX
 from wisp.server._points_read import read_chunks
 
-__all__ = ["ALIGN", "export_history", "series", "series_json"]
+__all__ = [
+    "ALIGN",
+    "bucket_index",
+    "bucket_starts",
+    "export_history",
+    "series",
+    "series_json",
+    "step_grid",
+]
 
 ALIGN = 64  # wide buckets are a whole number of 64-step blocks (see the module docstring)
 _CHUNK = 900
@@ -78,16 +86,48 @@ def _bucket_fn(s_lo: int, s_hi: int, buckets: int) -> Any:
     import numpy as np
 
     span = s_hi - s_lo + 1
-    if span > buckets * ALIGN:
-        origin = (s_lo // ALIGN) * ALIGN
-        width = -(-span // buckets)
-        width = -(-width // ALIGN) * ALIGN
-        while (s_hi - origin) // width >= buckets:
-            width += ALIGN
+    origin, width = step_grid(s_lo, s_hi, buckets)
+    if width:
         return lambda st: (st - origin) // width
     if span * buckets < (1 << 62):
         return lambda st: ((st - s_lo) * buckets) // span
     return lambda st: np.floor((st - s_lo) * (buckets / span)).astype(np.int64)
+
+
+# -- the step grid, also the grid of grouped series (_grouped) -----------------------------------
+
+
+def step_grid(s_lo: int, s_hi: int, buckets: int) -> tuple[int, int]:
+    """``(origin, width)``: bucket ``i`` holds steps ``[origin + i * width, origin + (i + 1) *
+    width)``; width 0 when the buckets are the proportional ones (the module docstring).
+
+    A span of at most ``buckets`` steps is a bucket per step (the proportional rule's edges).
+    """
+    span = s_hi - s_lo + 1
+    if span <= buckets:
+        return s_lo, 1
+    if span <= buckets * ALIGN:
+        return s_lo, 0
+    origin = (s_lo // ALIGN) * ALIGN
+    width = -(-span // buckets)
+    width = -(-width // ALIGN) * ALIGN
+    while (s_hi - origin) // width >= buckets:
+        width += ALIGN
+    return origin, width
+
+
+def bucket_index(s_lo: int, s_hi: int, buckets: int) -> Any:
+    """step array -> bucket index array on the grid of ``[s_lo, s_hi]`` (:func:`step_grid`)."""
+    return _bucket_fn(s_lo, s_hi, buckets)
+
+
+def bucket_starts(s_lo: int, s_hi: int, buckets: int, index: list[int]) -> list[int]:
+    """The first step of each bucket of ``index`` on the grid of ``[s_lo, s_hi]``."""
+    origin, width = step_grid(s_lo, s_hi, buckets)
+    if width:
+        return [origin + i * width for i in index]
+    span = s_hi - s_lo + 1
+    return [s_lo - (-i * span // buckets) for i in index]
 
 
 def _fold(b: Any, x: Any, n: Any, vmin: Any, vmax: Any, first: Any, last: Any, nonf: Any) -> Any:

@@ -81,6 +81,8 @@ class Group(msgspec.Struct):
     series: list[GroupSeries]
 
 
+# The step grid of a metric: bucket i holds the steps from origin + i * width on, or, with
+# width 0, the steps s with (s - first) * buckets // (last - first + 1) == i (docs/http-api.md).
 class GroupGrid(msgspec.Struct):
     key: str
     origin: int

@@ -9,7 +9,8 @@ import { applyTree, parseFilter } from "../filter";
 import { href, type Route } from "../router";
 import { renderPicker } from "./picker";
 import { ROW_H, mountView, renderBody, renderCompare, renderCount, renderGroupChoices, renderHead, showError, type Actions } from "./render";
-import { buildItems, discoverKeys, newState, setSort, sortRows, toRow, toggleGroup, type Row } from "./state";
+import { nextGen, sortRows, warmSortKeys } from "./sort";
+import { buildItems, columns, discoverKeys, newState, setSort, toRow, toggleGroup, type Row } from "./state";
 import { fromRoute, urlSync } from "./url";
 
 const PAGE = 1000; // the server's maximum page size
@@ -123,8 +124,9 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
     const out: Row[] = [];
     const live = () => !disposed && ctrl === c && !c.signal.aborted;
     try {
+      const gen = nextGen();
       const toRows = (runs: RunRow[]) => {
-        for (const r of runs) out.push(toRow(r));
+        for (const r of runs) out.push(toRow(r, out.length, gen));
       };
       const q = { filter: s.filter || undefined, sort: s.sort, order: s.order, limit: PAGE };
       const first = await api.runs(project, { ...q, offset: 0 }, c.signal);
@@ -157,6 +159,8 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
     }
     present(false);
     v.scroller.dataset.loadMs = (performance.now() - t0).toFixed(1);
+    // the numeric columns' sort keys, read while idle (strings rank on their first sort)
+    if (out.length === s.total) warmSortKeys(out, columns(s).filter((c) => c === "created_at" || c === "duration" || s.numericKeys.has(c)));
     v.scroller.dataset.loaded = String(Date.now());
     clearTimeout(liveTimer);
     if (s.rows.some((r) => r.run.state === "running") && s.total <= 2000) liveTimer = window.setTimeout(() => void load(), 5000);

@@ -6,6 +6,9 @@ import { flatten } from "../util";
 export interface Row {
   run: RunRow;
   flat: Record<string, unknown>;
+  /** the row's place in its load (`gen`): where sort.ts caches its sort keys */
+  i: number;
+  gen: number;
 }
 /** Per-column aggregates of a group's numeric values. */
 export interface Agg {
@@ -67,11 +70,11 @@ export function newState(project: string, init: Pick<RunsState, "filter" | "sort
   };
 }
 
-export function toRow(run: RunRow): Row {
+export function toRow(run: RunRow, i = 0, gen = 0): Row {
   const flat: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(flatten(run.config ?? {}))) flat[`config.${k}`] = v;
   for (const [k, v] of Object.entries(run.summary ?? {})) flat[`summary.${k}`] = v;
-  return { run, flat };
+  return { run, flat, i, gen };
 }
 
 export function value(row: Row, field: string): unknown {
@@ -94,29 +97,18 @@ export function value(row: Row, field: string): unknown {
   }
 }
 
-function isMissing(v: unknown): boolean {
+const collator = new Intl.Collator(undefined, { numeric: true }); // made once: not per call
+
+export function isMissing(v: unknown): boolean {
   return v === null || v === undefined || v === "";
 }
 
-function compare(a: unknown, b: unknown): number {
+export function compare(a: unknown, b: unknown): number {
   const an = isMissing(a);
   const bn = isMissing(b);
   if (an || bn) return an === bn ? 0 : an ? 1 : -1; // missing values last
   if (typeof a === "number" && typeof b === "number") return a - b;
-  return String(a).localeCompare(String(b), undefined, { numeric: true });
-}
-
-/** Sort the rows in the page by the state's column and order (missing values last). */
-export function sortRows(s: RunsState): void {
-  const dir = s.order === "asc" ? 1 : -1;
-  const keyed = s.rows.map((r) => [value(r, s.sort), r] as const);
-  keyed.sort((a, b) => {
-    const an = isMissing(a[0]);
-    const bn = isMissing(b[0]);
-    if (an || bn) return an === bn ? 0 : an ? 1 : -1;
-    return dir * compare(a[0], b[0]);
-  });
-  s.rows = keyed.map((k) => k[1]);
+  return collator.compare(String(a), String(b)); // localeCompare(b, undefined, { numeric: true })
 }
 
 /** A new sort: the same column flips the order, a new one starts in its natural order. */

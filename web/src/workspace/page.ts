@@ -3,6 +3,11 @@
 // POST /projects/{p}/series/grouped), saved on the server and restored by URL.
 //   #/p/<project>/w?filter=&group=config.lr      a new workspace (from the runs table)
 //   #/p/<project>/w/<id>                         a saved one (shared, or the user's own)
+// Only the panels in or near the viewport are fetched and drawn (an IntersectionObserver):
+// those that come into view together are fetched in one batch (one grouped request per 20
+// keys); a panel scrolled to later is fetched then.  A change of filter, grouping or band
+// starts a new generation of data: the panels in view are fetched again, the others when
+// they are next in view.
 import { api, ApiError } from "../api";
 import { href } from "../router";
 import type { Route } from "../router";
@@ -39,8 +44,13 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
   let metricKeys: string[] = [];
   let grouped: GroupedSeries | null = null;
   let runLines: RunLine[] = [];
-  let loadSeq = 0;
+  let loadSeq = 0; // the data's generation: a full reload starts a new one
   const list: Panel[] = [];
+  const asked = new Map<Panel, number>(); // the generation each panel's data was asked in
+  const near = new Set<Panel>(); // in or near the viewport
+  let pending = new Set<Panel>();
+  const fetched = new Set<string>(); // grouped keys fetched in this generation
+  let flushing: Promise<void> | null = null;
 
   const status = h("span", { class: "muted", id: "ws-status", role: "status" });
   const err = h("div", { class: "error", id: "ws-error", role: "alert" });
@@ -66,13 +76,17 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
       const i = list.indexOf(p);
       if (i >= 0) spec.panels![i] = p.spec;
       dirty();
-      if (refetch) void loadData([p]);
+      if (refetch) {
+        asked.set(p, loadSeq);
+        void loadData([p]);
+      }
     },
     remove: (p) => {
       const i = list.indexOf(p);
       if (i < 0) return;
       list.splice(i, 1);
       spec.panels!.splice(i, 1);
+      unwatch(p);
       p.destroy();
       p.el.remove();
       dirty();
@@ -104,12 +118,79 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
     band.value = spec.band ?? "minmax";
   }
 
+  // -- panels in view ------------------------------------------------------------------------
+  const margin = () => Math.round(window.innerHeight / 2);
+  const observer = new IntersectionObserver(
+    (entries) => {
+      for (const e of entries) {
+        const p = list.find((q) => q.el === e.target);
+        if (!p) continue;
+        if (e.isIntersecting) near.add(p);
+        else near.delete(p);
+        p.show(e.isIntersecting);
+        if (e.isIntersecting && asked.get(p) !== loadSeq) pending.add(p);
+      }
+      if (pending.size) void flush();
+    },
+    { rootMargin: `${margin()}px 0px` },
+  );
+  function watch(p: Panel): void {
+    observer.observe(p.el);
+  }
+  function unwatch(p: Panel): void {
+    observer.unobserve(p.el);
+    near.delete(p);
+    pending.delete(p);
+    asked.delete(p);
+  }
+  /** The panels in or near the viewport now (layout read once; the observer follows). */
+  function inView(): Panel[] {
+    const top = -margin();
+    const bottom = window.innerHeight + margin();
+    return list.filter((p) => {
+      const r = p.el.getBoundingClientRect();
+      return r.bottom >= top && r.top <= bottom;
+    });
+  }
+  /** Fetch the pending panels' data in one batch (after the current task: panels coming
+   * into view together are one batch). */
+  function flush(): Promise<void> {
+    flushing ??= new Promise<void>((resolve) => setTimeout(resolve, 0)).then(async () => {
+      flushing = null;
+      const batch = [...pending].filter((p) => list.includes(p) && asked.get(p) !== loadSeq);
+      pending = new Set();
+      if (!batch.length) return;
+      for (const p of batch) asked.set(p, loadSeq);
+      await loadData(batch);
+    });
+    return flushing;
+  }
+  /** A new generation of data: the panels in view are fetched now, the others when seen. */
+  function reload(): Promise<void> {
+    loadSeq++;
+    grouped = null;
+    fetched.clear();
+    runLines = [];
+    const shown = inView();
+    for (const p of list) {
+      p.show(shown.includes(p));
+      if (shown.includes(p)) near.add(p);
+      else near.delete(p);
+    }
+    for (const p of shown) pending.add(p);
+    return flush();
+  }
+
   function mountPanels(): void {
-    for (const p of list) p.destroy();
+    for (const p of list) {
+      unwatch(p);
+      p.destroy();
+    }
     list.length = 0;
     for (const ps of spec.panels ?? []) list.push(new Panel(ps, host));
     grid.style.gridTemplateColumns = `repeat(${columns()}, minmax(0, 1fr))`;
     grid.replaceChildren(...list.map((p) => p.el));
+    for (const p of list) watch(p);
   }
 
   function showLegend(): void {
@@ -126,11 +207,10 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
     }
   }
 
-  /** Fetch (the panels') data: one grouped request per 20 keys, or the runs' series. */
-  async function loadData(only?: Panel[]): Promise<void> {
-    const my = only ? loadSeq : ++loadSeq; // a full load supersedes everything before it
+  /** Fetch these panels' data: one grouped request per 20 keys, or the runs' series. */
+  async function loadData(targets: Panel[]): Promise<void> {
+    const my = loadSeq; // a reload (a new generation) supersedes it
     const t0 = performance.now();
-    const targets = only ?? list;
     err.textContent = "";
     const groupBy = spec.group_by ?? [];
     try {
@@ -139,7 +219,8 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
         band: spec.band ?? "minmax",
       } as const;
       if (groupBy.length) {
-        const keys = [...new Set(targets.filter((p) => (p.spec.x ?? "step") === "step").flatMap((p) => p.spec.keys))];
+        // the keys of this generation not fetched yet (a panel of fetched keys draws at once)
+        const keys = [...new Set(targets.filter((p) => (p.spec.x ?? "step") === "step").flatMap((p) => p.spec.keys))].filter((k) => !fetched.has(k) || !grouped);
         const parts: string[][] = [];
         for (let i = 0; i < keys.length; i += 20) parts.push(keys.slice(i, i + 20));
         // only the arrays the line and band need
@@ -148,12 +229,13 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
         const body = (ks: string[]) => ({ keys: ks, group_by: groupBy, filter: spec.filter ?? "", buckets: BUCKETS, stats: [...new Set(stats)] as GroupedBody["stats"] });
         const got = await Promise.all(parts.map((ks) => wsApi.grouped(project, body(ks))));
         if (disposed || my !== loadSeq) return;
-        const merged: GroupedSeries = got.length ? { ...got[0], groups: got[0].groups.map((g) => ({ ...g, series: [...g.series] })) } : { group_by: groupBy, runs: 0, grids: [], groups: [] };
+        for (const k of keys) fetched.add(k);
+        const merged: GroupedSeries = !got.length && grouped ? grouped : got.length ? { ...got[0], groups: got[0].groups.map((g) => ({ ...g, series: [...g.series] })) } : { group_by: groupBy, runs: 0, grids: [], groups: [] };
         for (const more of got.slice(1))
           more.groups.forEach((g, i) => {
             merged.groups[i]?.series.push(...g.series);
           });
-        if (only && grouped) {
+        if (grouped && merged !== grouped) {
           // keep the other panels' series
           merged.groups.forEach((g, i) => {
             const old = grouped!.groups[i];
@@ -165,7 +247,7 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
       } else grouped = null;
       const colors = grouped ? runColors(grouped.groups.map((g) => g.label)) : new Map<string, string>();
       const needRuns = !grouped || targets.some((p) => (p.spec.x ?? "step") !== "step");
-      if (needRuns && (!only || !runLines.length)) {
+      if (needRuns && !runLines.length) {
         const page = await api.runs(project, { filter: spec.filter || undefined, sort: "created_at", order: "desc", limit: MAX_RUN_LINES });
         const rc = runColors(page.runs.map((r) => r.id));
         runLines = page.runs.map((r) => ({ id: r.id, label: r.name ?? r.id, color: rc.get(r.id)! }));
@@ -186,6 +268,7 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
       grid.dataset.loaded = String(Number(grid.dataset.loaded ?? 0) + 1);
     } catch (e) {
       if (disposed) return;
+      for (const p of targets) if (asked.get(p) === my) asked.delete(p); // asked again when seen
       err.textContent = e instanceof ApiError ? `${e.message}${e.field ? ` (${e.field})` : ""}` : String(e);
     }
   }
@@ -250,7 +333,7 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
       filter.value !== (spec.filter ?? "") || gb.join(",") !== (spec.group_by ?? []).join(",") || agg.value !== (spec.agg ?? "mean") || band.value !== (spec.band ?? "minmax");
     spec = { ...spec, filter: filter.value, group_by: gb, agg: agg.value === "median" ? "median" : "mean", band: band.value as WorkspaceSpec["band"] };
     dirty();
-    if (refetch) void loadData(); // the server sends only the statistics drawn
+    if (refetch) void reload(); // the server sends only the statistics drawn
   };
   for (const el of [agg, band]) el.addEventListener("change", controlsChanged);
   for (const el of [filter, group])
@@ -265,8 +348,8 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
     list.push(p);
     spec.panels = list.map((q) => q.spec);
     grid.append(p.el);
+    watch(p);
     dirty();
-    void loadData([p]);
   });
   save.addEventListener("click", () => void store(false));
   saveNew.addEventListener("click", () => void store(true));
@@ -308,7 +391,7 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
       status.textContent = `${w.owner ? `by ${w.owner} · ` : ""}${w.can_edit ? "" : "read-only · "}saved ${new Date(w.updated_at * 1000).toLocaleString()}`;
       fillControls();
       mountPanels();
-      await loadData();
+      await reload();
       grid.dataset.restoreMs = (performance.now() - t0).toFixed(1);
       void discover();
     } else {
@@ -317,7 +400,7 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
       const keys = metricKeys.filter((k) => !k.startsWith("system/")).slice(0, 6);
       spec.panels = keys.map((k) => ({ id: newId(), keys: [k] }));
       mountPanels();
-      await loadData();
+      await reload();
     }
     void listSaved();
   };
@@ -327,6 +410,7 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
   return () => {
     disposed = true;
     window.removeEventListener("resize", onResize);
+    observer.disconnect();
     for (const p of list) p.destroy();
   };
 }

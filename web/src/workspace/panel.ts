@@ -2,7 +2,8 @@
 // mean or median line with a min–max or ±std band, workspace/page.ts fetches it) or per run
 // (the raw series, for an ungrouped workspace).  The header moves, configures and removes
 // the panel; the corner grip resizes it (height in px, width in grid columns); the header
-// can also be dragged onto another panel to reorder.
+// can also be dragged onto another panel to reorder.  A panel draws only while the page says
+// it is in or near the viewport (`show`); data set while it is away is drawn when it returns.
 import uPlot from "uplot";
 import type { Series } from "../api";
 import { ema, twema } from "../series";
@@ -60,6 +61,8 @@ export class Panel {
   private note: HTMLElement;
   private u: uPlot | null = null;
   private data: PanelData | null = null;
+  private onScreen = false;
+  private stale = false; // data or size changed while off screen
   drawn = new Map<string, Drawn>();
   drawMs = 0;
 
@@ -212,6 +215,13 @@ export class Panel {
     this.redraw();
   }
 
+  /** In (or near) the viewport or not: a panel coming back draws what changed meanwhile. */
+  show(on: boolean): void {
+    this.onScreen = on;
+    this.el.dataset.onScreen = on ? "1" : "";
+    if (on && this.stale) this.redraw();
+  }
+
   private smooth(x: number[], y: (number | null)[]): (number | null)[] {
     const a = this.spec.smooth ?? 0;
     if (!a) return y;
@@ -282,6 +292,11 @@ export class Panel {
   /** Draw (again) from the data held, at the panel's current size. */
   redraw(): void {
     if (!this.data || !this.el.isConnected) return;
+    if (!this.onScreen) {
+      this.stale = true;
+      return;
+    }
+    this.stale = false;
     const t0 = performance.now();
     const { tables, series, bands } = this.build();
     const data = tables.length === 1 ? tables[0] : tables.length ? uPlot.join(tables) : ([[]] as unknown as uPlot.AlignedData);
