@@ -167,3 +167,13 @@ def test_finite_series_has_no_gaps_and_block_path_counts_nan(store: Any) -> None
     assert got["gaps"][next(i for i, x in enumerate(got["x"]) if x > 5000) - 1] == 1
     clean = series(store, ["r"], ["m"], lo=10_000, buckets=100)[0]
     assert clean["gaps"] is None and clean["nonnumeric"] == 0
+
+
+def test_holes_lookup_with_a_range_beyond_any_step(store: Any) -> None:
+    """Bounds past the largest step, infinite or NaN clamp instead of failing in the database."""
+    _rows(store, [[s, 1000.0 + s, {"m": None if s == 5 else float(s)}] for s in range(10)])
+    assert series(store, ["r"], ["m"], lo=2.0**63)[0]["count"] == 0
+    assert series(store, ["r"], ["m"], hi=2.0**64, lo=-(2.0**70))[0]["x"] == list(range(10))
+    assert series(store, ["r"], ["m"], after=math.inf)[0]["count"] == 0
+    got = series(store, ["r"], ["m"], lo=math.nan, hi=math.inf)[0]
+    assert got["x"] == list(range(10)) and got["nonnumeric"] == 1

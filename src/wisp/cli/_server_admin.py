@@ -51,7 +51,7 @@ def cmd_admin(args: argparse.Namespace) -> int:
             dry_run=args.dry_run,
         )
         verb = "would delete" if args.dry_run else "deleted"
-        print(f"{verb} {n} unreferenced media files ({size} bytes)")
+        print(f"{verb} {n} unreferenced media and artifact files ({size} bytes)")
         return EXIT["ok"]
     action = getattr(args, f"{group}_action")
     if group == "users":

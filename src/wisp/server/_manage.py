@@ -102,9 +102,13 @@ def media_gc(
     older_than_days: float = 1.0,
     dry_run: bool = False,
 ) -> tuple[int, int]:
-    """Delete media no run refers to, uploaded more than ``older_than_days`` ago (an upload
-    is referenced by its records shortly after), in the local directory or the object store
-    ``media_dir`` names, and uploads left unfinished as long; returns ``(files, bytes)``."""
+    """Delete media no run refers to and artifact files no published version names, held
+    for more than ``older_than_days`` (an upload is referenced shortly after it lands), in
+    the local directory or the object store ``media_dir`` names, and uploads left
+    unfinished as long; returns ``(files, bytes)``.
+
+    Media and artifact files share one content-addressed store: bytes are deleted only
+    once neither index holds their sha256."""
     from wisp.server._blobs import open_blob_store
 
     settings = ServerSettings(db=db or "", media_dir=media_dir or "").resolved()
@@ -112,16 +116,26 @@ def media_gc(
 
     def go(s: Any) -> tuple[int, int]:
         before = s.clock() - older_than_days * 86400
-        orphans = s.access.orphan_media(before)
-        if not dry_run:
-            # the same bytes may be an artifact's file too (one content-addressed store)
-            shared = s.artifacts.files_known([sha for sha, _ in orphans])
-            for sha, _ in orphans:
+        media = s.access.orphan_media(before)
+        files = s.artifacts.orphan_files(before)
+        sizes = dict(media + files)
+        media_shas, file_shas = {m for m, _ in media}, {f for f, _ in files}
+        if dry_run:  # bytes the other index still holds stay
+            keep = s.artifacts.files_known(sorted(media_shas - file_shas))
+            keep |= {f for f in file_shas - media_shas if s.media_known(f) is not None}
+        else:
+            for sha in media_shas:
                 s.access.forget_media(sha)
-                if sha not in shared:
-                    blobs.delete(sha)
+            dropped = {f for f in file_shas if s.artifacts.forget_file(f)}
+            freed = media_shas | dropped
+            keep = s.artifacts.files_known(sorted(freed))
+            keep |= {m for m in freed if s.media_known(m) is not None}
+            keep |= set(sizes) - freed
+            for sha in sorted(set(sizes) - keep):
+                blobs.delete(sha)
             blobs.abort_stale_uploads(before)  # uploads begun and never completed
-        return len(orphans), sum(size for _, size in orphans)
+        gone = [size for sha, size in sizes.items() if sha not in keep]
+        return len(gone), sum(gone)
 
     out: tuple[int, int] = _run(db, go)
     return out

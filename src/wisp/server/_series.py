@@ -164,6 +164,25 @@ def _chunk_points(conn: Any, dialect: Any, kid: int, want: list[int], a: int, b:
     return st[order], vals[order]
 
 
+def _step(v: float, rounding: Any) -> int:
+    """``v`` rounded to a step, kept within ``[-1, _MAX + 1]`` (so a bound beyond any step
+    never reaches the database as an out-of-range integer)."""
+    return int(rounding(min(max(v, -1.0), float(_MAX) + 1)))
+
+
+def step_range(lo: float | None, hi: float | None, after: float | None) -> tuple[int, int]:
+    """The steps ``[a, b]`` that ``x >= lo``, ``x <= hi`` and ``x > after`` select (``a > b``:
+    none); any float is accepted (NaN bounds nothing, infinities and huge values clamp)."""
+    a, b = 0, _MAX
+    if lo is not None and not math.isnan(lo):
+        a = max(a, _step(lo, math.ceil))
+    if after is not None and not math.isnan(after):
+        a = max(a, _step(after, math.floor) + 1)
+    if hi is not None and not math.isnan(hi):
+        b = min(b, _step(hi, math.floor))
+    return a, b
+
+
 def _step_series(
     conn: Any,
     dialect: Any,
@@ -177,10 +196,7 @@ def _step_series(
     the others (at the range ends or across a bucket edge) decoded and bucketed in numpy."""
     import numpy as np
 
-    a = 0 if lo is None else max(0, math.ceil(lo))
-    if after is not None:
-        a = max(a, math.floor(after) + 1)
-    b = _MAX if hi is None else min(_MAX, math.floor(hi))
+    a, b = step_range(lo, hi, after)
     if a > b:
         return dict(_EMPTY)
     aggs = [r for r in dialect.fetch_chunks(conn, [(kid, a, b)], "agg") if r[2] >= a]
@@ -377,12 +393,11 @@ def _holes(
     """Steps (and times) where a requested key was logged as None or text, by key.
 
     Only runs that logged such values have ``extras`` rows; the rest cost one lookup."""
+    a, b = step_range(lo, hi, None)
+    if a > b:
+        return {}
     e = S.extras.c
-    conds = [e.run_id == run_id]
-    if lo is not None:
-        conds.append(e.step >= math.ceil(lo))
-    if hi is not None:
-        conds.append(e.step <= math.floor(hi))
+    conds = [e.run_id == run_id, e.step >= a, e.step <= b]
     if conn.execute(select(e.step).where(*conds).limit(1)).first() is None:
         return {}
     out: dict[str, list[tuple[int, float]]] = {}

@@ -164,6 +164,25 @@ class ArtifactStore:
         with self.db.tx() as conn:
             self.db.dialect.insert_ignore(conn, artifact_files, [row], ["sha256"])
 
+    def orphan_files(self, before: float) -> list[tuple[str, int]]:
+        """``(sha256, size)`` of artifact files held since before ``before`` that no published
+        version names (uploads whose version was never committed)."""
+        f, r = artifact_files.c, artifact_file_refs.c
+        q = select(f.sha256, f.size).where(
+            f.created_at < before, ~select(r.sha256).where(r.sha256 == f.sha256).exists()
+        )
+        with self.db.read() as conn:
+            return [(str(a), int(b)) for a, b in conn.execute(q)]
+
+    def forget_file(self, sha: str) -> bool:
+        """Drop a file from the index unless a version came to name it meanwhile; returns
+        whether it was dropped (the caller then deletes its bytes)."""
+        f, r = artifact_files.c, artifact_file_refs.c
+        with self.db.tx() as conn:
+            named = select(r.sha256).where(r.sha256 == sha).exists()
+            res = conn.execute(artifact_files.delete().where(f.sha256 == sha, ~named))
+            return bool(res.rowcount)
+
     # -- versions --------------------------------------------------------------------------
 
     def commit(
