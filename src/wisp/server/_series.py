@@ -422,7 +422,8 @@ def series(
     after: float | None = None,
     buckets: int = 1000,
 ) -> list[dict[str, Any]]:
-    """Series for every (run, key) that exists, in the order asked."""
+    """Series for every (run, key) that exists, in the order asked (a NaN bound bounds nothing)."""
+    lo, hi, after = (None if v is None or math.isnan(v) else v for v in (lo, hi, after))
     out = []
     d = store.dialect
     with store.engine.connect() as conn:
