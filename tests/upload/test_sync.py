@@ -195,3 +195,32 @@ def test_table_images_are_uploaded_with_the_table(
         sha = Path(cell["path"]).name.split(".")[0]
         with urllib.request.urlopen(f"{server.url}/api/v1/media/{sha}", timeout=10) as resp:
             assert resp.read() == (Path(run.dir) / cell["path"]).read_bytes()
+
+
+def test_sync_with_nothing_listening_tries_later_runs_once(tmp_path: Path) -> None:
+    """Once the server has not answered one run at all, the runs after it get one attempt each
+    (not a give_up_after wait each) and the error still names every run."""
+    import socket
+
+    from wisp._upload._transport import HttpTransport
+    from wisp.errors import ApiError
+
+    for rid in ("a1", "b2", "c3"):
+        run = wisp.init(project="p", id=rid, mode="offline", dir=str(tmp_path))
+        run.log({"x": 1.0})
+        run.finish()
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+    paths: list[str] = []
+
+    class Counting(HttpTransport):
+        def request(self, method: str, path: str, *args: Any) -> Any:
+            paths.append(path)
+            return super().request(method, path, *args)
+
+    with pytest.raises(ApiError) as err:
+        wisp.sync(str(tmp_path), server_url=url, give_up_after=1.5, transport=Counting(url))
+    assert all(rid in str(err.value) for rid in ("a1", "b2", "c3"))
+    tries = {rid: sum(rid in p for p in paths) for rid in ("a1", "b2", "c3")}
+    assert tries["a1"] >= 2 and tries["b2"] == 1 and tries["c3"] == 1, (tries, paths)

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from wisp._meta import process_alive
 from wisp._rundir import META_FILE, read_meta, read_rejected, run_dirs_under, sync_status
-from wisp._upload._live import human_size
+from wisp._upload._live import human_size, unreachable
 from wisp._upload._uploader import Uploader
 from wisp.errors import ApiError, UsageError
 
@@ -142,8 +142,10 @@ def sync(
     ``paths`` and with ``all=True``, every run under ``./wisp`` and ``$WISP_DIR/wisp``.
     ``follow``: keep uploading a run still being written until it finishes or its
     process dies.  ``give_up_after``: seconds without progress (server unreachable)
-    before a run is given up.  Raises :class:`~wisp.errors.ApiError` naming every run
-    that could not be uploaded, after trying them all; returns one
+    before a run is given up; once the server has not answered a run at all (nothing
+    listening), the runs after it get one attempt each instead of that wait.  Raises
+    :class:`~wisp.errors.ApiError` naming every run that could not be uploaded, after
+    trying them all; returns one
     :class:`SyncResult` per run otherwise.  A record the server refuses (422) is set
     aside in the run's ``rejected.jsonl`` and the rest uploaded, as a live run does;
     ``retry_rejected`` sends the set-aside records again (after a server upgrade) and
@@ -178,6 +180,7 @@ def sync(
     for kinds in (("log",), ("use",)):  # versions first, then the runs that used them
         for run_dir in run_dirs:
             artifact_errors += _sync_artifacts(run_dir, server, key, transport, bar, kinds)
+    silent = False  # the server never answered a run of this sync: the next ones fail fast
     for run_dir in run_dirs:
         if sync_status(run_dir, server)[0] and not (retry_rejected and read_rejected(run_dir)):
             results.append(SyncResult(run_dir, None, 0, 0, 0, True, "up to date", None))
@@ -193,11 +196,12 @@ def sync(
         error: str | None = None
         done = False
         try:
-            done = up.run(final, give_up_after=give_up_after, on_progress=bar)
+            done = up.run(final, give_up_after=0.0 if silent else give_up_after, on_progress=bar)
         except BlockingIOError:
             error = "its own process is uploading it (try again after it finishes)"
         except ApiError as exc:
             error = f"{type(exc).__name__}: {exc}"
+        silent = unreachable(up)
         rejected = len(read_rejected(run_dir))
         status = "uploaded" if done else f"failed: {error}"
         if rejected:

@@ -137,7 +137,9 @@ def _parser() -> argparse.ArgumentParser:
     tm.add_argument("user")
     tm.add_argument("--role", choices=("viewer", "member", "admin"), default="member")
     tm.add_argument("--remove", action="store_true")
-    gp = ksub.add_parser("gc", help="delete media and artifact files nothing refers to", parents=[server_opts])
+    gp = ksub.add_parser(
+        "gc", help="delete media and artifact files nothing refers to", parents=[server_opts]
+    )
     gp.add_argument("--older-than-days", type=float, default=1.0, help="grace period (default 1)")
     gp.add_argument("--dry-run", action="store_true", help="only count what would go")
     pp = ksub.add_parser("projects", help="set a project's owner and visibility")
