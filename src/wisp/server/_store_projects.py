@@ -327,6 +327,19 @@ class ProjectStore:
     def audit(
         self, actor: Principal | None, action: str, target: str, status: int, addr: str
     ) -> None:
+        with self.db.tx() as conn:
+            self.audit_in(conn, actor, action, target, status, addr)
+
+    def audit_in(
+        self,
+        conn: Connection,
+        actor: Principal | None,
+        action: str,
+        target: str,
+        status: int,
+        addr: str,
+    ) -> None:
+        """:meth:`audit` inside the caller's write transaction."""
         row = {
             "ts": self.db.clock(),
             "user_id": actor.user_id if actor else None,
@@ -336,8 +349,7 @@ class ProjectStore:
             "status": status,
             "addr": addr[:64],
         }
-        with self.db.tx() as conn:
-            conn.execute(S.audit.insert(), [row])
+        conn.execute(S.audit.insert(), [row])
 
     def audit_log(
         self, limit: int, before: int | None = None, user: str | None = None

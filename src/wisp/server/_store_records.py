@@ -46,61 +46,77 @@ class RecordStore:
 
     def ingest(self, run_id: str, writer_id: str, first_seq: int, records: list[Prepared]) -> int:
         """Apply ``records`` (seq ``first_seq + i``) exactly once; returns the acked seq."""
-        w = S.writers.c
-        dialect = self.db.dialect
         new_keys: dict[tuple[str, str], int] = {}
         with self.db.tx() as conn:
-            user = self.runs.guard.on_writer(conn, run_id, writer_id)  # 409: another's writer
-            dialect.insert_ignore(
-                conn,
-                S.writers,
-                [{"run_id": run_id, "writer_id": writer_id, "acked_seq": -1, "user_id": user}],
-                ["run_id", "writer_id"],
-            )
-            q = select(w.acked_seq).where(w.run_id == run_id, w.writer_id == writer_id)
-            acked = int(conn.execute(dialect.for_update(q)).scalar_one())
-            if first_seq > acked + 1:
-                raise conflict(acked)
-            todo = records[acked + 1 - first_seq :]
-            if not todo:
-                return acked
-            # before any other write: see _points (blocks of concurrent writers)
-            dialect.lock_series(conn, run_id, {c.key for rec in todo for c in rec.points})
-            gen = self.runs.gen(conn, run_id)
-            if gen is None:  # records before the PUT: the path is the run's key (old clients)
-                first = todo[0]
-                if first.kind != RecordType.RUN or "project" not in first.data["cols"]:
-                    raise Problem(
-                        404,
-                        "run_not_found",
-                        f"run {run_id!r} does not exist: PUT /api/v1/runs/{run_id} first",
-                        "run_id",
-                    )
-                cols = first.data["cols"]
-                self.runs.check_legacy(conn, cols["project"], run_id)
-                self.runs.create(conn, run_id, {**cols, "meta": first.data["meta"]})
-                gen = self.runs.gen(conn, run_id) or ""
-            else:
-                self.runs.guard.on_write(conn, run_id, None)  # 409 unless the caller owns it
-            ck = f"{run_id}:{gen}"  # the key-id cache: never a deleted run's ids
-            points: list[Column] = []
-            for rec in todo:
-                self._apply(conn, run_id, rec, new_keys, points)
-            if points:  # once per batch: a chunk is rewritten once, not once per record
-                ids = self._key_id_map(conn, run_id, ck, {c.key for c in points}, new_keys)
-                dialect.write_points(conn, ids, points)
-            new_acked = first_seq + len(records) - 1
-            conn.execute(
-                update(S.writers)
-                .where(w.run_id == run_id, w.writer_id == writer_id)
-                .values(acked_seq=new_acked)
-            )
-            conn.execute(
-                update(S.runs).where(S.runs.c.id == run_id).values(last_seen=self.db.clock())
-            )
+            acked = self.ingest_in(conn, run_id, writer_id, first_seq, records, new_keys)
+        self.remember_keys(new_keys)
+        return acked
+
+    def remember_keys(self, new_keys: dict[tuple[str, str], int]) -> None:
+        """Cache the metric-key ids of a committed transaction (:meth:`ingest_in`'s)."""
         if len(self._key_ids) > _KEY_CACHE_MAX:
             self._key_ids.clear()
         self._key_ids.update(new_keys)
+
+    def ingest_in(
+        self,
+        conn: Connection,
+        run_id: str,
+        writer_id: str,
+        first_seq: int,
+        records: list[Prepared],
+        new_keys: dict[tuple[str, str], int],
+    ) -> int:
+        """:meth:`ingest` inside the caller's write transaction; the metric-key ids it made
+        go to ``new_keys``, for :meth:`remember_keys` once the transaction commits."""
+        w = S.writers.c
+        dialect = self.db.dialect
+        user = self.runs.guard.on_writer(conn, run_id, writer_id)  # 409: another's writer
+        dialect.insert_ignore(
+            conn,
+            S.writers,
+            [{"run_id": run_id, "writer_id": writer_id, "acked_seq": -1, "user_id": user}],
+            ["run_id", "writer_id"],
+        )
+        q = select(w.acked_seq).where(w.run_id == run_id, w.writer_id == writer_id)
+        acked = int(conn.execute(dialect.for_update(q)).scalar_one())
+        if first_seq > acked + 1:
+            raise conflict(acked)
+        todo = records[acked + 1 - first_seq :]
+        if not todo:
+            return acked
+        # before any other write: see _points (blocks of concurrent writers)
+        dialect.lock_series(conn, run_id, {c.key for rec in todo for c in rec.points})
+        gen = self.runs.gen(conn, run_id)
+        if gen is None:  # records before the PUT: the path is the run's key (old clients)
+            first = todo[0]
+            if first.kind != RecordType.RUN or "project" not in first.data["cols"]:
+                raise Problem(
+                    404,
+                    "run_not_found",
+                    f"run {run_id!r} does not exist: PUT /api/v1/runs/{run_id} first",
+                    "run_id",
+                )
+            cols = first.data["cols"]
+            self.runs.check_legacy(conn, cols["project"], run_id)
+            self.runs.create(conn, run_id, {**cols, "meta": first.data["meta"]})
+            gen = self.runs.gen(conn, run_id) or ""
+        else:
+            self.runs.guard.on_write(conn, run_id, None)  # 409 unless the caller owns it
+        ck = f"{run_id}:{gen}"  # the key-id cache: never a deleted run's ids
+        points: list[Column] = []
+        for rec in todo:
+            self._apply(conn, run_id, rec, new_keys, points)
+        if points:  # once per batch: a chunk is rewritten once, not once per record
+            ids = self._key_id_map(conn, run_id, ck, {c.key for c in points}, new_keys)
+            dialect.write_points(conn, ids, points)
+        new_acked = first_seq + len(records) - 1
+        conn.execute(
+            update(S.writers)
+            .where(w.run_id == run_id, w.writer_id == writer_id)
+            .values(acked_seq=new_acked)
+        )
+        conn.execute(update(S.runs).where(S.runs.c.id == run_id).values(last_seen=self.db.clock()))
         return new_acked
 
     def _apply(

@@ -144,35 +144,42 @@ class RunStore:
         A run never changes project here: a different project is a 409.
         """
         with self.db.tx() as conn:
-            project = cols.get("project")
-            key: str | None = run_id
-            if by_project:
-                if project is None:
-                    raise Problem(422, "invalid", "project: required with by_project", "project")
-                key = self.resolve(conn, project, run_id)
-            cur = None if key is None else self._project(conn, key)
-            if cur is None:
-                if project is None:
-                    raise Problem(422, "invalid", "project: required to create a run", "project")
-                if not by_project:
-                    self.check_legacy(conn, project, run_id)
-                key = self.create(conn, run_id, cols)
-            else:
-                assert key is not None
-                self.guard.on_write(conn, key, cols)
-                if project is not None and project != cur:
-                    raise Problem(
-                        409,
-                        "run_in_other_project",
-                        f"run {run_id!r} is in project {cur!r}: runs do not move between "
-                        f"projects (run ids are unique per project; update the client)",
-                        "project",
-                    )
-            vals = {k: v for k, v in cols.items() if k != "project"}
-            if vals:
-                conn.execute(update(S.runs).where(S.runs.c.id == key).values(**vals))
+            key = self.put_in(conn, run_id, cols, by_project)
             row = conn.execute(select(S.runs).where(S.runs.c.id == key)).one()
         return self.run_dict(row)
+
+    def put_in(
+        self, conn: Connection, run_id: str, cols: dict[str, Any], by_project: bool = False
+    ) -> str:
+        """:meth:`put` inside the caller's write transaction; returns the run's key."""
+        project = cols.get("project")
+        key: str | None = run_id
+        if by_project:
+            if project is None:
+                raise Problem(422, "invalid", "project: required with by_project", "project")
+            key = self.resolve(conn, project, run_id)
+        cur = None if key is None else self._project(conn, key)
+        if cur is None:
+            if project is None:
+                raise Problem(422, "invalid", "project: required to create a run", "project")
+            if not by_project:
+                self.check_legacy(conn, project, run_id)
+            key = self.create(conn, run_id, cols)
+        else:
+            assert key is not None
+            self.guard.on_write(conn, key, cols)
+            if project is not None and project != cur:
+                raise Problem(
+                    409,
+                    "run_in_other_project",
+                    f"run {run_id!r} is in project {cur!r}: runs do not move between "
+                    f"projects (run ids are unique per project; update the client)",
+                    "project",
+                )
+        vals = {k: v for k, v in cols.items() if k != "project"}
+        if vals:
+            conn.execute(update(S.runs).where(S.runs.c.id == key).values(**vals))
+        return key
 
     def _project(self, conn: Connection, key: str) -> str | None:
         got = conn.execute(select(S.runs.c.project).where(S.runs.c.id == key)).first()
