@@ -122,6 +122,8 @@ class LocalImporter:
                 self._upload(d)
 
     def _upload(self, run_dir: str) -> None:
+        if self.batch is not None:
+            self.batch.wait()  # a cursor saved late must not overwrite the uploader's
         up = Uploader(run_dir, self.client_factory(), heartbeat_interval=HEARTBEAT)
         up.crashed = _crashed(run_dir)
         self.uploaders[run_dir] = up
@@ -272,6 +274,8 @@ class LocalImporter:
             client.close()
 
     def close(self) -> None:
+        if self.batch is not None:
+            self.batch.close()
         for up in self.uploaders.values():
             up.client.close()
         if self.index is not None:

@@ -19,7 +19,9 @@ the store refuses, takes the per-run upload path.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
+import logging
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +32,8 @@ from wisp._upload._uploader import describe_records
 from wisp.errors import CorruptRunFileError
 
 __all__ = ["MAX_SMALL", "BatchImporter", "SmallRun"]
+
+log = logging.getLogger("wisp")
 
 MAX_SMALL = 1 << 20  # bytes: a run file one upload batch carries (the uploader's batch_bytes)
 PLAIN = frozenset({RUN_FILE, META_FILE, CURSOR_FILE, LOCK_FILE})  # a run directory's files
@@ -65,6 +69,10 @@ class BatchImporter:
         self.actor = key_principal(store, write_key)
         self.server_url = server_url
         self.addr = addr  # where the requests would have come from (the audit log's address)
+        # cursors are written on a thread while the next batch is read and written (creating
+        # a file costs about what a run's database work does)
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._saving: concurrent.futures.Future[None] | None = None
 
     def read(self, run_dir: str) -> SmallRun | None:
         """The run, when it qualifies for a batch (module doc); None: upload it on its own."""
@@ -129,6 +137,32 @@ class BatchImporter:
                     refused.append((r, f"{p.status} {p.code}: {p.message}"))
                 else:
                     done.append(r)
-        for r in done:
-            Cursor(self.server_url, r.stat[0], r.last_seq, r.writer_id, done=True).save(r.run_dir)
+        self.wait()  # the previous batch's cursors
+        self._saving = self._pool().submit(self._save_cursors, done)
         return done, refused
+
+    def _save_cursors(self, runs: list[SmallRun]) -> None:
+        for r in runs:
+            try:
+                Cursor(self.server_url, r.stat[0], r.last_seq, r.writer_id, done=True).save(
+                    r.run_dir
+                )
+            except OSError as exc:  # the server has the run: only a later resend is lost
+                log.warning("wisp ui: cannot save the upload cursor of %s: %s", r.run_dir, exc)
+
+    def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(1, "wisp-ui-cursors")
+        return self._executor
+
+    def wait(self) -> None:
+        """Until the cursors of the runs imported so far are saved."""
+        if self._saving is not None:
+            self._saving.result()
+            self._saving = None
+
+    def close(self) -> None:
+        self.wait()
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None

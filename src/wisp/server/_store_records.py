@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Connection
 
 from wisp._protocol import RecordType
@@ -20,11 +20,20 @@ from wisp.server import _schema as S
 from wisp.server._db import Db
 from wisp.server._ingest import Column, Prepared, conflict
 from wisp.server._problem import Problem
-from wisp.server._store_runs import RunStore
+from wisp.server._store_runs import UPDATE_RUN, RunStore
 
 __all__ = ["RecordStore"]
 
 _KEY_CACHE_MAX = 200_000
+# statements run for every batch, built once (building one costs more than running it)
+_W = S.writers.c
+_WRITER = (_W.run_id == bindparam("run"), _W.writer_id == bindparam("writer"))
+_ACKED = select(_W.acked_seq).where(*_WRITER)
+_SET_ACKED = update(S.writers).where(*_WRITER)
+_MK = S.metric_keys.c
+_KEY_IDS = select(_MK.id, _MK.key).where(
+    _MK.run_id == bindparam("run"), _MK.key.in_(bindparam("keys", expanding=True))
+)
 _SHA = re.compile(r"[0-9a-f]{64}")
 
 
@@ -35,6 +44,7 @@ class RecordStore:
         self.db = db
         self.runs = runs
         self._key_ids: dict[tuple[str, str], int] = {}
+        self._acked = db.dialect.for_update(_ACKED)
 
     def acked_seq(self, run_id: str, writer_id: str) -> int:
         w = S.writers.c
@@ -69,7 +79,6 @@ class RecordStore:
     ) -> int:
         """:meth:`ingest` inside the caller's write transaction; the metric-key ids it made
         go to ``new_keys``, for :meth:`remember_keys` once the transaction commits."""
-        w = S.writers.c
         dialect = self.db.dialect
         user = self.runs.guard.on_writer(conn, run_id, writer_id)  # 409: another's writer
         dialect.insert_ignore(
@@ -78,8 +87,8 @@ class RecordStore:
             [{"run_id": run_id, "writer_id": writer_id, "acked_seq": -1, "user_id": user}],
             ["run_id", "writer_id"],
         )
-        q = select(w.acked_seq).where(w.run_id == run_id, w.writer_id == writer_id)
-        acked = int(conn.execute(dialect.for_update(q)).scalar_one())
+        who = {"run": run_id, "writer": writer_id}
+        acked = int(conn.execute(self._acked, who).scalar_one())
         if first_seq > acked + 1:
             raise conflict(acked)
         todo = records[acked + 1 - first_seq :]
@@ -111,12 +120,8 @@ class RecordStore:
             ids = self._key_id_map(conn, run_id, ck, {c.key for c in points}, new_keys)
             dialect.write_points(conn, ids, points)
         new_acked = first_seq + len(records) - 1
-        conn.execute(
-            update(S.writers)
-            .where(w.run_id == run_id, w.writer_id == writer_id)
-            .values(acked_seq=new_acked)
-        )
-        conn.execute(update(S.runs).where(S.runs.c.id == run_id).values(last_seen=self.db.clock()))
+        conn.execute(_SET_ACKED, {**who, "acked_seq": new_acked})
+        conn.execute(UPDATE_RUN, {"run_key": run_id, "last_seen": self.db.clock()})
         return new_acked
 
     def _apply(
@@ -136,21 +141,18 @@ class RecordStore:
             # a run never changes project (its id is unique per project)
             cols = {k: v for k, v in d["cols"].items() if k != "project"}
             vals = {**cols, "meta": d["meta"], "state": "running", "finished_at": None}
-            conn.execute(update(r).where(r.c.id == run_id).values(**vals))
+            conn.execute(UPDATE_RUN, {**vals, "run_key": run_id})
         elif rec.kind == RecordType.CONFIG:
-            conn.execute(update(r).where(r.c.id == run_id).values(config=d["config"]))
+            conn.execute(UPDATE_RUN, {"config": d["config"], "run_key": run_id})
         elif rec.kind == RecordType.SUMMARY:
-            conn.execute(update(r).where(r.c.id == run_id).values(summary=d["summary"]))
+            conn.execute(UPDATE_RUN, {"summary": d["summary"], "run_key": run_id})
         elif rec.kind == RecordType.METRIC:
             row = {"run_id": run_id, "name": d["name"], "spec": d["spec"]}
             self.db.dialect.upsert(conn, S.run_metrics, [row], ["run_id", "name"])
         elif rec.kind == RecordType.FINISH:
             fin = d["finished_at"] if d["finished_at"] is not None else self.db.clock()
-            conn.execute(
-                update(r)
-                .where(r.c.id == run_id)
-                .values(state=d["state"], finished_at=fin, exit_code=d["exit_code"])
-            )
+            end = {"state": d["state"], "finished_at": fin, "exit_code": d["exit_code"]}
+            conn.execute(UPDATE_RUN, {**end, "run_key": run_id})
         elif rec.kind == RecordType.CONSOLE:
             rows = [{"run_id": run_id, "ts": ts, "stream": s, "text": t} for ts, s, t in d["lines"]]
             if rows:
@@ -181,7 +183,6 @@ class RecordStore:
             else:
                 out[k] = kid
         if missing:
-            mk = S.metric_keys.c
             self.db.dialect.insert_ignore(
                 conn,
                 S.metric_keys,
@@ -190,9 +191,7 @@ class RecordStore:
             )
             for i in range(0, len(missing), 500):
                 part = missing[i : i + 500]
-                for kid, k in conn.execute(
-                    select(mk.id, mk.key).where(mk.run_id == run_id, mk.key.in_(part))
-                ):
+                for kid, k in conn.execute(_KEY_IDS, {"run": run_id, "keys": part}):
                     out[k] = kid
                     new_keys[(ck, k)] = kid
         return out
