@@ -3,8 +3,9 @@
 - ``wisp ui`` cold / warm: N small runs (100 steps x 5 metrics, as the SDK writes them;
   one real run is written with the SDK and copied N times with fresh run ids), imported
   by the ui's importer (``LocalImporter`` on the real server, batch importer, in-process
-  transport, stat index) exactly as ``wisp ui`` drives it: cold = empty database until every run is on
-  the server (and time until the dashboard is ready, i.e. after the first slice);
+  transport, stat index) exactly as ``wisp ui`` drives it: cold = empty database until
+  every run is on the server (and time until the dashboard is ready, i.e. after the first
+  slice);
   warm = a restart on the same database with nothing new; warm+1% = a restart after 1%
   of the runs grew by one record.  Targets (issue 22): 10,000 runs, cold <= 30 s,
   warm <= 2 s.

@@ -93,6 +93,7 @@ class LocalImporter:
         self.errors = 0
         self.opened = 0  # run directories read since start (new or grown)
         self.imported = 0  # of those, complete on the server
+        self.batched = 0  # of those, imported by the batch importer
         self.busy = False  # the last poll stopped at its time budget
         self._last_scan: float | None = None
         self.artifacts: tuple[str, str | None] | None = None  # (server, key): sync artifacts
@@ -167,6 +168,7 @@ class LocalImporter:
             log.warning("wisp ui: the server refused %s (%s); uploading it alone", r.run_dir, why)
             self._upload(r.run_dir)  # the uploader sets refused records aside, or says why not
         self.imported += len(done)
+        self.batched += len(done)
         if self.index is not None:
             for r in done:
                 self.index.mark(r.run_dir, r.stat)
