@@ -2,14 +2,15 @@
 
 Uploading a run costs a ``PUT /runs/{id}`` and a ``POST /runs/{key}/records``, each a
 write transaction; for 10,000 runs of a few kilobytes that overhead is nearly all the
-time.  :class:`BatchImporter` reads such a run whole, builds exactly the two request
-bodies its :class:`~wisp._upload._uploader.Uploader` would send (the same run
-description, records as the same wire JSON) and hands many runs' bodies to the
-server's store in one transaction (:meth:`wisp.server._store.Store.write_batch`, which
-validates them with the endpoints' functions and writes them through the endpoints'
-store code, as the ui's API key).  Afterwards each run's ``upload.json`` says the
-server has the whole file, as the uploader's would, so a restart or ``wisp sync`` to
-this server sends nothing again.
+time.  :class:`BatchImporter` reads such a run whole and builds the two request bodies
+its :class:`~wisp._upload._uploader.Uploader` would send: the same run description, and
+the records as the server decodes them (read by the run file's decoder,
+``decode_payload``, rather than written as JSON text by ``history_json`` and parsed
+back).  It hands many runs' bodies to the server's store in one transaction
+(:meth:`wisp.server._store.Store.write_batch`, which validates them with the endpoints'
+functions and writes them through the endpoints' store code, as the ui's API key).
+Afterwards each run's ``upload.json`` says the server has the whole file, as the
+uploader's would, so a restart or ``wisp sync`` to this server sends nothing again.
 
 Only plain runs qualify (:meth:`BatchImporter.read`): a finished, untorn run file of
 at most :data:`MAX_SMALL` bytes with one writer, no media, saved files, forked
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wisp._rundir import CURSOR_FILE, LOCK_FILE, META_FILE, RUN_FILE, Cursor
-from wisp._runfile import FRAME_SIZE, HEADER_SIZE, Record, RecordType, history_json, iter_records
+from wisp._runfile import FRAME_SIZE, HEADER_SIZE, Record, RecordType, decode_payload, iter_records
 from wisp._upload._uploader import describe_records
 from wisp.errors import CorruptRunFileError
 
@@ -52,10 +53,10 @@ class SmallRun:
     records_body: dict[str, Any]
 
 
-def _wire(rec: Record) -> bytes:
-    """A record as the uploader sends it (``{"type", "data"}``, history as JSON rows)."""
-    data = history_json(rec.payload) if rec.type == RecordType.HISTORY else rec.payload
-    return b'{"type":%d,"data":%s}' % (rec.type, data)
+def _record(rec: Record) -> dict[str, Any]:
+    """A record as the server decodes the uploader's (``{"type", "data"}``, history as
+    ``{"rows": [...]}``), read by the run file's own decoder instead of through JSON text."""
+    return {"type": rec.type, "data": decode_payload(rec.type, rec.payload)}
 
 
 class BatchImporter:
@@ -108,7 +109,7 @@ class BatchImporter:
         except (OSError, ValueError, CorruptRunFileError):
             return None  # the uploader reads it again and says what is wrong
         run_body: dict[str, Any] = {**body, "by_project": True}
-        records = {"writer_id": writer_id, "first_seq": 0, "records": list(map(_wire, recs))}
+        records = {"writer_id": writer_id, "first_seq": 0, "records": list(map(_record, recs))}
         stat = (st.st_size, st.st_mtime_ns)
         return SmallRun(run_dir, stat, run_id, writer_id, len(recs) - 1, run_body, records)
 
