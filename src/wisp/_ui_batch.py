@@ -117,11 +117,12 @@ class BatchImporter:
         self, runs: list[SmallRun]
     ) -> tuple[list[SmallRun], list[tuple[SmallRun, str]]]:
         """Send ``runs`` in one transaction; returns those now on the server (their cursors
-        saved) and those refused, each with the server's reason.  A database failure
-        raises (nothing of the batch is written)."""
+        are saved on a thread, see :meth:`wait`) and those refused, each with the server's
+        reason.  A database failure raises (nothing of the batch is written)."""
         from wisp.server._problem import Problem
         from wisp.server._store_batch import prepare_run_write
 
+        self.wait()  # the previous batch's cursors are saved by now
         refused: list[tuple[SmallRun, str]] = []
         writes = []
         for r in runs:
@@ -138,7 +139,6 @@ class BatchImporter:
                     refused.append((r, f"{p.status} {p.code}: {p.message}"))
                 else:
                     done.append(r)
-        self.wait()  # the previous batch's cursors
         self._saving = self._pool().submit(self._save_cursors, done)
         return done, refused
 
@@ -148,7 +148,8 @@ class BatchImporter:
                 Cursor(self.server_url, r.stat[0], r.last_seq, r.writer_id, done=True).save(
                     r.run_dir
                 )
-            except OSError as exc:  # the server has the run: only a later resend is lost
+            except OSError as exc:  # without it a later sync sends the run again (and the
+                # server skips what it has): worth a warning, not a failure
                 log.warning("wisp ui: cannot save the upload cursor of %s: %s", r.run_dir, exc)
 
     def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
