@@ -100,6 +100,8 @@ class LocalImporter:
         self._artifacts_seen: dict[str, int] = {}
 
     def _scan(self) -> None:
+        if self._queue:
+            return  # runs found earlier are still being imported: look for more after
         now = self.clock()
         if self._last_scan is not None and now - self._last_scan < self.scan_interval:
             return
