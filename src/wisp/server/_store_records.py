@@ -11,6 +11,7 @@ another server process and logged again under the same key never reuses its pred
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Connection
@@ -114,14 +115,17 @@ class RecordStore:
             self.runs.guard.on_write(conn, run_id, None)  # 409 unless the caller owns it
         ck = f"{run_id}:{gen}"  # the key-id cache: never a deleted run's ids
         points: list[Column] = []
+        run_vals: dict[str, Any] = {}  # the runs row's new columns, in record order
         for rec in todo:
-            self._apply(conn, run_id, rec, new_keys, points)
+            self._apply(conn, run_id, rec, points, run_vals)
         if points:  # once per batch: a chunk is rewritten once, not once per record
             ids = self._key_id_map(conn, run_id, ck, {c.key for c in points}, new_keys)
             dialect.write_points(conn, ids, points)
         new_acked = first_seq + len(records) - 1
         conn.execute(_SET_ACKED, {**who, "acked_seq": new_acked})
-        conn.execute(UPDATE_RUN, {"run_key": run_id, "last_seen": self.db.clock()})
+        # one UPDATE of the run for the batch: its RUN, CONFIG, SUMMARY, FINISH and RESUME
+        # records set columns of one row, and of two that set a column the later wins
+        conn.execute(UPDATE_RUN, {**run_vals, "run_key": run_id, "last_seen": self.db.clock()})
         return new_acked
 
     def _apply(
@@ -129,39 +133,34 @@ class RecordStore:
         conn: Connection,
         run_id: str,
         rec: Prepared,
-        new_keys: dict[tuple[str, str], int],
         points: list[Column],
+        run_vals: dict[str, Any],
     ) -> None:
         d = rec.data
-        r = S.runs
         if rec.kind == RecordType.HISTORY:
             points.extend(rec.points)
             self._apply_history(conn, run_id, rec)
         elif rec.kind == RecordType.RUN:
             # a run never changes project (its id is unique per project)
             cols = {k: v for k, v in d["cols"].items() if k != "project"}
-            vals = {**cols, "meta": d["meta"], "state": "running", "finished_at": None}
-            conn.execute(UPDATE_RUN, {**vals, "run_key": run_id})
+            run_vals.update(cols, meta=d["meta"], state="running", finished_at=None)
         elif rec.kind == RecordType.CONFIG:
-            conn.execute(UPDATE_RUN, {"config": d["config"], "run_key": run_id})
+            run_vals["config"] = d["config"]
         elif rec.kind == RecordType.SUMMARY:
-            conn.execute(UPDATE_RUN, {"summary": d["summary"], "run_key": run_id})
+            run_vals["summary"] = d["summary"]
         elif rec.kind == RecordType.METRIC:
             row = {"run_id": run_id, "name": d["name"], "spec": d["spec"]}
             self.db.dialect.upsert(conn, S.run_metrics, [row], ["run_id", "name"])
         elif rec.kind == RecordType.FINISH:
             fin = d["finished_at"] if d["finished_at"] is not None else self.db.clock()
-            end = {"state": d["state"], "finished_at": fin, "exit_code": d["exit_code"]}
-            conn.execute(UPDATE_RUN, {**end, "run_key": run_id})
+            run_vals.update(state=d["state"], finished_at=fin, exit_code=d["exit_code"])
         elif rec.kind == RecordType.CONSOLE:
             rows = [{"run_id": run_id, "ts": ts, "stream": s, "text": t} for ts, s, t in d["lines"]]
             if rows:
                 conn.execute(S.console.insert(), rows)
         else:
             if rec.kind == RecordType.RESUME:
-                conn.execute(
-                    update(r).where(r.c.id == run_id).values(state="running", finished_at=None)
-                )
+                run_vals.update(state="running", finished_at=None)
             conn.execute(
                 S.events.insert(), [{"run_id": run_id, "type": rec.kind, "data": d["text"]}]
             )
