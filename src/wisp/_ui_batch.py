@@ -145,9 +145,8 @@ class BatchImporter:
     def _save_cursors(self, runs: list[SmallRun]) -> None:
         for r in runs:
             try:
-                Cursor(self.server_url, r.stat[0], r.last_seq, r.writer_id, done=True).save(
-                    r.run_dir
-                )
+                cur = Cursor(self.server_url, r.stat[0], r.last_seq, r.writer_id, done=True)
+                cur.save_first(r.run_dir)
             except OSError as exc:  # without it a later sync sends the run again (and the
                 # server skips what it has): worth a warning, not a failure
                 log.warning("wisp ui: cannot save the upload cursor of %s: %s", r.run_dir, exc)
