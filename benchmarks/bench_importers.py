@@ -94,8 +94,8 @@ def bench_ui(n: int) -> None:
             ready = time.perf_counter() - t0
             while imp.busy or imp.pending:
                 imp.poll(budget=1.0)
+            imp.close()  # every upload.json written too
             total = time.perf_counter() - t0
-            imp.close()
             return imp, ready, total
 
         try:

@@ -70,10 +70,10 @@ class BatchImporter:
         self.actor = key_principal(store, write_key)
         self.server_url = server_url
         self.addr = addr  # where the requests would have come from (the audit log's address)
-        # cursors are written on a thread while the next batch is read and written (creating
-        # a file costs about what a run's database work does)
+        # cursors are written on a thread while the next batches are read and written
+        # (creating a file costs about what a run's database work does)
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
-        self._saving: concurrent.futures.Future[None] | None = None
+        self._saving: list[concurrent.futures.Future[None]] = []
 
     def read(self, run_dir: str) -> SmallRun | None:
         """The run, when it qualifies for a batch (module doc); None: upload it on its own."""
@@ -122,7 +122,6 @@ class BatchImporter:
         from wisp.server._problem import Problem
         from wisp.server._store_batch import prepare_run_write
 
-        self.wait()  # the previous batch's cursors are saved by now
         refused: list[tuple[SmallRun, str]] = []
         writes = []
         for r in runs:
@@ -139,17 +138,20 @@ class BatchImporter:
                     refused.append((r, f"{p.status} {p.code}: {p.message}"))
                 else:
                     done.append(r)
-        self._saving = self._pool().submit(self._save_cursors, done)
+        for f in [f for f in self._saving if f.done()]:
+            self._saving.remove(f)
+            f.result()
+        cursors = [(r.run_dir, r.stat[0], r.last_seq, r.writer_id) for r in done]
+        self._saving.append(self._pool().submit(self._save_cursors, cursors))
         return done, refused
 
-    def _save_cursors(self, runs: list[SmallRun]) -> None:
-        for r in runs:
+    def _save_cursors(self, runs: list[tuple[str, int, int, str]]) -> None:
+        for run_dir, size, last_seq, writer_id in runs:
             try:
-                cur = Cursor(self.server_url, r.stat[0], r.last_seq, r.writer_id, done=True)
-                cur.save_first(r.run_dir)
+                Cursor(self.server_url, size, last_seq, writer_id, done=True).save_first(run_dir)
             except OSError as exc:  # without it a later sync sends the run again (and the
                 # server skips what it has): worth a warning, not a failure
-                log.warning("wisp ui: cannot save the upload cursor of %s: %s", r.run_dir, exc)
+                log.warning("wisp ui: cannot save the upload cursor of %s: %s", run_dir, exc)
 
     def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._executor is None:
@@ -158,9 +160,8 @@ class BatchImporter:
 
     def wait(self) -> None:
         """Until the cursors of the runs imported so far are saved."""
-        if self._saving is not None:
-            self._saving.result()
-            self._saving = None
+        while self._saving:
+            self._saving.pop(0).result()
 
     def close(self) -> None:
         self.wait()
