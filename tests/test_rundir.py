@@ -112,6 +112,22 @@ def test_cursor_round_trip_and_load_rules(tmp_path: Path) -> None:
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
 
 
+def test_a_first_cursor_is_written_in_place_and_an_existing_one_replaced(tmp_path: Path) -> None:
+    """save_first writes a cursor that loads back; over another server's cursor it replaces
+    it like save; an empty (cut short) first cursor loads as a fresh one."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    R.Cursor(SERVER, 100, 7, "w", True).save_first(str(a))
+    c = R.Cursor.load(str(a), SERVER)
+    assert (c.offset, c.acked_seq, c.writer_id, c.done) == (100, 7, "w", True)
+    R.Cursor(SERVER, 120, 8, "w", True).save_first(str(a))
+    assert R.Cursor.load(str(a), SERVER).offset == 120
+    assert os.listdir(a) == [R.CURSOR_FILE]
+    (b / R.CURSOR_FILE).write_bytes(b"")
+    assert R.Cursor.load(str(b), SERVER).offset == len(HEADER)
+
+
 def test_upload_lock_is_exclusive(tmp_path: Path) -> None:
     """A second lock on the same run's uploads is refused until the first is released."""
     fd = R.lock_uploads(str(tmp_path))

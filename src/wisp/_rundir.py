@@ -314,6 +314,22 @@ class Cursor:
     def save(self, run_dir: str) -> None:
         _replace_json(os.path.join(run_dir, CURSOR_FILE), self.as_dict())
 
+    def save_first(self, run_dir: str) -> None:
+        """:meth:`save` where the run has no cursor yet: written in place, without a
+        temporary file and a rename (half the cost).  A write cut short leaves a damaged
+        cursor, which :meth:`load` reads as a fresh one, as if it was never saved; an
+        existing ``upload.json`` (another server's) is replaced atomically as usual."""
+        path = os.path.join(run_dir, CURSOR_FILE)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            self.save(run_dir)
+            return
+        try:
+            os.write(fd, json.dumps(self.as_dict()).encode("utf-8"))
+        finally:
+            os.close(fd)
+
 
 # -- records set aside --------------------------------------------------------------------------
 

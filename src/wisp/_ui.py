@@ -12,12 +12,13 @@ cursor), so restarting ``wisp ui`` re-sends nothing the server already acknowled
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from wisp._rundir import RUN_FILE, read_meta
 from wisp._ui_local import INDEX_FILE, InProcessTransport, StatIndex, scan_runs
@@ -26,11 +27,15 @@ from wisp._upload._transport import ApiClient
 from wisp._upload._uploader import Uploader
 from wisp.errors import ApiError, FatalApiError, UsageError
 
+if TYPE_CHECKING:
+    from wisp._ui_batch import BatchImporter, SmallRun
+
 __all__ = ["LocalImporter", "data_dir", "ui"]
 
 log = logging.getLogger("wisp")
 
 HEARTBEAT = 15.0  # seconds: a live run stays "running" on the server while it is quiet
+BATCH_RUNS = 200  # small runs to a write transaction (a fraction of a second of work)
 
 
 def data_dir() -> str:
@@ -62,6 +67,9 @@ class LocalImporter:
     ``upload.json``), all driven from the ui's loop, a bounded amount of work each.
     With a :class:`~wisp._ui_local.StatIndex`, a run whose file the server already
     holds whole (same size and mtime) is not opened, and finished uploads are dropped.
+    With a :class:`~wisp._ui_batch.BatchImporter`, new runs are first offered to it,
+    :data:`BATCH_RUNS` to a transaction; those it does not take (or the store refuses)
+    get an uploader.
     """
 
     def __init__(
@@ -72,8 +80,11 @@ class LocalImporter:
         index: StatIndex | None = None,
         clock: Callable[[], float] = time.monotonic,
         scan_interval: float = 1.0,
+        batch: BatchImporter | None = None,
     ) -> None:
         self.roots = roots
+        self.batch = batch
+        self._queue: dict[str, None] = {}  # new run directories for the batch importer
         self.client_factory = client_factory
         self.index = index
         self.clock = clock
@@ -82,12 +93,15 @@ class LocalImporter:
         self.errors = 0
         self.opened = 0  # run directories read since start (new or grown)
         self.imported = 0  # of those, complete on the server
+        self.batched = 0  # of those, imported by the batch importer
         self.busy = False  # the last poll stopped at its time budget
         self._last_scan: float | None = None
         self.artifacts: tuple[str, str | None] | None = None  # (server, key): sync artifacts
         self._artifacts_seen: dict[str, int] = {}
 
     def _scan(self) -> None:
+        if self._queue:
+            return  # runs found earlier are still being imported: look for more after
         now = self.clock()
         if self._last_scan is not None and now - self._last_scan < self.scan_interval:
             return
@@ -100,12 +114,67 @@ class LocalImporter:
                 if gone not in found:
                     index.forget(gone)
         for d, st in found.items():
-            if d in self.uploaders or (index is not None and index.current(d, st)):
+            if d in self.uploaders or d in self._queue:
                 continue
-            up = Uploader(d, self.client_factory(), heartbeat_interval=HEARTBEAT)
-            up.crashed = _crashed(d)
-            self.uploaders[d] = up
+            if index is not None and index.current(d, st):
+                continue
             self.opened += 1
+            if self.batch is not None:
+                self._queue[d] = None
+            else:
+                self._upload(d)
+
+    def _upload(self, run_dir: str) -> None:
+        if self.batch is not None:
+            self.batch.wait()  # a cursor saved late must not overwrite the uploader's
+        up = Uploader(run_dir, self.client_factory(), heartbeat_interval=HEARTBEAT)
+        up.crashed = _crashed(run_dir)
+        self.uploaders[run_dir] = up
+
+    def _drain(self, start: float, budget: float | None) -> int:
+        """Offer queued run directories to the batch importer, a transaction at a time,
+        until the queue is empty or the budget spent (sets :attr:`busy`)."""
+        assert self.batch is not None
+        sent = 0
+        while self._queue:
+            chunk = list(itertools.islice(self._queue, BATCH_RUNS))
+            for d in chunk:
+                del self._queue[d]
+            small = []
+            for d in chunk:
+                run = self.batch.read(d)
+                if run is None:
+                    self._upload(d)
+                else:
+                    small.append(run)
+            if small:
+                sent += self._import_batch(small)
+            if budget is not None and self.clock() - start > budget:
+                self.busy = True
+                break
+        return sent
+
+    def _import_batch(self, small: list[SmallRun]) -> int:
+        from sqlalchemy.exc import SQLAlchemyError
+
+        assert self.batch is not None
+        try:
+            done, refused = self.batch.import_runs(small)
+        except (SQLAlchemyError, OSError) as exc:
+            n = len(small)
+            log.warning("wisp ui: importing %d runs at once failed (%s); one by one now", n, exc)
+            for r in small:
+                self._upload(r.run_dir)
+            return 0
+        for r, why in refused:
+            log.warning("wisp ui: the server refused %s (%s); uploading it alone", r.run_dir, why)
+            self._upload(r.run_dir)  # the uploader sets refused records aside, or says why not
+        self.imported += len(done)
+        self.batched += len(done)
+        if self.index is not None:
+            for r in done:
+                self.index.mark(r.run_dir, r.stat)
+        return 1 if done else 0
 
     def poll(self, budget: float | None = None) -> int:
         """Send what is new in every run directory; returns the number of batches sent.
@@ -115,8 +184,8 @@ class LocalImporter:
         """
         start = self.clock()
         self._scan()
-        sent = 0
         self.busy = False
+        sent = self._drain(start, budget) if self._queue else 0
         for d, up in list(self.uploaders.items()):
             self._sync_artifacts(d)
             if up.done.is_set() and self.index is not None and self._artifacts_settled(d):
@@ -161,7 +230,8 @@ class LocalImporter:
     @property
     def pending(self) -> int:
         """Run directories found and not complete on the server yet."""
-        return sum(1 for u in self.uploaders.values() if not u.done.is_set() and u.error is None)
+        busy = sum(1 for u in self.uploaders.values() if not u.done.is_set() and u.error is None)
+        return busy + len(self._queue)
 
     def _artifacts_mark(self, run_dir: str) -> int | None:
         """The mtime of the run's artifact job folder; None when there is nothing to sync."""
@@ -208,6 +278,8 @@ class LocalImporter:
             client.close()
 
     def close(self) -> None:
+        if self.batch is not None:
+            self.batch.close()
         for up in self.uploaders.values():
             up.client.close()
         if self.index is not None:
@@ -298,6 +370,12 @@ class _LocalServer:
                 raise OSError(f"the wisp server did not start on {self.url}")
             time.sleep(0.02)
 
+    def batch_importer(self) -> BatchImporter:
+        """Imports small local runs straight into this server's store (``wisp._ui_batch``)."""
+        from wisp._ui_batch import BatchImporter
+
+        return BatchImporter(self._store, self.write_key, self.url)
+
     def stop(self) -> None:
         self._server.should_exit = True
         self._thread.join(10)
@@ -343,7 +421,10 @@ def ui(
     transport = InProcessTransport(server.app, url)
     index = StatIndex(os.path.join(store_dir, INDEX_FILE), fresh=fresh)
     importer = LocalImporter(
-        roots, lambda: ApiClient(url, server.write_key, transport=transport), index=index
+        roots,
+        lambda: ApiClient(url, server.write_key, transport=transport),
+        index=index,
+        batch=server.batch_importer(),
     )
     from wisp.sweeps._sync import SweepPusher  # offline sweeps under the roots (docs/sweeps.md)
 

@@ -40,7 +40,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, cast
 
 from wisp._rundir import (
@@ -71,7 +71,7 @@ from wisp._upload._transport import ApiClient, Conflict
 from wisp._wire import RUN_RECORD_FIELDS, RunBody
 from wisp.errors import FatalApiError, RetryableApiError
 
-__all__ = ["CURSOR_FILE", "Cursor", "Uploader", "describe_run"]
+__all__ = ["CURSOR_FILE", "Cursor", "Uploader", "describe_records", "describe_run"]
 
 log = logging.getLogger("wisp")
 MAX_SAVED_BYTES = 128 * 1024 * 1024  # saved files sent with the run (read whole, in memory)
@@ -82,26 +82,34 @@ _dumps = json.JSONEncoder(allow_nan=True, separators=(",", ":"), ensure_ascii=Fa
 def describe_run(path: str, *, crashed: bool = False) -> tuple[str, RunBody]:
     """The run id and ``PUT /runs/{id}`` body, from the run file as it is now."""
     tail = RecordTail(path)
+
+    def records() -> Iterator[Record]:
+        while recs := tail.read():
+            yield from recs
+
+    return describe_records(records(), path, crashed=crashed)
+
+
+def describe_records(
+    records: Iterable[Record], path: str, *, crashed: bool = False
+) -> tuple[str, RunBody]:
+    """:func:`describe_run` from the run file's records (``path`` names it in errors)."""
     first: dict[str, Any] | None = None
     config: dict[str, Any] = {}
     state = "running"
-    while True:
-        recs = tail.read()
-        if not recs:
-            break
-        for rec in recs:
-            t = rec.type
-            if t == RecordType.RUN:
-                state = "running"
-                obj = json.loads(rec.payload)
-                if first is None:
-                    first = obj
-                else:  # a later segment, or name/tags/notes set mid-run: the latest wins
-                    first.update({k: obj[k] for k in ("name", "tags", "notes") if k in obj})
-            elif t == RecordType.CONFIG:
-                config = json.loads(rec.payload).get("config", {})
-            elif t == RecordType.FINISH:
-                state = json.loads(rec.payload).get("state", "finished")
+    for rec in records:
+        t = rec.type
+        if t == RecordType.RUN:
+            state = "running"
+            obj = json.loads(rec.payload)
+            if first is None:
+                first = obj
+            else:  # a later segment, or name/tags/notes set mid-run: the latest wins
+                first.update({k: obj[k] for k in ("name", "tags", "notes") if k in obj})
+        elif t == RecordType.CONFIG:
+            config = json.loads(rec.payload).get("config", {})
+        elif t == RecordType.FINISH:
+            state = json.loads(rec.payload).get("state", "finished")
     if first is None or not isinstance(first.get("run_id"), str):
         raise FileNotFoundError(f"{path}: no run record yet")
     if crashed and state == "running":

@@ -22,10 +22,10 @@ from wisp.server._auth import media_inline, readable_projects
 from wisp.server._blobs import BlobStore, open_blob_store
 from wisp.server._filter import TREE_VERSION
 from wisp.server._http import check_possession, json_response, read_batch
-from wisp.server._ingest import check_project, check_run_fields, prepare_records
-from wisp.server._problem import Problem, check_id, clean_json, clean_str, invalid
+from wisp.server._ingest import check_project, prepare_batch, run_put_cols
+from wisp.server._problem import Problem, check_id, clean_str, invalid
 from wisp.server._query import filter_tree, list_runs
-from wisp.server._routes import RAW, In, convert, endpoint
+from wisp.server._routes import RAW, In, endpoint
 from wisp.server._series import export_history, series_json
 from wisp.server._settings import ServerSettings
 from wisp.server._store import Store
@@ -103,14 +103,7 @@ class Api:
         responses={200: T.RunPut},
     )
     async def put_run(self, r: In) -> Response:
-        body: dict[str, Any] = r.raw
-        cols = check_run_fields(body, "")
-        for src, col in (("config", "config"), ("metadata", "meta")):
-            if body.get(src) is not None:
-                cols[col] = clean_json(body[src], src)
-        if body.get("state") is not None:
-            cols["state"] = body["state"]
-        by_project = body.get("by_project") is True
+        cols, by_project = run_put_cols(r.raw)
         run = await run_in_threadpool(self.store.put_run, r.path.run_id, cols, by_project)
         return json_response({"run": run})
 
@@ -125,12 +118,7 @@ class Api:
         reader=read_batch,  # records stay raw JSON slices until prepared one by one
     )
     async def post_records(self, r: In) -> Response:
-        raw = r.raw
-        if not isinstance(raw, dict):
-            raise invalid("body", "expected a JSON object {writer_id, first_seq, records}")
-        envelope = {k: v for k, v in raw.items() if k != "records"}
-        b: T.RecordsBody = convert({**envelope, "records": []}, T.RecordsBody, "body")
-        prepared = await run_in_threadpool(prepare_records, raw.get("records"))
+        b, prepared = await run_in_threadpool(prepare_batch, r.raw)
         acked = await run_in_threadpool(
             self.store.ingest, r.path.run_id, b.writer_id, b.first_seq, prepared
         )

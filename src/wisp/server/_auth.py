@@ -45,6 +45,7 @@ __all__ = [
     "SESSION_COOKIE",
     "AuthMiddleware",
     "check_quota",
+    "key_principal",
     "media_inline",
     "need_project_write",
     "need_runs_read",
@@ -136,6 +137,21 @@ RULES = (
     _r("POST", "/auth/logout", "public", "none"),
     _r("GET HEAD", "/auth/me", "public", "none"),
 )
+
+
+def key_principal(store: Store, token: str) -> Principal:
+    """Who calls with the API key ``token`` (401 for an unknown, revoked or expired key, or
+    a disabled user)."""
+    got = store.keys.lookup(token)
+    if got is None:
+        raise Problem(401, "unauthorized", "the API key is not valid, expired or was revoked")
+    key_id, user_id, scope = got
+    if user_id is None:
+        user_id = store.users.admin_user()
+    p = store.users.principal(user_id, scope, "key", key_id)
+    if p is None:
+        raise Problem(401, "unauthorized", "the API key's user is disabled")
+    return p
 
 
 def principal_of(request: Any) -> Principal:
@@ -293,16 +309,7 @@ class AuthMiddleware:
         return self.store.users.principal(uid, "write", "session")
 
     def _key_principal(self, token: str) -> Principal:
-        got = self.store.keys.lookup(token)
-        if got is None:
-            raise Problem(401, "unauthorized", "the API key is not valid, expired or was revoked")
-        key_id, user_id, scope = got
-        if user_id is None:
-            user_id = self.store.users.admin_user()
-        p = self.store.users.principal(user_id, scope, "key", key_id)
-        if p is None:
-            raise Problem(401, "unauthorized", "the API key's user is disabled")
-        return p
+        return key_principal(self.store, token)
 
     def _sso_principal(self, name: str) -> Principal:
         got = self.store.users.user(name[:64])

@@ -40,6 +40,7 @@ __all__ = ["Dialect", "PostgresDialect", "SqliteDialect", "dialect_for_url", "di
 _PG_MIGRATE_LOCK = 0x77697370  # "wisp"
 _SQLITE_SCHEMES = ("sqlite", "sqlite+pysqlite")
 _PG_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
+_IGNORE: dict[tuple[str, str, tuple[str, ...]], Any] = {}  # insert_ignore's statements
 
 
 class Dialect:
@@ -63,7 +64,12 @@ class Dialect:
         self, conn: Connection, table: Any, rows: list[dict[str, Any]], keys: list[str]
     ) -> None:
         """Insert ``rows``; rows whose ``keys`` already exist are left as they are."""
-        conn.execute(self.insert(table).on_conflict_do_nothing(index_elements=keys), rows)
+        # built once per backend, table and keys: building costs more than running it
+        ck = (self.name, table.name, tuple(keys))
+        stmt = _IGNORE.get(ck)
+        if stmt is None:
+            stmt = _IGNORE[ck] = self.insert(table).on_conflict_do_nothing(index_elements=keys)
+        conn.execute(stmt, rows)
 
     def upsert(
         self, conn: Connection, table: Any, rows: list[dict[str, Any]], keys: list[str]

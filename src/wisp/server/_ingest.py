@@ -33,9 +33,9 @@ from wisp._protocol import (
 )
 from wisp.server._problem import Problem, clean_json, clean_str, invalid
 from wisp.server._routes import convert
-from wisp.server._types import MetricSpec
+from wisp.server._types import MetricSpec, RecordsBody
 
-__all__ = ["Column", "Prepared", "prepare_records"]
+__all__ = ["Column", "Prepared", "prepare_batch", "prepare_records", "run_put_cols"]
 
 STATES = RUN_STATES
 _NF = {math.inf: 2, -math.inf: 3}
@@ -173,6 +173,28 @@ def check_run_fields(data: dict[str, Any], prefix: str) -> dict[str, Any]:
     if data.get("created_at") is not None:
         out["created_at"] = _when(data["created_at"], f"{prefix}created_at")
     return out
+
+
+def run_put_cols(body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The run columns and ``by_project`` of a ``PUT /runs/{id}`` body (already converted to
+    :class:`~wisp.server._types.RunBody`, so its fields have their types)."""
+    cols = check_run_fields(body, "")
+    for src, col in (("config", "config"), ("metadata", "meta")):
+        if body.get(src) is not None:
+            cols[col] = clean_json(body[src], src)
+    if body.get("state") is not None:
+        cols["state"] = body["state"]
+    return cols, body.get("by_project") is True
+
+
+def prepare_batch(raw: Any) -> tuple[RecordsBody, list[Prepared]]:
+    """A ``POST /runs/{id}/records`` body ``{writer_id, first_seq, records}``: its envelope
+    and its validated records (a :class:`Problem` names the bad field)."""
+    if not isinstance(raw, dict):
+        raise invalid("body", "expected a JSON object {writer_id, first_seq, records}")
+    envelope = {k: v for k, v in raw.items() if k != "records"}
+    b: RecordsBody = convert({**envelope, "records": []}, RecordsBody, "body")
+    return b, prepare_records(raw.get("records"))
 
 
 def _prep_history(data: dict[str, Any], fld: str) -> Prepared:

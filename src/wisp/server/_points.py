@@ -172,8 +172,9 @@ def write_points(
 ) -> None:
     """Write the points of ``cols`` (in record order: of equal steps of a key the last wins).
 
-    Keys are merged one at a time and their rows written in slices, so a batch of millions
-    of points holds one key's arrays and chunk rows at a time beside the batch itself.
+    Keys are merged one at a time and their rows written in slices of :data:`_WRITE_ROWS`,
+    so a batch of millions of points holds one key's arrays and a slice of chunk rows at a
+    time beside the batch itself.
     """
     import numpy as np
 
@@ -190,6 +191,8 @@ def write_points(
     stored: dict[int, list[Stored]] = {}
     for kid, s0, s1, n, data in dialect.fetch_chunks(conn, spans, "merge"):
         stored.setdefault(kid, []).append(Stored(s0, s1, n, bytes(data)))
+    pending: list[ChunkRow] = []  # merged rows not written yet
+    deletes: list[tuple[int, int]] = []
     for kid, cs in per_key.items():
         parts = [columns(c.steps, c.times, c.values, c.nfs) for c in cs]
         new: tuple[Any, Any, Any] = parts[0]
@@ -199,6 +202,14 @@ def write_points(
         del parts
         rows, dels = merge(kid, new, stored.pop(kid, []))
         del new
-        deletes = [(kid, s0) for s0 in dels]
-        for i in range(0, max(len(rows), 1), _WRITE_ROWS):
-            dialect.write_chunks(conn, rows[i : i + _WRITE_ROWS], deletes if i == 0 else [])
+        # rows of several keys go out together (a run's few short keys: one statement);
+        # deletes never name a row this batch writes, so their order across keys is free
+        deletes.extend((kid, s0) for s0 in dels)
+        pending.extend(rows)
+        del rows
+        while len(pending) >= _WRITE_ROWS:
+            dialect.write_chunks(conn, pending[:_WRITE_ROWS], deletes)
+            del pending[:_WRITE_ROWS]
+            deletes = []
+    if pending or deletes:
+        dialect.write_chunks(conn, pending, deletes)

@@ -6,6 +6,7 @@ differences in :mod:`._dialect`), runs the Alembic migrations and returns a
 
 - :mod:`._store_runs` (runs, projects, reported state),
 - :mod:`._store_records` (exactly-once ingestion; points and blocks via :mod:`._points`),
+- :mod:`._store_batch` (many runs' run and record writes in one transaction),
 - :mod:`._store_media` (media index; the bytes are in a :mod:`._blobs` store),
 - :mod:`._store_console` (console lines),
 - :mod:`._store_keys` (API keys of users),
@@ -27,7 +28,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
 
@@ -43,6 +45,10 @@ from wisp.server._store_projects import ProjectStore
 from wisp.server._store_records import RecordStore
 from wisp.server._store_runs import RunStore
 from wisp.server._store_users import UserStore
+
+if TYPE_CHECKING:
+    from wisp.server._rights import Principal
+    from wisp.server._store_batch import WriteBatch
 
 __all__ = ["SCOPES", "Store", "hash_key", "open_store"]
 
@@ -133,6 +139,13 @@ class Store:
     def ingest(self, run_id: str, writer_id: str, first_seq: int, records: list[Prepared]) -> int:
         """Apply ``records`` (seq ``first_seq + i``) exactly once; returns the acked seq."""
         return self.records.ingest(run_id, writer_id, first_seq, records)
+
+    def write_batch(self, actor: Principal, addr: str = "") -> AbstractContextManager[WriteBatch]:
+        """Many runs' ``PUT /runs/{id}`` + records in one transaction, as ``actor``
+        (:mod:`._store_batch`): ``with store.write_batch(p) as b: b.apply(write)``."""
+        from wisp.server._store_batch import open_batch
+
+        return open_batch(self.db, self.runs, self.records, self.access, actor, addr)
 
     # -- media, console -----------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.engine import Connection
 
 from wisp.server import _schema as S
@@ -33,6 +33,16 @@ from wisp.server._rights import (
 __all__ = ["ProjectStore"]
 
 # "project": a PUT names the run's project (it never moves: _store_runs refuses another one)
+# statements of every run write, built once (building one costs more than running it)
+_P = S.projects.c
+_INFO = select(_P.owner_user, _P.owner_team, _P.visibility).where(_P.name == bindparam("name"))
+_OWNER = select(S.runs.c.owner_id, S.runs.c.project, S.runs.c.given_id).where(
+    S.runs.c.id == bindparam("key")
+)
+_BOUND = select(S.writers.c.user_id).where(
+    S.writers.c.run_id == bindparam("run"), S.writers.c.writer_id == bindparam("writer")
+)
+_AUDIT = S.audit.insert()
 _META_FIELDS = {"project", "name", "tags", "notes", "run_group", "job_type", "config", "meta"}
 
 
@@ -43,10 +53,7 @@ class ProjectStore:
     # -- projects -----------------------------------------------------------------------------
 
     def info(self, conn: Connection, name: str) -> ProjectInfo | None:
-        p = S.projects.c
-        row = conn.execute(
-            select(p.owner_user, p.owner_team, p.visibility).where(p.name == name)
-        ).first()
+        row = conn.execute(_INFO, {"name": name}).first()
         if row is None:
             return None
         teams: frozenset[int] = frozenset()
@@ -183,8 +190,7 @@ class ProjectStore:
         actor = ACTOR.get()
         if actor is None:
             return
-        r = S.runs.c
-        row = conn.execute(select(r.owner_id, r.project, r.given_id).where(r.id == run_id)).first()
+        row = conn.execute(_OWNER, {"key": run_id}).first()
         if row is None:
             return
         info = self.info(conn, row.project)
@@ -219,10 +225,7 @@ class ProjectStore:
         actor = ACTOR.get()
         if actor is None:
             return None
-        w = S.writers.c
-        bound = conn.execute(
-            select(w.user_id).where(w.run_id == run_id, w.writer_id == writer_id)
-        ).first()
+        bound = conn.execute(_BOUND, {"run": run_id, "writer": writer_id}).first()
         if bound is not None and bound[0] is not None and bound[0] != actor.user_id:
             raise Problem(
                 409,
@@ -327,6 +330,19 @@ class ProjectStore:
     def audit(
         self, actor: Principal | None, action: str, target: str, status: int, addr: str
     ) -> None:
+        with self.db.tx() as conn:
+            self.audit_in(conn, actor, action, target, status, addr)
+
+    def audit_in(
+        self,
+        conn: Connection,
+        actor: Principal | None,
+        action: str,
+        target: str,
+        status: int,
+        addr: str,
+    ) -> None:
+        """:meth:`audit` inside the caller's write transaction."""
         row = {
             "ts": self.db.clock(),
             "user_id": actor.user_id if actor else None,
@@ -336,8 +352,7 @@ class ProjectStore:
             "status": status,
             "addr": addr[:64],
         }
-        with self.db.tx() as conn:
-            conn.execute(S.audit.insert(), [row])
+        conn.execute(_AUDIT, [row])
 
     def audit_log(
         self, limit: int, before: int | None = None, user: str | None = None

@@ -11,8 +11,9 @@ another server process and logged again under the same key never reuses its pred
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.engine import Connection
 
 from wisp._protocol import RecordType
@@ -20,11 +21,20 @@ from wisp.server import _schema as S
 from wisp.server._db import Db
 from wisp.server._ingest import Column, Prepared, conflict
 from wisp.server._problem import Problem
-from wisp.server._store_runs import RunStore
+from wisp.server._store_runs import UPDATE_RUN, RunStore
 
 __all__ = ["RecordStore"]
 
 _KEY_CACHE_MAX = 200_000
+# statements run for every batch, built once (building one costs more than running it)
+_W = S.writers.c
+_WRITER = (_W.run_id == bindparam("run"), _W.writer_id == bindparam("writer"))
+_ACKED = select(_W.acked_seq).where(*_WRITER)
+_SET_ACKED = update(S.writers).where(*_WRITER)
+_MK = S.metric_keys.c
+_KEY_IDS = select(_MK.id, _MK.key).where(
+    _MK.run_id == bindparam("run"), _MK.key.in_(bindparam("keys", expanding=True))
+)
 _SHA = re.compile(r"[0-9a-f]{64}")
 
 
@@ -35,6 +45,7 @@ class RecordStore:
         self.db = db
         self.runs = runs
         self._key_ids: dict[tuple[str, str], int] = {}
+        self._acked = db.dialect.for_update(_ACKED)
 
     def acked_seq(self, run_id: str, writer_id: str) -> int:
         w = S.writers.c
@@ -46,61 +57,75 @@ class RecordStore:
 
     def ingest(self, run_id: str, writer_id: str, first_seq: int, records: list[Prepared]) -> int:
         """Apply ``records`` (seq ``first_seq + i``) exactly once; returns the acked seq."""
-        w = S.writers.c
-        dialect = self.db.dialect
         new_keys: dict[tuple[str, str], int] = {}
         with self.db.tx() as conn:
-            user = self.runs.guard.on_writer(conn, run_id, writer_id)  # 409: another's writer
-            dialect.insert_ignore(
-                conn,
-                S.writers,
-                [{"run_id": run_id, "writer_id": writer_id, "acked_seq": -1, "user_id": user}],
-                ["run_id", "writer_id"],
-            )
-            q = select(w.acked_seq).where(w.run_id == run_id, w.writer_id == writer_id)
-            acked = int(conn.execute(dialect.for_update(q)).scalar_one())
-            if first_seq > acked + 1:
-                raise conflict(acked)
-            todo = records[acked + 1 - first_seq :]
-            if not todo:
-                return acked
-            # before any other write: see _points (blocks of concurrent writers)
-            dialect.lock_series(conn, run_id, {c.key for rec in todo for c in rec.points})
-            gen = self.runs.gen(conn, run_id)
-            if gen is None:  # records before the PUT: the path is the run's key (old clients)
-                first = todo[0]
-                if first.kind != RecordType.RUN or "project" not in first.data["cols"]:
-                    raise Problem(
-                        404,
-                        "run_not_found",
-                        f"run {run_id!r} does not exist: PUT /api/v1/runs/{run_id} first",
-                        "run_id",
-                    )
-                cols = first.data["cols"]
-                self.runs.check_legacy(conn, cols["project"], run_id)
-                self.runs.create(conn, run_id, {**cols, "meta": first.data["meta"]})
-                gen = self.runs.gen(conn, run_id) or ""
-            else:
-                self.runs.guard.on_write(conn, run_id, None)  # 409 unless the caller owns it
-            ck = f"{run_id}:{gen}"  # the key-id cache: never a deleted run's ids
-            points: list[Column] = []
-            for rec in todo:
-                self._apply(conn, run_id, rec, new_keys, points)
-            if points:  # once per batch: a chunk is rewritten once, not once per record
-                ids = self._key_id_map(conn, run_id, ck, {c.key for c in points}, new_keys)
-                dialect.write_points(conn, ids, points)
-            new_acked = first_seq + len(records) - 1
-            conn.execute(
-                update(S.writers)
-                .where(w.run_id == run_id, w.writer_id == writer_id)
-                .values(acked_seq=new_acked)
-            )
-            conn.execute(
-                update(S.runs).where(S.runs.c.id == run_id).values(last_seen=self.db.clock())
-            )
+            acked = self.ingest_in(conn, run_id, writer_id, first_seq, records, new_keys)
+        self.remember_keys(new_keys)
+        return acked
+
+    def remember_keys(self, new_keys: dict[tuple[str, str], int]) -> None:
+        """Cache the metric-key ids of a committed transaction (:meth:`ingest_in`'s)."""
         if len(self._key_ids) > _KEY_CACHE_MAX:
             self._key_ids.clear()
         self._key_ids.update(new_keys)
+
+    def ingest_in(
+        self,
+        conn: Connection,
+        run_id: str,
+        writer_id: str,
+        first_seq: int,
+        records: list[Prepared],
+        new_keys: dict[tuple[str, str], int],
+    ) -> int:
+        """:meth:`ingest` inside the caller's write transaction; the metric-key ids it made
+        go to ``new_keys``, for :meth:`remember_keys` once the transaction commits."""
+        dialect = self.db.dialect
+        user = self.runs.guard.on_writer(conn, run_id, writer_id)  # 409: another's writer
+        dialect.insert_ignore(
+            conn,
+            S.writers,
+            [{"run_id": run_id, "writer_id": writer_id, "acked_seq": -1, "user_id": user}],
+            ["run_id", "writer_id"],
+        )
+        who = {"run": run_id, "writer": writer_id}
+        acked = int(conn.execute(self._acked, who).scalar_one())
+        if first_seq > acked + 1:
+            raise conflict(acked)
+        todo = records[acked + 1 - first_seq :]
+        if not todo:
+            return acked
+        # before any other write: see _points (blocks of concurrent writers)
+        dialect.lock_series(conn, run_id, {c.key for rec in todo for c in rec.points})
+        gen = self.runs.gen(conn, run_id)
+        if gen is None:  # records before the PUT: the path is the run's key (old clients)
+            first = todo[0]
+            if first.kind != RecordType.RUN or "project" not in first.data["cols"]:
+                raise Problem(
+                    404,
+                    "run_not_found",
+                    f"run {run_id!r} does not exist: PUT /api/v1/runs/{run_id} first",
+                    "run_id",
+                )
+            cols = first.data["cols"]
+            self.runs.check_legacy(conn, cols["project"], run_id)
+            self.runs.create(conn, run_id, {**cols, "meta": first.data["meta"]})
+            gen = self.runs.gen(conn, run_id) or ""
+        else:
+            self.runs.guard.on_write(conn, run_id, None)  # 409 unless the caller owns it
+        ck = f"{run_id}:{gen}"  # the key-id cache: never a deleted run's ids
+        points: list[Column] = []
+        run_vals: dict[str, Any] = {}  # the runs row's new columns, in record order
+        for rec in todo:
+            self._apply(conn, run_id, rec, points, run_vals)
+        if points:  # once per batch: a chunk is rewritten once, not once per record
+            ids = self._key_id_map(conn, run_id, ck, {c.key for c in points}, new_keys)
+            dialect.write_points(conn, ids, points)
+        new_acked = first_seq + len(records) - 1
+        conn.execute(_SET_ACKED, {**who, "acked_seq": new_acked})
+        # one UPDATE of the run for the batch: its RUN, CONFIG, SUMMARY, FINISH and RESUME
+        # records set columns of one row, and of two that set a column the later wins
+        conn.execute(UPDATE_RUN, {**run_vals, "run_key": run_id, "last_seen": self.db.clock()})
         return new_acked
 
     def _apply(
@@ -108,42 +133,34 @@ class RecordStore:
         conn: Connection,
         run_id: str,
         rec: Prepared,
-        new_keys: dict[tuple[str, str], int],
         points: list[Column],
+        run_vals: dict[str, Any],
     ) -> None:
         d = rec.data
-        r = S.runs
         if rec.kind == RecordType.HISTORY:
             points.extend(rec.points)
             self._apply_history(conn, run_id, rec)
         elif rec.kind == RecordType.RUN:
             # a run never changes project (its id is unique per project)
             cols = {k: v for k, v in d["cols"].items() if k != "project"}
-            vals = {**cols, "meta": d["meta"], "state": "running", "finished_at": None}
-            conn.execute(update(r).where(r.c.id == run_id).values(**vals))
+            run_vals.update(cols, meta=d["meta"], state="running", finished_at=None)
         elif rec.kind == RecordType.CONFIG:
-            conn.execute(update(r).where(r.c.id == run_id).values(config=d["config"]))
+            run_vals["config"] = d["config"]
         elif rec.kind == RecordType.SUMMARY:
-            conn.execute(update(r).where(r.c.id == run_id).values(summary=d["summary"]))
+            run_vals["summary"] = d["summary"]
         elif rec.kind == RecordType.METRIC:
             row = {"run_id": run_id, "name": d["name"], "spec": d["spec"]}
             self.db.dialect.upsert(conn, S.run_metrics, [row], ["run_id", "name"])
         elif rec.kind == RecordType.FINISH:
             fin = d["finished_at"] if d["finished_at"] is not None else self.db.clock()
-            conn.execute(
-                update(r)
-                .where(r.c.id == run_id)
-                .values(state=d["state"], finished_at=fin, exit_code=d["exit_code"])
-            )
+            run_vals.update(state=d["state"], finished_at=fin, exit_code=d["exit_code"])
         elif rec.kind == RecordType.CONSOLE:
             rows = [{"run_id": run_id, "ts": ts, "stream": s, "text": t} for ts, s, t in d["lines"]]
             if rows:
                 conn.execute(S.console.insert(), rows)
         else:
             if rec.kind == RecordType.RESUME:
-                conn.execute(
-                    update(r).where(r.c.id == run_id).values(state="running", finished_at=None)
-                )
+                run_vals.update(state="running", finished_at=None)
             conn.execute(
                 S.events.insert(), [{"run_id": run_id, "type": rec.kind, "data": d["text"]}]
             )
@@ -165,7 +182,6 @@ class RecordStore:
             else:
                 out[k] = kid
         if missing:
-            mk = S.metric_keys.c
             self.db.dialect.insert_ignore(
                 conn,
                 S.metric_keys,
@@ -174,9 +190,7 @@ class RecordStore:
             )
             for i in range(0, len(missing), 500):
                 part = missing[i : i + 500]
-                for kid, k in conn.execute(
-                    select(mk.id, mk.key).where(mk.run_id == run_id, mk.key.in_(part))
-                ):
+                for kid, k in conn.execute(_KEY_IDS, {"run": run_id, "keys": part}):
                     out[k] = kid
                     new_keys[(ck, k)] = kid
         return out

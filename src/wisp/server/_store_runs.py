@@ -14,7 +14,7 @@ import secrets
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import and_, case, func, select, update
+from sqlalchemy import and_, bindparam, case, func, select, update
 from sqlalchemy.engine import Connection
 
 from wisp._protocol import RecordType
@@ -25,6 +25,22 @@ from wisp.server._store_projects import ProjectStore
 
 __all__ = ["RunStore"]
 
+# statements run for every upload, built once (building one costs more than running it)
+_R = S.runs.c
+_RESOLVE = select(_R.id).where(_R.project == bindparam("project"), _R.given_id == bindparam("rid"))
+_PROJECT = select(_R.project).where(_R.id == bindparam("key"))
+_EXISTS = select(_R.id).where(_R.id == bindparam("key"))
+_GEN = select(_R.gen).where(_R.id == bindparam("key"))
+#: ``UPDATE runs SET <the parameters' columns> WHERE id = :run_key``
+UPDATE_RUN = update(S.runs).where(_R.id == bindparam("run_key"))
+#: the columns :meth:`RunStore.create` takes from its ``cols``
+_CREATE_COLS = frozenset(
+    {
+        *("project", "name", "state", "tags", "notes", "run_group", "job_type", "config"),
+        *("summary", "meta", "created_at", "finished_at"),
+    }
+)
+
 
 class RunStore:
     """Runs; a ``running`` run not heard from for ``heartbeat_timeout`` s reads as ``crashed``."""
@@ -33,6 +49,7 @@ class RunStore:
         self.db = db
         self.heartbeat_timeout = heartbeat_timeout
         self.guard = guard
+        self._insert = db.dialect.insert(S.runs).on_conflict_do_nothing()
 
     def state_expr(self) -> Any:
         """SQL for the reported state: ``running`` past the heartbeat timeout is ``crashed``."""
@@ -73,11 +90,15 @@ class RunStore:
         """Insert the run with the id ``run_id`` in ``cols['project']`` unless that project has
         one (inside the caller's transaction); returns its key.  The key is ``run_id`` when
         free, else ``run_id`` with a random suffix."""
+        return self._create(conn, run_id, cols)[0]
+
+    def _create(self, conn: Connection, run_id: str, cols: dict[str, Any]) -> tuple[str, bool]:
+        """:meth:`create`, and whether this call inserted the run."""
         project = cols["project"]
         found = self.resolve(conn, project, run_id)
         if found is not None:
             self.guard.on_write(conn, found, None)
-            return found
+            return found, False
         now = self.db.clock()
         owner = self.guard.on_create(conn, cols)
         key = run_id
@@ -107,7 +128,7 @@ class RunStore:
         }
         # any unique violation (the key, or the project's id) is a race lost to another
         # writer: the run that won is looked up again and must be the caller's
-        conn.execute(self.db.dialect.insert(S.runs).on_conflict_do_nothing(), [row])
+        inserted = conn.execute(self._insert, row).rowcount == 1
         won = self.resolve(conn, project, run_id)
         if won is None:
             raise Problem(
@@ -115,20 +136,19 @@ class RunStore:
             )
         if won != key:
             self.guard.on_write(conn, won, None)
-        return won
+        return won, inserted and won == key
 
     def exists(self, conn: Connection, key: str) -> bool:
-        return conn.execute(select(S.runs.c.id).where(S.runs.c.id == key)).first() is not None
+        return conn.execute(_EXISTS, {"key": key}).first() is not None
 
     def gen(self, conn: Connection, key: str) -> str | None:
         """The run's generation token ("" for runs from before them); None: no such run."""
-        row = conn.execute(select(S.runs.c.gen).where(S.runs.c.id == key)).first()
+        row = conn.execute(_GEN, {"key": key}).first()
         return None if row is None else (row[0] or "")
 
     def resolve(self, conn: Connection, project: str, run_id: str) -> str | None:
         """The key of the run with id ``run_id`` in ``project``, None when there is none."""
-        r = S.runs.c
-        got = conn.execute(select(r.id).where(r.project == project, r.given_id == run_id)).first()
+        got = conn.execute(_RESOLVE, {"project": project, "rid": run_id}).first()
         return None if got is None else str(got[0])
 
     def key_of(self, project: str, run_id: str) -> str | None:
@@ -144,38 +164,49 @@ class RunStore:
         A run never changes project here: a different project is a 409.
         """
         with self.db.tx() as conn:
-            project = cols.get("project")
-            key: str | None = run_id
-            if by_project:
-                if project is None:
-                    raise Problem(422, "invalid", "project: required with by_project", "project")
-                key = self.resolve(conn, project, run_id)
-            cur = None if key is None else self._project(conn, key)
-            if cur is None:
-                if project is None:
-                    raise Problem(422, "invalid", "project: required to create a run", "project")
-                if not by_project:
-                    self.check_legacy(conn, project, run_id)
-                key = self.create(conn, run_id, cols)
-            else:
-                assert key is not None
-                self.guard.on_write(conn, key, cols)
-                if project is not None and project != cur:
-                    raise Problem(
-                        409,
-                        "run_in_other_project",
-                        f"run {run_id!r} is in project {cur!r}: runs do not move between "
-                        f"projects (run ids are unique per project; update the client)",
-                        "project",
-                    )
-            vals = {k: v for k, v in cols.items() if k != "project"}
-            if vals:
-                conn.execute(update(S.runs).where(S.runs.c.id == key).values(**vals))
+            key = self.put_in(conn, run_id, cols, by_project)
             row = conn.execute(select(S.runs).where(S.runs.c.id == key)).one()
         return self.run_dict(row)
 
+    def put_in(
+        self, conn: Connection, run_id: str, cols: dict[str, Any], by_project: bool = False
+    ) -> str:
+        """:meth:`put` inside the caller's write transaction; returns the run's key."""
+        project = cols.get("project")
+        key: str | None = run_id
+        if by_project:
+            if project is None:
+                raise Problem(422, "invalid", "project: required with by_project", "project")
+            key = self.resolve(conn, project, run_id)
+            cur = None if key is None else project  # resolved in that project
+        else:
+            cur = self._project(conn, run_id)
+        vals = {k: v for k, v in cols.items() if k != "project"}
+        if cur is None:
+            if project is None:
+                raise Problem(422, "invalid", "project: required to create a run", "project")
+            if not by_project:
+                self.check_legacy(conn, project, run_id)
+            key, fresh = self._create(conn, run_id, cols)
+            if fresh and _CREATE_COLS.issuperset(cols):
+                return key  # inserted with these columns just now
+        else:
+            assert key is not None
+            self.guard.on_write(conn, key, cols)
+            if project is not None and project != cur:
+                raise Problem(
+                    409,
+                    "run_in_other_project",
+                    f"run {run_id!r} is in project {cur!r}: runs do not move between "
+                    f"projects (run ids are unique per project; update the client)",
+                    "project",
+                )
+        if vals:
+            conn.execute(UPDATE_RUN, {**vals, "run_key": key})
+        return key
+
     def _project(self, conn: Connection, key: str) -> str | None:
-        got = conn.execute(select(S.runs.c.project).where(S.runs.c.id == key)).first()
+        got = conn.execute(_PROJECT, {"key": key}).first()
         return None if got is None else str(got[0])
 
     def check_legacy(self, conn: Connection, project: str, run_id: str) -> None:
