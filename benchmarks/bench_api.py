@@ -64,6 +64,14 @@ def _rss_mb() -> float:
     return 0.0
 
 
+def _peak_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def _keys(m: int) -> list[str]:
     return [f"metric{j:02d}" for j in range(m)]
 
@@ -324,11 +332,13 @@ def main() -> None:
                     for k in keys:
                         list(r.scan_history(keys=[k]))
                 w_list.append(time.perf_counter() - t0)
+            server_peak = _peak_mb(srv.proc.pid) if srv.proc is not None else 0.0
         size = f"{args.runs:,} runs x {args.metrics} metrics x {args.steps:,} steps"
         print(f"histories() -> DataFrame ({size} = {pts:,} points, {rows:,} rows): {_fmt(h_times)}")
         print(
             f"  {pts / _pct(h_times, 50) / 1e6:.1f}M points/s; frame {frame_mb:.0f} MB, "
-            f"client peak RSS growth {growth:.0f} MB = {growth / max(frame_mb, 1e-9):.2f}x frame"
+            f"client peak RSS growth {growth:.0f} MB = {growth / max(frame_mb, 1e-9):.2f}x frame; "
+            f"server peak RSS {server_peak:.0f} MB; load {os.getloadavg()[0]:.1f}"
         )
         print(
             f"scan_history (1 run, {s_points:,} points): {_fmt(s_times)}  "
