@@ -17,7 +17,7 @@ what a person looking at the project would wait.
 Targets: >= 400k points/s aggregate with 16 runs; poll p99 <= 250 ms during ingest.
 
 Usage: python benchmarks/bench_concurrent.py [--procs 16] [--steps 50000] [--metrics 10]
-       [--workers 1] [--mlflow-steps 500] [--no-mlflow] [--pg URL]
+       [--workers 1] [--ingest-concurrency N] [--mlflow-steps 500] [--no-mlflow] [--pg URL]
 """
 
 from __future__ import annotations
@@ -111,6 +111,7 @@ class Poller(threading.Thread):
         self.poll = poll
         self.interval = interval
         self.times: list[float] = []
+        self.started: list[float] = []  # perf_counter at each poll's start
         self.stopped = threading.Event()
         self.error: BaseException | None = None
 
@@ -123,6 +124,7 @@ class Poller(threading.Thread):
                 self.error = exc
                 return
             self.times.append(time.perf_counter() - t0)
+            self.started.append(t0)
             self.stopped.wait(self.interval)
 
     def finish(self) -> list[float]:
@@ -154,7 +156,9 @@ def drive(
     poller.start()
     time.sleep(1.0)  # a few idle polls first would mix in; they are cheap, keep them out
     poller.times.clear()
+    poller.started.clear()
     t0 = time.time()
+    p0 = time.perf_counter()
     go.touch()
     ends = []
     for p in procs:
@@ -164,6 +168,9 @@ def drive(
             raise RuntimeError(f"a client failed ({p.returncode}): {err[-2000:]}")
         ends.append(float(done[0].split()[1]))
     times = poller.finish()
+    if os.environ.get("BENCH_VERBOSE"):
+        slow = sorted(zip(times, poller.started, strict=True), reverse=True)[:5]
+        print("  slowest polls (ms at s):", [(round(t * 1e3), round(s - p0, 1)) for t, s in slow])
     return max(ends) - t0, times, ids
 
 
@@ -182,6 +189,8 @@ def wisp_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any]:
     from wisp.testing import Server
 
     extra = ["--workers", str(args.workers)] if args.workers > 1 else []
+    if args.ingest_concurrency is not None:
+        extra += ["--ingest-concurrency", str(args.ingest_concurrency)]
     with Server(work / "server", db=url, args=extra) as srv:
         go = work / "go-wisp"
         sizes = [str(args.steps), str(args.metrics)]
@@ -288,7 +297,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=50_000, help="steps each wisp run logs")
     ap.add_argument("--metrics", type=int, default=10, help="keys logged per step")
     ap.add_argument("--workers", type=int, default=1, help="server worker processes (both)")
-    ap.add_argument("--poll-interval", type=float, default=0.2, help="seconds between polls")
+    ap.add_argument("--ingest-concurrency", type=int, help="the server's option (default: its own)")
+    ap.add_argument("--poll-interval", type=float, default=0.1, help="seconds between polls")
     ap.add_argument("--mlflow-steps", type=int, default=500, help="steps each MLflow run logs")
     ap.add_argument("--no-mlflow", action="store_true")
     ap.add_argument("--pg", default=PG, help="PostgreSQL admin URL (temporary DBs are made)")
@@ -304,7 +314,9 @@ def main() -> None:
         print(
             f"wisp: {args.procs} SDK processes x {args.steps:,} steps x {args.metrics} keys = "
             f"{w['pts']:,} points in {w['secs']:.1f} s -> {rate / 1e3:.0f}k points/s "
-            f"(server --workers {args.workers}; {w['load']})"
+            f"(server --workers {args.workers}, --ingest-concurrency "
+            f"{'default' if args.ingest_concurrency is None else args.ingest_concurrency}; "
+            f"{w['load']})"
         )
         print(f"  poll (runs list + one series) during ingest: {_ms(w['polls'])}")
         print(f"  poll idle afterwards: {_ms(w['idle'])}")

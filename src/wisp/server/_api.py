@@ -9,6 +9,7 @@ decided before routing, in one place: the auth middleware (:mod:`._auth`, rules 
 
 from __future__ import annotations
 
+import asyncio
 import math
 import mimetypes
 from typing import Any
@@ -68,6 +69,7 @@ class Api:
         self.store = store
         self.settings = settings
         self.blobs: BlobStore = blobs if blobs is not None else open_blob_store(settings.media_dir)
+        self._ingesting: asyncio.Semaphore | None = None
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -130,10 +132,13 @@ class Api:
             raise invalid("body", "expected a JSON object {writer_id, first_seq, records}")
         envelope = {k: v for k, v in raw.items() if k != "records"}
         b: T.RecordsBody = convert({**envelope, "records": []}, T.RecordsBody, "body")
-        prepared = await run_in_threadpool(prepare_records, raw.get("records"))
-        acked = await run_in_threadpool(
-            self.store.ingest, r.path.run_id, b.writer_id, b.first_seq, prepared
-        )
+        if self._ingesting is None:  # made on the event loop that uses it
+            self._ingesting = asyncio.Semaphore(self.settings.ingest_concurrency or 1 << 30)
+        async with self._ingesting:  # many uploaders at once would starve reads of the GIL
+            prepared = await run_in_threadpool(prepare_records, raw.get("records"))
+            acked = await run_in_threadpool(
+                self.store.ingest, r.path.run_id, b.writer_id, b.first_seq, prepared
+            )
         return json_response({"acked_seq": acked})
 
     @endpoint(

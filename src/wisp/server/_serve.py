@@ -43,6 +43,7 @@ def serve(
     header_timeout: float | None = None,
     body_timeout: float | None = None,
     key_rate: float | None = None,
+    ingest_concurrency: int | None = None,
 ) -> None:
     """Run the tracking server (blocks).  ``--no-auth`` is refused on a non-loopback host.
 
@@ -92,6 +93,10 @@ def serve(
         settings.body_timeout = body_timeout
     if key_rate is not None:
         settings.key_rate = key_rate
+    if ingest_concurrency is not None:
+        if ingest_concurrency < 0:
+            raise UsageError(f"--ingest-concurrency must be >= 0, got {ingest_concurrency}")
+        settings.ingest_concurrency = ingest_concurrency
     settings = settings.resolved()
     settings.trusted_proxy_networks()  # a malformed address fails here, not per request
     problem = port_problem(host, port)
