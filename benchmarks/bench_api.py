@@ -15,8 +15,15 @@ Data is written through the server's ingestion code (``prepare_records`` +
 is an upload benchmark.  Defaults are scaled down for a small machine; the sizes used are
 printed with every figure.  Each timing is the p50 of ``--repeat`` runs (p99/max beside).
 
+Filling 100M points takes long: ``--db URL`` names an existing PostgreSQL database that is
+filled once and kept; a later run with the same ``--db`` seeds only runs not yet finished
+there (an interrupted fill resumes), so the reads can be measured again and again.  MLflow
+logs at ~10k points/s, so its side uses the first ``--mlflow-runs`` runs (same data) and the
+ratio compares both on those runs, in points/s.
+
 Usage: python benchmarks/bench_api.py [--runs 1000] [--metrics 10] [--steps 10000]
-       [--scan-steps 1000000] [--table-runs 10000] [--repeat 3] [--pg URL] [--no-mlflow]
+       [--scan-steps 1000000] [--table-runs 10000] [--repeat 3] [--pg URL | --db URL]
+       [--mlflow-runs 2] [--no-mlflow]
 """
 
 from __future__ import annotations
@@ -57,21 +64,49 @@ def _rss_mb() -> float:
     return 0.0
 
 
+def _peak_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def _keys(m: int) -> list[str]:
     return [f"metric{j:02d}" for j in range(m)]
 
 
+def _finished(db_url: str, project: str) -> set[str]:
+    """Ids of the finished runs of ``project`` already in the database (a resumed fill)."""
+    from sqlalchemy import text
+
+    from wisp.server._db import make_engine, migrate
+
+    engine = make_engine(db_url)
+    try:
+        migrate(engine)
+        with engine.connect() as conn:
+            q = text("SELECT id FROM runs WHERE project = :p AND state = 'finished'")
+            return {str(row[0]) for row in conn.execute(q, {"p": project})}
+    finally:
+        engine.dispose()
+
+
 def seed(db_url: str, project: str, runs: int, metrics: int, steps: int, prefix: str) -> float:
-    """``runs`` runs of ``metrics`` x ``steps`` points, through the server's ingestion code."""
+    """``runs`` runs of ``metrics`` x ``steps`` points, through the server's ingestion code
+    (runs already finished in the database are kept as they are)."""
     from wisp.server import open_store
     from wisp.server._ingest import prepare_records
 
     keys = _keys(metrics)
+    done = _finished(db_url, project)
     store = open_store(db_url)
     t0 = time.perf_counter()
     try:
         for r in range(runs):
             rid = f"{prefix}{r:05d}"
+            if rid in done:  # a partly seeded run resumes: ingest skips acknowledged seqs
+                continue
             store.put_run(rid, {"project": project, "name": f"run-{r}"})
             recs: list[dict[str, Any]] = [
                 {"type": 1, "data": {"project": project, "name": f"run-{r}", "host": "h"}},
@@ -99,16 +134,21 @@ def seed_table(db_url: str, n: int) -> float:
     from wisp.server._ingest import prepare_records
 
     rng = random.Random(0)
+    done = _finished(db_url, "table")
     store = open_store(db_url)
     t0 = time.perf_counter()
     try:
         for i in range(n):
             rid = f"t{i:05d}"
+            lr = 10 ** rng.uniform(-5, -1)
+            acc, loss = rng.random(), rng.random()
+            if rid in done:
+                continue
             store.put_run(rid, {"project": "table", "name": f"run-{i:05d}"})
             recs = [
                 {"type": 1, "data": {"project": "table", "name": f"run-{i:05d}", "host": "h"}},
-                {"type": 2, "data": {"config": {"lr": 10 ** rng.uniform(-5, -1), "bs": 64}}},
-                {"type": 4, "data": {"summary": {"acc": rng.random(), "loss": rng.random()}}},
+                {"type": 2, "data": {"config": {"lr": lr, "bs": 64}}},
+                {"type": 4, "data": {"summary": {"acc": acc, "loss": loss}}},
                 {"type": 6, "data": {"state": "finished"}},
             ]
             store.ingest(rid, "w", 0, prepare_records(recs))
@@ -256,14 +296,20 @@ def main() -> None:
     ap.add_argument("--table-runs", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--pg", default=PG, help="PostgreSQL admin URL (a temporary DB is made)")
+    ap.add_argument("--db", help="an existing PostgreSQL database: filled once, kept, reused")
+    ap.add_argument("--mlflow-runs", type=int, default=2, help="runs on MLflow's side")
     ap.add_argument("--no-mlflow", action="store_true")
     args = ap.parse_args()
+
+    import contextlib
 
     import wisp
     from wisp.testing import Server, temporary_postgres_database
 
     keys = _keys(args.metrics)
-    with tempfile.TemporaryDirectory() as tmp, temporary_postgres_database(args.pg) as url:
+    ml_runs = min(args.runs, args.mlflow_runs)
+    kept = contextlib.nullcontext(args.db) if args.db else temporary_postgres_database(args.pg)
+    with tempfile.TemporaryDirectory() as tmp, kept as url:
         work = Path(tmp)
         pts = args.runs * args.metrics * args.steps
         t_seed = seed(url, "bulk", args.runs, args.metrics, args.steps, "b")
@@ -281,15 +327,18 @@ def main() -> None:
             w_list = []
             for _ in range(args.repeat):
                 t0 = time.perf_counter()
-                for r in api.runs("bulk"):
+                for i in range(ml_runs):
+                    r = api.run(f"bulk/b{i:05d}")
                     for k in keys:
                         list(r.scan_history(keys=[k]))
                 w_list.append(time.perf_counter() - t0)
+            server_peak = _peak_mb(srv.proc.pid) if srv.proc is not None else 0.0
         size = f"{args.runs:,} runs x {args.metrics} metrics x {args.steps:,} steps"
         print(f"histories() -> DataFrame ({size} = {pts:,} points, {rows:,} rows): {_fmt(h_times)}")
         print(
             f"  {pts / _pct(h_times, 50) / 1e6:.1f}M points/s; frame {frame_mb:.0f} MB, "
-            f"client peak RSS growth {growth:.0f} MB = {growth / max(frame_mb, 1e-9):.2f}x frame"
+            f"client peak RSS growth {growth:.0f} MB = {growth / max(frame_mb, 1e-9):.2f}x frame; "
+            f"server peak RSS {server_peak:.0f} MB; load {os.getloadavg()[0]:.1f}"
         )
         print(
             f"scan_history (1 run, {s_points:,} points): {_fmt(s_times)}  "
@@ -297,19 +346,26 @@ def main() -> None:
         )
         lt = f"list {args.table_runs:,} runs, config filter ({listed:,} match) + summaries"
         print(f"{lt}: {_fmt(l_times)}")
-        print(f"wisp per-run per-metric scan_history over 'bulk' (MLflow's shape): {_fmt(w_list)}")
+        ml_pts = ml_runs * args.metrics * args.steps
+        print(
+            f"wisp per-run per-metric scan_history over {ml_runs} runs ({ml_pts:,} points, "
+            f"MLflow's shape): {_fmt(w_list)}"
+        )
         if args.no_mlflow:
             print("mlflow: skipped (--no-mlflow)")
             return
         with temporary_postgres_database(args.pg) as ml_url:  # its own tables (runs, ...)
-            got = mlflow_side(ml_url, work, args.runs, args.metrics, args.steps, args.repeat)
+            got = mlflow_side(ml_url, work, ml_runs, args.metrics, args.steps, args.repeat)
         if isinstance(got, str):
             print(f"mlflow: {got}")
             return
         m_times, m_points = got
+        m_rate = m_points / _pct(m_times, 50)
         print(
-            f"mlflow search_runs + get_metric_history ({m_points:,} points): {_fmt(m_times)}  "
-            f"-> wisp histories() is {_pct(m_times, 50) / _pct(h_times, 50):.1f}x faster"
+            f"mlflow search_runs + get_metric_history ({ml_runs} runs, {m_points:,} points): "
+            f"{_fmt(m_times)} -> {m_rate / 1e6:.2f}M points/s; wisp histories() "
+            f"{pts / _pct(h_times, 50) / m_rate:.1f}x MLflow's points/s, wisp in MLflow's "
+            f"shape {ml_pts / _pct(w_list, 50) / m_rate:.1f}x"
         )
 
 

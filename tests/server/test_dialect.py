@@ -107,3 +107,17 @@ def test_for_update_locks_only_where_needed(store: Any) -> None:
     q = store.dialect.for_update(select(S.writers.c.acked_seq))
     sql = str(q.compile(store.engine))
     assert ("FOR UPDATE" in sql) == (store.dialect.name == "postgresql")
+
+
+def test_postgres_connections_run_without_jit(pg_url: str) -> None:
+    """Every pooled PostgreSQL connection has JIT off (it doubled the cost of chunk reads)."""
+    from sqlalchemy import text
+
+    from wisp.server._db import make_engine
+
+    engine = make_engine(pg_url)
+    try:
+        with engine.connect() as a, engine.connect() as b:
+            assert [c.execute(text("SHOW jit")).scalar() for c in (a, b)] == ["off", "off"]
+    finally:
+        engine.dispose()

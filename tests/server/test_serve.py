@@ -5,6 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
+import time
 from pathlib import Path
 
 import httpx
@@ -85,3 +86,47 @@ def test_sqlite_server_process_serves(tmp_path: Path) -> None:
         built = (Path(wisp.server.__file__).parent / "static" / "index.html").exists()
         assert ('<main id="app"' in page) if built else ("not built" in page)
     assert os.path.exists(tmp_path / "w.db")
+
+
+def _worker_pids(log: Path) -> set[int]:
+    import re
+
+    return {int(m) for m in re.findall(r"Started server process \[(\d+)\]", log.read_text())}
+
+
+def test_workers_serve_ingest_and_reads(db_url: str, tmp_path: Path) -> None:
+    """`wisp server --workers 2` starts two worker processes that take SDK uploads and reads."""
+    import wisp
+
+    with Server(tmp_path / "srv", db=db_url, args=["--workers", "2"]) as srv:
+        deadline = time.monotonic() + 30
+        while len(_worker_pids(srv.log)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        pids = _worker_pids(srv.log)
+        assert len(pids) == 2 and all(os.path.exists(f"/proc/{p}") for p in pids)
+        settings = {"server_url": srv.url, "api_key": srv.key, "system_metrics": False}
+        ids = []
+        for i in range(3):
+            run = wisp.init(
+                project="workers", config={"i": i}, dir=str(tmp_path), settings=settings
+            )
+            for step in range(500):
+                run.log({"loss": 1.0 / (step + 1), "i": float(i)}, step=step)
+            run.finish()
+            ids.append(run.id)
+        hdr = {"Authorization": f"Bearer {srv.key}"}
+
+        def read(_: int) -> int:  # a fresh connection each: the kernel spreads them over both
+            r = httpx.get(f"{srv.url}/api/v1/projects/workers/runs", headers=hdr, timeout=30)
+            return len(r.json()["runs"]) if r.status_code == 200 else -r.status_code
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            assert list(pool.map(read, range(40))) == [3] * 40
+        with wisp.Api(server_url=srv.url, api_key=srv.key) as api:
+            got = {
+                r.id: (r.config["i"], [row["loss"] for row in r.scan_history(keys=["loss"])])
+                for r in api.runs("workers")
+            }
+        want = [1.0 / (s + 1) for s in range(500)]
+        assert got == {rid: (i, want) for i, rid in enumerate(ids)}
+        assert _worker_pids(srv.log) == pids  # no worker died and was replaced

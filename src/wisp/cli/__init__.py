@@ -96,6 +96,12 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--header-timeout", type=float, default=None, help="seconds to send headers")
     sp.add_argument("--body-timeout", type=float, default=None, help="seconds a body may pause")
     sp.add_argument("--key-rate", type=float, default=None, help="requests/s per key (0: off)")
+    sp.add_argument(
+        "--ingest-concurrency",
+        type=int,
+        default=None,
+        help="record batches applied at once per process (default 2; 0: no cap)",
+    )
     ksub = sp.add_subparsers(dest="keys_group", metavar="keys")
     kp = ksub.add_parser("keys", help="create, list or revoke API keys")
     kact = kp.add_subparsers(dest="keys_action", metavar="ACTION", required=True)

@@ -120,6 +120,7 @@ def _serve(serve: Callable[..., Any], args: argparse.Namespace) -> None:
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
         key_rate=args.key_rate,
+        ingest_concurrency=args.ingest_concurrency,
     )
 
 

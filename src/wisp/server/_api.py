@@ -9,6 +9,7 @@ decided before routing, in one place: the auth middleware (:mod:`._auth`, rules 
 
 from __future__ import annotations
 
+import asyncio
 import math
 import mimetypes
 from typing import Any
@@ -68,6 +69,7 @@ class Api:
         self.store = store
         self.settings = settings
         self.blobs: BlobStore = blobs if blobs is not None else open_blob_store(settings.media_dir)
+        self._ingesting: asyncio.Semaphore | None = None
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -118,10 +120,13 @@ class Api:
         reader=read_batch,  # records stay raw JSON slices until prepared one by one
     )
     async def post_records(self, r: In) -> Response:
-        b, prepared = await run_in_threadpool(prepare_batch, r.raw)
-        acked = await run_in_threadpool(
-            self.store.ingest, r.path.run_id, b.writer_id, b.first_seq, prepared
-        )
+        if self._ingesting is None:  # made on the event loop that uses it
+            self._ingesting = asyncio.Semaphore(self.settings.ingest_concurrency or 1 << 30)
+        async with self._ingesting:  # many uploaders at once would starve reads of the GIL
+            b, prepared = await run_in_threadpool(prepare_batch, r.raw)
+            acked = await run_in_threadpool(
+                self.store.ingest, r.path.run_id, b.writer_id, b.first_seq, prepared
+            )
         return json_response({"acked_seq": acked})
 
     @endpoint(

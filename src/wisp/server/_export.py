@@ -131,28 +131,71 @@ def _extents(conn: Any, ids: list[int]) -> dict[int, tuple[int, int, int]]:
     return out
 
 
+def _segments(kid: Any) -> dict[int, tuple[int, int]] | None:
+    """key id -> (start, end) of its points in ``kid`` (points come grouped by key, in key
+    order); None if a key's points are not contiguous."""
+    import numpy as np
+
+    if not len(kid):
+        return {}
+    cuts = np.flatnonzero(kid[1:] != kid[:-1]) + 1
+    starts = np.concatenate(([0], cuts)).tolist()
+    ends = [*starts[1:], len(kid)]
+    keys = kid[starts].tolist()
+    out = {k: (a, b) for k, a, b in zip(keys, starts, ends, strict=True)}
+    return out if len(out) == len(keys) else None
+
+
 def _pivot(
-    arrays: tuple[Any, Any, Any], ids: dict[int, int], ncols: int
+    step: Any, val: Any, segs: list[tuple[int, int, int]], ncols: int
 ) -> tuple[Any, list[tuple[Any, Any]]] | None:
     """(steps, [(values, present) per key column]) of one run's points.
 
-    ``ids`` maps key id -> column; a column of a key the run lacks is ``(None, None)``.
+    ``segs`` are (column, start, end) slices of ``step``/``val``, each one key's points in
+    step order.  A column of a key the run lacks is ``(None, None)``; ``present`` is None
+    when every step has a value.  When the keys share their steps (a run logging all its
+    keys at every step) the slices are the columns as they are: no sort, no scatter.
     """
     import numpy as np
 
-    kid, step, val = arrays
-    if not len(kid):
+    segs = [x for x in segs if x[2] > x[1]]
+    if not segs:
         return None
-    steps, inv = np.unique(step, return_inverse=True)
     cols: list[tuple[Any, Any]] = [(None, None)] * ncols
-    for kid_v, col in ids.items():
-        sel = kid == kid_v
+    _, a0, b0 = segs[0]
+    first = step[a0:b0]
+    if all(b - a == b0 - a0 and np.array_equal(step[a:b], first) for _, a, b in segs[1:]):
+        for col, a, b in segs:
+            cols[col] = (val[a:b], None)
+        return first, cols
+    steps = np.unique(np.concatenate([step[a:b] for _, a, b in segs]))
+    for col, a, b in segs:
+        pos = np.searchsorted(steps, step[a:b])
         values = np.zeros(len(steps), dtype=np.float64)
         present = np.zeros(len(steps), dtype=bool)
-        values[inv[sel]] = val[sel]
-        present[inv[sel]] = True
+        values[pos] = val[a:b]
+        present[pos] = True
         cols[col] = (values, present)
     return steps, cols
+
+
+def _split(
+    arrays: tuple[Any, Any, Any], group: list[tuple[str, dict[int, int]]], ncols: int
+) -> Iterator[tuple[str, Any, list[tuple[Any, Any]]]]:
+    """The runs of ``group`` (run id, {key id: column}) pivoted from points read together."""
+    import numpy as np
+
+    kid, step, val = arrays
+    seg = _segments(kid)
+    if seg is None:  # not grouped by key: sort them so (never the case for read_points)
+        order = np.lexsort((step, kid))
+        kid, step, val = kid[order], step[order], val[order]
+        seg = _segments(kid) or {}
+    for run_id, ids in group:
+        segs = [(col, *seg[k]) for k, col in ids.items() if k in seg]
+        got = _pivot(step, val, segs, ncols)
+        if got is not None:
+            yield run_id, *got
 
 
 def export_windows(
@@ -163,7 +206,6 @@ def export_windows(
     Small runs are read together (one query for several runs' keys); a run larger than a
     page is read in step windows sized from its blocks.
     """
-    import numpy as np
 
     page = max(1000, req.page_points)
     big = 1 << 62
@@ -176,18 +218,9 @@ def export_windows(
         group_points = 0
 
         def flush() -> Iterator[tuple[str, Any, list[tuple[Any, Any]]]]:
-            all_ids = np.array([k for _, ids in group for k in ids], np.int64)
-            owner = np.repeat(np.arange(len(group)), [len(ids) for _, ids in group])
-            by_id = np.argsort(all_ids)
-            kid, step, val = store.dialect.read_points(conn, all_ids.tolist(), lo, hi)
-            run = owner[by_id[np.searchsorted(all_ids[by_id], kid)]]  # run of each point
-            order = np.argsort(run, kind="stable")
-            cuts = np.searchsorted(run[order], np.arange(len(group) + 1))
-            for i, (run_id, ids) in enumerate(group):
-                sel = order[cuts[i] : cuts[i + 1]]
-                got = _pivot((kid[sel], step[sel], val[sel]), ids, len(keys))
-                if got is not None:
-                    yield run_id, *got
+            all_ids = [k for _, ids in group for k in ids]
+            got = store.dialect.read_points(conn, all_ids, lo, hi)
+            yield from _split(got, group, len(keys))
 
         for run_id in req.runs:
             ids = run_ids.get(run_id)
@@ -213,9 +246,8 @@ def export_windows(
             a = s_lo
             while a <= s_hi:
                 b = min(s_hi, a + width - 1)
-                got = _pivot(store.dialect.read_points(conn, list(ids), a, b), ids, len(keys))
-                if got is not None:
-                    yield run_id, *got
+                got = store.dialect.read_points(conn, list(ids), a, b)
+                yield from _split(got, [(run_id, ids)], len(keys))
                 a += width
         if group:
             yield from flush()
@@ -257,6 +289,8 @@ def _arrow_stream(store: Any, req: ExportRequest, keys: list[str]) -> Iterator[b
         for values, present in cols:
             if values is None:
                 arrays.append(pa.nulls(n, pa.float64()))
+            elif present is None:
+                arrays.append(pa.array(values))
             else:
                 arrays.append(pa.array(values, mask=~present))
         writer.write_batch(pa.record_batch(arrays, schema=schema))
@@ -270,14 +304,14 @@ def _jsonl_stream(store: Any, req: ExportRequest, keys: list[str], gzip: bool) -
     for run_id, steps, cols in export_windows(store, req, keys):
         lines = []
         vals = [
-            (k, v.tolist(), p.tolist())
+            (k, v.tolist(), p.tolist() if p is not None else None)
             for k, (v, p) in zip(keys, cols, strict=True)
             if v is not None
         ]
         for i, s in enumerate(steps.tolist()):
             row: dict[str, Any] = {"run_id": run_id, "step": s}
             for k, v, p in vals:
-                if p[i]:
+                if p is None or p[i]:
                     row[k] = v[i]
             lines.append(json.dumps(row, allow_nan=True))
         data = ("\n".join(lines) + "\n").encode()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import sys
@@ -42,6 +43,7 @@ def serve(
     header_timeout: float | None = None,
     body_timeout: float | None = None,
     key_rate: float | None = None,
+    ingest_concurrency: int | None = None,
 ) -> None:
     """Run the tracking server (blocks).  ``--no-auth`` is refused on a non-loopback host.
 
@@ -91,6 +93,10 @@ def serve(
         settings.body_timeout = body_timeout
     if key_rate is not None:
         settings.key_rate = key_rate
+    if ingest_concurrency is not None:
+        if ingest_concurrency < 0:
+            raise UsageError(f"--ingest-concurrency must be >= 0, got {ingest_concurrency}")
+        settings.ingest_concurrency = ingest_concurrency
     settings = settings.resolved()
     settings.trusted_proxy_networks()  # a malformed address fails here, not per request
     problem = port_problem(host, port)
@@ -126,7 +132,11 @@ def serve(
 
         uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, **opts)
         return
+    # Worker processes are spawned: uvicorn pickles its options, so the app and the
+    # connection-guarding protocol are named by import path and rebuilt in each worker
+    # from the settings passed in the environment.
     os.environ[_ENV] = json.dumps(dataclasses.asdict(settings))
+    opts["http"] = "wisp.server._serve:worker_protocol"
     uvicorn.run(
         "wisp.server._serve:app_from_env",
         factory=True,
@@ -138,11 +148,30 @@ def serve(
     )
 
 
+@functools.cache
+def _env_settings() -> ServerSettings:
+    return ServerSettings(**json.loads(os.environ[_ENV]))
+
+
 def app_from_env() -> Any:
     """App factory for uvicorn worker processes (settings passed in the environment)."""
     from wisp.server._app import create_app
 
-    return create_app(ServerSettings(**json.loads(os.environ[_ENV])))
+    return create_app(_env_settings())
+
+
+@functools.cache
+def _worker_protocol_class() -> Any:
+    from wisp.server._conn import guarded_protocol
+
+    settings = _env_settings()
+    return guarded_protocol(settings.header_timeout, settings.body_timeout)
+
+
+def worker_protocol(*args: Any, **kwargs: Any) -> Any:
+    """uvicorn's ``http=`` protocol in a worker process: the guarded h11 protocol built
+    from the settings in the environment (a class made in ``serve()`` cannot be pickled)."""
+    return _worker_protocol_class()(*args, **kwargs)
 
 
 def _store(db: str | None) -> Any:

@@ -102,6 +102,9 @@ class ServerSettings:
     body_timeout: float = 30.0  # seconds a request body may pause
     keep_alive_timeout: int = 5  # seconds an idle keep-alive connection stays open
     key_rate: float = 1000.0  # requests a second per API key (bursts of twice that; 0: off)
+    # record batches a process applies at once (0: no cap); the rest wait their turn, so
+    # reads are not starved of the GIL by many uploaders (docs/server.md, "Scale")
+    ingest_concurrency: int = 2
     max_connections: int = 1000  # concurrent connections + requests; 503 beyond (0: no cap)
     static_dir: str = field(default_factory=lambda: str(Path(__file__).with_name("static")))
     migrate: bool = True

@@ -1,0 +1,343 @@
+"""Ingest under load (issue 23): N concurrent online runs, each its own SDK process, into a
+real ``wisp server`` on a fresh PostgreSQL database, while a dashboard-style poller measures
+what a person looking at the project would wait.
+
+- ingest: aggregate points/s over the N processes, from the moment they are released
+  together (runs already registered, interpreters started) until the last ``finish()``
+  returned (every point acknowledged by the server);
+- poll: one poll = ``GET /projects/P/runs`` (the runs table) + ``GET /series`` of one
+  key of one run at 1,000 buckets (a chart), back to back on one keep-alive connection,
+  every ``--poll-interval`` s during the ingest; p50/p99/max, and the same idle afterwards;
+- MLflow: the same N processes logging through ``MlflowClient.log_batch`` (1,000 metrics a
+  call, its limit) to an ``mlflow server`` on its own database on the same PostgreSQL, with
+  the same poller (``runs/search`` + ``metrics/get-history``), reported as a ratio.  MLflow
+  logs two orders of magnitude slower, so its processes log ``--mlflow-steps`` steps each
+  (points/s are compared).  Skipped, saying so, when mlflow is not importable.
+
+Targets: >= 400k points/s aggregate with 16 runs; poll p99 <= 250 ms during ingest.
+
+Usage: python benchmarks/bench_concurrent.py [--procs 16] [--steps 50000] [--metrics 10]
+       [--workers 1] [--ingest-concurrency N] [--mlflow-steps 500] [--no-mlflow] [--pg URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+PG = os.environ.get("WISP_BENCH_PG", "postgresql://postgres@127.0.0.1:5432")
+
+WISP_CLIENT = """
+import os, sys, time, wisp
+url, key, go = sys.argv[1:4]
+steps, metrics = int(sys.argv[4]), int(sys.argv[5])
+settings = {"server_url": url, "api_key": key, "system_metrics": False, "console": "off",
+            "upload_timeout": 3600, "silent": True}
+run = wisp.init(project="load", mode="online", config={"pid": os.getpid()}, settings=settings)
+print("ready", run.id, flush=True)
+while not os.path.exists(go):
+    time.sleep(0.005)
+keys = [f"metric{j:02d}" for j in range(metrics)]
+for s in range(steps):
+    run.log({k: s * 1e-3 + j for j, k in enumerate(keys)}, step=s)
+run.finish()
+print("done", time.time(), flush=True)
+"""
+
+MLFLOW_CLIENT = """
+import os, sys, time
+from mlflow.entities import Metric
+from mlflow.tracking import MlflowClient
+url, exp, go = sys.argv[1:4]
+steps, metrics = int(sys.argv[4]), int(sys.argv[5])
+client = MlflowClient(tracking_uri=url)
+run = client.create_run(exp)
+print("ready", run.info.run_id, flush=True)
+while not os.path.exists(go):
+    time.sleep(0.005)
+keys = [f"metric{j:02d}" for j in range(metrics)]
+batch = []
+for s in range(steps):
+    ts = int(time.time() * 1000)
+    for j, k in enumerate(keys):
+        batch.append(Metric(k, s * 1e-3 + j, ts, s))
+        if len(batch) == 1000:
+            client.log_batch(run.info.run_id, metrics=batch)
+            batch = []
+if batch:
+    client.log_batch(run.info.run_id, metrics=batch)
+client.set_terminated(run.info.run_id)
+print("done", time.time(), flush=True)
+"""
+
+
+def _pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, round(q / 100 * (len(s) - 1)))] if s else float("nan")
+
+
+def _ms(xs: list[float]) -> str:
+    return (
+        f"p50 {_pct(xs, 50) * 1e3:.0f} ms  p99 {_pct(xs, 99) * 1e3:.0f} ms  "
+        f"max {max(xs, default=float('nan')) * 1e3:.0f} ms  ({len(xs)} polls)"
+    )
+
+
+def _load() -> str:
+    return "load " + "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Poller(threading.Thread):
+    """Calls ``poll`` every ``interval`` s until stopped; keeps each call's wall time."""
+
+    def __init__(self, poll: Callable[[], None], interval: float) -> None:
+        super().__init__(daemon=True)
+        self.poll = poll
+        self.interval = interval
+        self.times: list[float] = []
+        self.started: list[float] = []  # perf_counter at each poll's start
+        self.stopped = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            t0 = time.perf_counter()
+            try:
+                self.poll()
+            except BaseException as exc:  # noqa: BLE001 - reported by the caller
+                self.error = exc
+                return
+            self.times.append(time.perf_counter() - t0)
+            self.started.append(t0)
+            self.stopped.wait(self.interval)
+
+    def finish(self) -> list[float]:
+        self.stopped.set()
+        self.join(60)
+        if self.error is not None:
+            raise RuntimeError(f"a poll failed: {self.error!r}") from self.error
+        return self.times
+
+
+def drive(
+    cmds: list[list[str]], go: Path, poll: Callable[[], None], interval: float, env: Any
+) -> tuple[float, list[float], list[str]]:
+    """Start the client processes, release them together once all are ready, poll while
+    they run; (seconds from release to the last one done, poll times, run ids)."""
+    procs = [
+        subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        for c in cmds
+    ]
+    ids = []
+    for p in procs:
+        assert p.stdout is not None
+        line = p.stdout.readline().split()
+        if not line or line[0] != "ready":
+            err = p.stderr.read() if p.stderr else ""
+            raise RuntimeError(f"a client did not start: {line} {err[-2000:]}")
+        ids.append(line[1])
+    poller = Poller(poll, interval)
+    poller.start()
+    time.sleep(1.0)  # a few idle polls first would mix in; they are cheap, keep them out
+    poller.times.clear()
+    poller.started.clear()
+    t0 = time.time()
+    p0 = time.perf_counter()
+    go.touch()
+    ends = []
+    for p in procs:
+        out, err = p.communicate(timeout=3600)
+        done = [ln for ln in out.splitlines() if ln.startswith("done")]
+        if p.returncode != 0 or not done:
+            raise RuntimeError(f"a client failed ({p.returncode}): {err[-2000:]}")
+        ends.append(float(done[0].split()[1]))
+    times = poller.finish()
+    if os.environ.get("BENCH_VERBOSE"):
+        slow = sorted(zip(times, poller.started, strict=True), reverse=True)[:5]
+        print("  slowest polls (ms at s):", [(round(t * 1e3), round(s - p0, 1)) for t, s in slow])
+    return max(ends) - t0, times, ids
+
+
+def idle_polls(poll: Callable[[], None], n: int = 30) -> list[float]:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        poll()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def wisp_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any]:
+    import httpx
+
+    from wisp.testing import Server
+
+    extra = ["--workers", str(args.workers)] if args.workers > 1 else []
+    if args.ingest_concurrency is not None:
+        extra += ["--ingest-concurrency", str(args.ingest_concurrency)]
+    with Server(work / "server", db=url, args=extra) as srv:
+        go = work / "go-wisp"
+        sizes = [str(args.steps), str(args.metrics)]
+        cmds = [
+            [sys.executable, "-c", WISP_CLIENT, srv.url, srv.key, str(go), *sizes]
+            for _ in range(args.procs)
+        ]
+        client = httpx.Client(
+            base_url=f"{srv.url}/api/v1",
+            headers={"Authorization": f"Bearer {srv.key}"},
+            timeout=60,
+        )
+        target: dict[str, str] = {}
+
+        def poll() -> None:
+            r = client.get("/projects/load/runs", params={"limit": 50})
+            r.raise_for_status()
+            runs = r.json()["runs"]
+            rid = target.setdefault("run", runs[-1]["id"]) if runs else None
+            if rid:
+                q = {"runs": rid, "keys": "metric00", "buckets": 1000}
+                client.get("/series", params=q).raise_for_status()
+
+        env = {**os.environ, "WISP_DIR": str(work / "runs")}
+        load0 = _load()
+        secs, times, ids = drive(cmds, go, poll, args.poll_interval, env)
+        load1 = _load()
+        idle = idle_polls(poll)
+        got = srv.points(ids[0], "metric00")
+        client.close()
+    assert len(got) == args.steps, f"run {ids[0]} has {len(got)} of {args.steps} points"
+    pts = args.procs * args.steps * args.metrics
+    return {"secs": secs, "pts": pts, "polls": times, "idle": idle, "load": f"{load0} -> {load1}"}
+
+
+def mlflow_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any] | str:
+    try:
+        import httpx
+        import mlflow  # noqa: F401
+        from mlflow.tracking import MlflowClient
+    except ImportError as exc:
+        return f"skipped: mlflow is not importable ({exc})"
+    port = _port()
+    uri = url.replace("postgresql://", "postgresql+psycopg://", 1)
+    log_path = Path(tempfile.gettempdir()) / "bench_concurrent_mlflow.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
+             "--host", "127.0.0.1", "--port", str(port), "--workers", str(args.workers),
+             "--default-artifact-root", str(work / "mlruns")],
+            stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                urllib.request.urlopen(base + "/health", timeout=2).read()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    return f"skipped: the MLflow server did not start (see {log_path})"
+                time.sleep(1)
+        exp = MlflowClient(tracking_uri=base).create_experiment("load")
+        go = work / "go-mlflow"
+        sizes = [str(args.mlflow_steps), str(args.metrics)]
+        cmds = [
+            [sys.executable, "-c", MLFLOW_CLIENT, base, exp, str(go), *sizes]
+            for _ in range(args.procs)
+        ]
+        client = httpx.Client(base_url=f"{base}/api/2.0/mlflow", timeout=60)
+        target: dict[str, str] = {}
+
+        def poll() -> None:
+            r = client.post("/runs/search", json={"experiment_ids": [exp], "max_results": 50})
+            r.raise_for_status()
+            runs = r.json().get("runs", [])
+            rid = target.setdefault("run", runs[-1]["info"]["run_id"]) if runs else None
+            if rid:
+                q = {"run_id": rid, "metric_key": "metric00"}
+                client.get("/metrics/get-history", params=q).raise_for_status()
+
+        load0 = _load()
+        secs, times, _ids = drive(cmds, go, poll, args.poll_interval, dict(os.environ))
+        load1 = _load()
+        idle = idle_polls(poll)
+        client.close()
+        pts = args.procs * args.mlflow_steps * args.metrics
+        return {
+            "secs": secs,
+            "pts": pts,
+            "polls": times,
+            "idle": idle,
+            "load": f"{load0} -> {load1}",
+        }
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--procs", type=int, default=16, help="concurrent runs (processes)")
+    ap.add_argument("--steps", type=int, default=50_000, help="steps each wisp run logs")
+    ap.add_argument("--metrics", type=int, default=10, help="keys logged per step")
+    ap.add_argument("--workers", type=int, default=1, help="server worker processes (both)")
+    ap.add_argument("--ingest-concurrency", type=int, help="the server's option (default: its own)")
+    ap.add_argument("--poll-interval", type=float, default=0.1, help="seconds between polls")
+    ap.add_argument("--mlflow-steps", type=int, default=500, help="steps each MLflow run logs")
+    ap.add_argument("--no-mlflow", action="store_true")
+    ap.add_argument("--pg", default=PG, help="PostgreSQL admin URL (temporary DBs are made)")
+    args = ap.parse_args()
+
+    from wisp.testing import temporary_postgres_database
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        with temporary_postgres_database(args.pg) as url:
+            w = wisp_side(args, work, url)
+        rate = w["pts"] / w["secs"]
+        print(
+            f"wisp: {args.procs} SDK processes x {args.steps:,} steps x {args.metrics} keys = "
+            f"{w['pts']:,} points in {w['secs']:.1f} s -> {rate / 1e3:.0f}k points/s "
+            f"(server --workers {args.workers}, --ingest-concurrency "
+            f"{'default' if args.ingest_concurrency is None else args.ingest_concurrency}; "
+            f"{w['load']})"
+        )
+        print(f"  poll (runs list + one series) during ingest: {_ms(w['polls'])}")
+        print(f"  poll idle afterwards: {_ms(w['idle'])}")
+        if args.no_mlflow:
+            print("mlflow: skipped (--no-mlflow)")
+            return
+        with temporary_postgres_database(args.pg) as ml_url:
+            m = mlflow_side(args, work, ml_url)
+        if isinstance(m, str):
+            print(f"mlflow: {m}")
+            return
+        m_rate = m["pts"] / m["secs"]
+        print(
+            f"mlflow: {args.procs} processes x {args.mlflow_steps:,} steps x {args.metrics} keys "
+            f"= {m['pts']:,} points in {m['secs']:.1f} s -> {m_rate / 1e3:.1f}k points/s "
+            f"({m['load']})"
+        )
+        print(f"  poll (runs/search + get-history) during ingest: {_ms(m['polls'])}")
+        print(f"  poll idle afterwards: {_ms(m['idle'])}")
+        print(f"wisp ingests {rate / m_rate:.0f}x MLflow's points/s")
+
+
+if __name__ == "__main__":
+    main()
