@@ -42,6 +42,13 @@ def test_login_sets_a_strict_httponly_session(app: Any, alice: int) -> None:
     assert me["user"] == "alice" and me["via"] == "session" and me["csrf"] == r.json()["csrf"]
 
 
+def test_nul_in_a_sign_in_name_is_a_plain_refusal(app: Any, alice: int) -> None:
+    """A user name with NUL (which PostgreSQL cannot store) is a wrong sign-in (401), not a 500."""
+    c = TestClient(app)
+    r = c.post("/api/v1/auth/login", json={"name": "ali\u0000ce", "password": "x"})
+    assert r.status_code == 401
+
+
 def test_state_changes_need_the_csrf_token(app: Any, alice: int) -> None:
     """A session write without the X-CSRF-Token header, or from another origin, is refused."""
     c = _login(app)

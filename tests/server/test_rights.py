@@ -311,6 +311,8 @@ def test_admin_api_rights(world: World) -> None:
     made = alice.post("/api/v1/keys", json={"name": "ci", "scope": "read"}).json()
     assert made["scope"] == "read" and made["key"].startswith("wisp_r_")
     assert alice.post("/api/v1/keys", json={"scope": "admin"}).status_code == 403
+    bad = alice.post("/api/v1/keys", json={"name": "ci\u0000"})  # PostgreSQL refuses NUL: 422
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "name"
     listed = alice.get("/api/v1/keys").json()["keys"]
     assert {k["user"] for k in listed} == {"alice"}
     assert world.client("mate").delete(f"/api/v1/keys/{made['id']}").status_code == 404

@@ -17,10 +17,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from wisp._protocol import clean_text
 from wisp.server._auth import CSRF_COOKIE, SESSION_COOKIE, principal_of
 from wisp.server._blobs import BlobStore
 from wisp.server._http import json_response
-from wisp.server._problem import Problem
+from wisp.server._problem import Problem, clean_str
 from wisp.server._rights import (
     SCOPES,
     Principal,
@@ -257,13 +258,14 @@ class AdminApi:
             raise Problem(403, "csrf", "cross-site sign-in refused (Origin does not match Host)")
         body = r.body
         addr = request.client.host if request.client else ""
-        keys = [f"u:{body.name[:64]}", f"a:{addr}"]
+        shown = clean_text(body.name[:64])  # storable in the limit and audit rows (no NUL)
+        keys = [f"u:{shown}", f"a:{addr}"]
         if await run_in_threadpool(self._failed_too_often, keys):
             raise Problem(429, "rate_limited", "too many failed sign-ins: wait a few minutes")
         uid = await run_in_threadpool(self.store.users.check_login, body.name, body.password)
         if uid is None:
             await run_in_threadpool(self._failed, keys)
-            await self._log(request, "auth.login_failed", body.name[:64], 401)
+            await self._log(request, "auth.login_failed", shown, 401)
             raise Problem(401, "unauthorized", "wrong user name or password")
         token, csrf = await run_in_threadpool(self.store.users.new_session, uid)
         resp = json_response({"user": body.name, "csrf": csrf})
@@ -489,8 +491,7 @@ class AdminApi:
             raise Problem(403, "forbidden", "only site admins hold admin keys", "scope")
         if p.via == "key" and SCOPES.index(body.scope) > SCOPES.index(p.scope):
             raise Problem(403, "forbidden", f"a {p.scope} key cannot create a {body.scope} key")
-        if len(body.name) > 200:
-            raise Problem(422, "invalid", "name: at most 200 characters", "name")
+        clean_str(body.name, "name", 200)  # storable text (no NUL: PostgreSQL refuses it)
         expires = None
         if body.expires_in_days is not None:
             if not 0 < body.expires_in_days <= 3660:
