@@ -25,7 +25,7 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from wisp.server._http import json_response
-from wisp.server._problem import Problem
+from wisp.server._problem import Problem, storable_params
 from wisp.server._rights import (
     ACTOR,
     ANONYMOUS,
@@ -356,6 +356,9 @@ class AuthMiddleware:
             return
         if rule.scope == "public":
             return
+        from urllib.parse import unquote
+
+        storable_params({k: unquote(v) for k, v in params.items()})  # 422 before any lookup
         if not (p.anonymous and rule.scope == "read" and rule.touches != "none"):
             need_scope(p, rule.scope)  # anonymous reads: public-read projects only (below)
         if rule.touches == "run":
@@ -363,13 +366,9 @@ class AuthMiddleware:
         elif rule.touches == "run_admin":
             await run_in_threadpool(self._need_run_admin, p, params["run_id"])
         elif rule.touches in ("sweep", "sweep_write"):
-            from urllib.parse import unquote
-
             sweep, write = unquote(params["sweep"]), rule.touches == "sweep_write"
             await run_in_threadpool(self._need_sweep, p, sweep, write)
         elif rule.touches in ("project", "project_write"):
-            from urllib.parse import unquote
-
             project = unquote(params["project"])
             if rule.touches == "project":
                 await run_in_threadpool(self._need_project_read, p, project)

@@ -20,7 +20,7 @@ from wisp._protocol import (
     text_problem,
 )
 
-__all__ = ["MAX_DEPTH", "Problem", "check_id", "clean_json", "clean_str"]
+__all__ = ["MAX_DEPTH", "Problem", "check_id", "clean_json", "clean_str", "storable_params"]
 
 _ID = re.compile(ID_PATTERN)
 _NONFINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
@@ -70,6 +70,16 @@ def clean_str(value: Any, field: str, max_len: int = MAX_STRING_LENGTH) -> str:
     if problem is not None:  # the rule the SDK checks too (wisp._protocol)
         raise invalid(field, problem)
     return value
+
+
+def storable_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Path or query values every database can compare against (the text rule of
+    :mod:`wisp._protocol`: no NUL, no lone surrogate); else a 422 naming the parameter."""
+    for name, value in params.items():
+        problem = text_problem(value, 1 << 20) if isinstance(value, str) else None
+        if problem is not None:
+            raise invalid(name, problem)
+    return params
 
 
 def clean_json(value: Any, field: str, depth: int = 0) -> Any:

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from wisp.server._http import json_response, read_json
-from wisp.server._problem import Problem, invalid
+from wisp.server._problem import Problem, invalid, storable_params
 
 __all__ = ["Endpoint", "In", "bind", "convert", "endpoint", "endpoints"]
 
@@ -150,6 +150,8 @@ def convert(obj: Any, typ: type, where: str, strict: bool = True) -> Any:
     except msgspec.ValidationError as e:
         fld, msg = field_of(e, where)
         raise invalid(fld, msg) from None
+    except UnicodeEncodeError:  # a lone surrogate (JSON "\\ud800") somewhere in obj
+        raise invalid(where, "is not valid Unicode (it holds a lone surrogate)") from None
 
 
 def _lax_fields(typ: type) -> frozenset[str]:
@@ -184,10 +186,11 @@ def bind(spec: Endpoint, obj: Any, auth: Auth | None = None) -> Any:
                 await auth(request, spec.scope)
             r = In(request)
             if spec.path_params is not None:
-                r.path = convert(dict(request.path_params), spec.path_params, "path")
+                params = storable_params(dict(request.path_params))
+                r.path = convert(params, spec.path_params, "path")
             if spec.query is not None:
                 q = {k: v for k, v in request.query_params.items() if v or k not in lax}
-                r.query = convert(q, spec.query, "query", strict=False)
+                r.query = convert(storable_params(q), spec.query, "query", strict=False)
             if spec.body is not None and spec.body != RAW and spec.reader is not None:
                 r.raw = await spec.reader(request, max_body)
             elif spec.body is not None and spec.body != RAW:

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.engine import Connection
 
+from wisp._protocol import clean_text
 from wisp.server import _schema as S
 from wisp.server._db import Db
 from wisp.server._problem import Problem
@@ -348,7 +349,7 @@ class ProjectStore:
             "user_id": actor.user_id if actor else None,
             "actor": (actor.name if actor and actor.name else "anonymous")[:64],
             "action": action[:64],
-            "target": target[:2000],
+            "target": clean_text(target[:2000]),  # a refused request's path may hold NUL
             "status": status,
             "addr": addr[:64],
         }
