@@ -35,13 +35,12 @@ import os
 import random
 import resource
 import socket
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
+
+from _peers import start_mlflow_server, stop
 
 PG = os.environ.get("WISP_BENCH_PG", "postgresql://postgres@127.0.0.1:5432")
 BATCH_ROWS = 5000
@@ -229,27 +228,11 @@ def mlflow_side(
         from mlflow.tracking import MlflowClient
     except ImportError as exc:
         return f"skipped: mlflow is not importable ({exc})"
-    port = _port()
-    uri = pg_url.replace("postgresql://", "postgresql+psycopg://", 1)
-    log_path = Path(tempfile.gettempdir()) / "bench_api_mlflow.log"
-    log = open(log_path, "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
-         "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-         "--default-artifact-root", str(work / "mlruns")],
-        stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    started = start_mlflow_server(pg_url, work, _port(), workers=1, name="bench_api")
+    if isinstance(started, str):
+        return started
+    proc, url = started
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                urllib.request.urlopen(url + "/health", timeout=2).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    return f"skipped: the MLflow server did not start (see {log_path})"
-                time.sleep(1)
         client = MlflowClient(tracking_uri=url)
         exp = client.create_experiment("bulk")
         keys = _keys(metrics)
@@ -282,9 +265,7 @@ def mlflow_side(
             times.append(time.perf_counter() - t0)
         return times, points
     finally:
-        proc.terminate()
-        proc.wait(30)
-        log.close()
+        stop(proc)
 
 
 def main() -> None:

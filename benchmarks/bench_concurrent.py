@@ -30,10 +30,11 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _peers import start_mlflow_server, stop
 
 PG = os.environ.get("WISP_BENCH_PG", "postgresql://postgres@127.0.0.1:5432")
 
@@ -233,27 +234,11 @@ def mlflow_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any
         from mlflow.tracking import MlflowClient
     except ImportError as exc:
         return f"skipped: mlflow is not importable ({exc})"
-    port = _port()
-    uri = url.replace("postgresql://", "postgresql+psycopg://", 1)
-    log_path = Path(tempfile.gettempdir()) / "bench_concurrent_mlflow.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
-             "--host", "127.0.0.1", "--port", str(port), "--workers", str(args.workers),
-             "--default-artifact-root", str(work / "mlruns")],
-            stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
+    started = start_mlflow_server(url, work, _port(), workers=args.workers, name="bench_concurrent")
+    if isinstance(started, str):
+        return started
+    proc, base = started
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                urllib.request.urlopen(base + "/health", timeout=2).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    return f"skipped: the MLflow server did not start (see {log_path})"
-                time.sleep(1)
         exp = MlflowClient(tracking_uri=base).create_experiment("load")
         go = work / "go-mlflow"
         sizes = [str(args.mlflow_steps), str(args.metrics)]
@@ -287,8 +272,7 @@ def mlflow_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any
             "load": f"{load0} -> {load1}",
         }
     finally:
-        proc.terminate()
-        proc.wait(30)
+        stop(proc)
 
 
 def main() -> None:

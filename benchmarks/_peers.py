@@ -1,0 +1,44 @@
+"""Peers the benchmarks compare with, started the same way everywhere (not a benchmark)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+__all__ = ["start_mlflow_server", "stop"]
+
+
+def start_mlflow_server(
+    pg_url: str, work: Path, port: int, *, workers: int = 1, name: str = "bench"
+) -> tuple[subprocess.Popen[bytes], str] | str:
+    """An ``mlflow server`` on ``pg_url`` (its own database) at ``port``, once it answers
+    ``/health``: ``(process, base URL)``, or why it could not start (its log's path)."""
+    uri = pg_url.replace("postgresql://", "postgresql+psycopg://", 1)
+    log_path = Path(tempfile.gettempdir()) / f"{name}_mlflow.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
+             "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
+             "--default-artifact-root", str(work / "mlruns")],
+            stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            urllib.request.urlopen(base + "/health", timeout=2).read()
+            return proc, base
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                stop(proc)
+                return f"skipped: the MLflow server did not start (see {log_path})"
+            time.sleep(1)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    proc.wait(30)
