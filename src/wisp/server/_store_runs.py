@@ -33,13 +33,6 @@ _EXISTS = select(_R.id).where(_R.id == bindparam("key"))
 _GEN = select(_R.gen).where(_R.id == bindparam("key"))
 #: ``UPDATE runs SET <the parameters' columns> WHERE id = :run_key``
 UPDATE_RUN = update(S.runs).where(_R.id == bindparam("run_key"))
-#: the columns :meth:`RunStore.create` takes from its ``cols``
-_CREATE_COLS = frozenset(
-    {
-        *("project", "name", "state", "tags", "notes", "run_group", "job_type", "config"),
-        *("summary", "meta", "created_at", "finished_at"),
-    }
-)
 
 
 class RunStore:
@@ -93,7 +86,8 @@ class RunStore:
         return self._create(conn, run_id, cols)[0]
 
     def _create(self, conn: Connection, run_id: str, cols: dict[str, Any]) -> tuple[str, bool]:
-        """:meth:`create`, and whether this call inserted the run."""
+        """:meth:`create`, and whether this call inserted the run with every column of
+        ``cols`` (then no UPDATE with them is needed)."""
         project = cols["project"]
         found = self.resolve(conn, project, run_id)
         if found is not None:
@@ -106,22 +100,25 @@ class RunStore:
             if not self.exists(conn, key):
                 break
             key = f"{run_id[:47]}-{secrets.token_hex(8)}"
+        taken: dict[str, Any] = {  # the columns a new run takes from ``cols``, with their defaults
+            "name": run_id,
+            "state": "running",
+            "tags": [],
+            "notes": "",
+            "run_group": None,
+            "job_type": None,
+            "config": {},
+            "summary": {},
+            "meta": {},
+            "created_at": now,
+            "finished_at": None,
+        }
         row = {
             "id": key,
             "given_id": run_id,
             "gen": secrets.token_hex(8),
             "project": project,
-            "name": cols.get("name", run_id),
-            "state": cols.get("state", "running"),
-            "tags": cols.get("tags", []),
-            "notes": cols.get("notes", ""),
-            "run_group": cols.get("run_group"),
-            "job_type": cols.get("job_type"),
-            "config": cols.get("config", {}),
-            "summary": cols.get("summary", {}),
-            "meta": cols.get("meta", {}),
-            "created_at": cols.get("created_at", now),
-            "finished_at": cols.get("finished_at"),
+            **{c: cols.get(c, default) for c, default in taken.items()},
             "exit_code": None,
             "last_seen": now,
             "owner_id": owner,
@@ -136,7 +133,8 @@ class RunStore:
             )
         if won != key:
             self.guard.on_write(conn, won, None)
-        return won, inserted and won == key
+        whole = all(c == "project" or c in taken for c in cols)
+        return won, inserted and won == key and whole
 
     def exists(self, conn: Connection, key: str) -> bool:
         return conn.execute(_EXISTS, {"key": key}).first() is not None
@@ -187,8 +185,8 @@ class RunStore:
                 raise Problem(422, "invalid", "project: required to create a run", "project")
             if not by_project:
                 self.check_legacy(conn, project, run_id)
-            key, fresh = self._create(conn, run_id, cols)
-            if fresh and _CREATE_COLS.issuperset(cols):
+            key, whole = self._create(conn, run_id, cols)
+            if whole:
                 return key  # inserted with these columns just now
         else:
             assert key is not None
