@@ -29,7 +29,7 @@ from typing import Any
 
 from wisp._rundir import CURSOR_FILE, LOCK_FILE, META_FILE, RUN_FILE, Cursor
 from wisp._runfile import FRAME_SIZE, HEADER_SIZE, Record, RecordType, decode_payload, iter_records
-from wisp._upload._uploader import describe_records
+from wisp._upload._uploader import describe_records, refers_to_files
 from wisp.errors import CorruptRunFileError
 
 __all__ = ["MAX_SMALL", "BatchImporter", "SmallRun"]
@@ -100,9 +100,10 @@ class BatchImporter:
             if last.offset + FRAME_SIZE + len(last.payload) != len(data):
                 return None  # a torn tail: being written
             for r in recs[1:]:
-                if r.type in (RecordType.RUN, RecordType.FILE) or b'"path"' in r.payload:
+                if r.type in (RecordType.RUN, RecordType.FILE) or refers_to_files(r.payload):
                     return None  # resumed, or files and media to upload first
-            writer_id = json.loads(recs[0].payload).get("writer_id")
+            head = json.loads(recs[0].payload)
+            writer_id = head.get("writer_id") if isinstance(head, dict) else None
             if not isinstance(writer_id, str):
                 return None
             run_id, body = describe_records(recs, path)

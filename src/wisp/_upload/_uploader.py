@@ -71,12 +71,25 @@ from wisp._upload._transport import ApiClient, Conflict
 from wisp._wire import RUN_RECORD_FIELDS, RunBody
 from wisp.errors import FatalApiError, RetryableApiError
 
-__all__ = ["CURSOR_FILE", "Cursor", "Uploader", "describe_records", "describe_run"]
+__all__ = [
+    "CURSOR_FILE",
+    "Cursor",
+    "Uploader",
+    "describe_records",
+    "describe_run",
+    "refers_to_files",
+]
 
 log = logging.getLogger("wisp")
 MAX_SAVED_BYTES = 128 * 1024 * 1024  # saved files sent with the run (read whole, in memory)
 
 _dumps = json.JSONEncoder(allow_nan=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
+def refers_to_files(payload: bytes) -> bool:
+    """Whether a record's payload may name local files (media, saved files) that go to the
+    server before the record: a cheap byte test, exact where it says no."""
+    return b'"path"' in payload
 
 
 def describe_run(path: str, *, crashed: bool = False) -> tuple[str, RunBody]:
@@ -604,11 +617,11 @@ class Uploader:
         """A record's payload as JSON for the server (media uploaded, refs gain sha256)."""
         payload = rec.payload
         if rec.type == RecordType.HISTORY:  # binary columns in the file, JSON on the wire
-            return history_json(payload, self._upload_refs if b'"path"' in payload else None)
+            return history_json(payload, self._upload_refs if refers_to_files(payload) else None)
         if rec.type == RecordType.FILE:
             self._upload_saved(payload)
             return payload
-        if b'"path"' in payload:
+        if refers_to_files(payload):
             return self._with_media(payload)
         return payload
 
