@@ -175,7 +175,11 @@ def test_sanitised_json_is_accepted_by_the_server() -> None:
     ("value", "ok"),
     [
         ("proj", True),
-        ("a/b", False),
+        ("vision/detector", True),  # owned by the user or team "vision"
+        ("a/b/c", False),
+        ("Vision/b", False),  # an entity is a user or team name
+        ("a/", False),
+        ("/b", False),
         ("a\nb", False),
         ("", False),
         ("  ", False),

@@ -144,9 +144,10 @@ def init(
     wandb's ``reinit``: ``"create_new"`` keeps live runs and leaves ``wisp.run``
     alone, ``"return_previous"`` (or False) returns the newest live run, and
     ``"finish_previous"``/``"default"``/True finish live runs first (wisp's default).
-    ``entity`` sets ``run.entity``.  Other arguments that only wandb knows
-    (``save_code``, ...) are accepted and ignored with one warning, so
-    ``import wisp as wandb`` works; any other unknown argument raises UsageError.
+    ``entity`` (a user or team on the server) files the run under ``entity/project``.
+    Other arguments that only wandb knows (``save_code``, ...) are accepted and ignored
+    with one warning, so ``import wisp as wandb`` works; any other unknown argument raises
+    UsageError.
     """
     from wisp._init import start_run
 
@@ -183,13 +184,12 @@ def init(
             settings=settings,
             ranks=ranks,
             finish_previous=how == "finish_previous",
+            entity=entity,
         )
     except (UsageError, FatalApiError) as exc:
         # the caller's mistake (a bad setting, a refused key): the message says it all, so
         # the traceback ends at this call, not deep inside wisp
         raise exc.with_traceback(None)  # noqa: B904 - the same exception, re-raised
-    if entity is not None:
-        new.entity = entity
     if how != "create_new":  # as in wandb: create_new leaves wisp.run alone
         global run
         run = new

@@ -13,8 +13,10 @@ from wisp._protocol import (
     MAX_PROJECT_LENGTH,
     MAX_TAG_LENGTH,
     MAX_TAGS,
+    entity_problem,
     is_valid_id,
     name_problem,
+    project_entity,
     project_problem,
 )
 from wisp._run import Run
@@ -181,6 +183,22 @@ def wandb_only_args(kwargs: Mapping[str, Any], config: Any) -> Any:
     return config
 
 
+def _full_project(project: str, entity: Any) -> str:
+    """``entity/project`` when an entity is given (``project`` may name it already)."""
+    if entity is None or entity == "":
+        return project
+    if not isinstance(entity, str):
+        raise UsageError(f"init() entity must be a string, got {entity!r}")
+    if entity_problem(entity) is not None:
+        raise UsageError(f"init() entity {entity_problem(entity)}")
+    owner, name = project_entity(project)
+    if owner and owner != entity:
+        raise UsageError(
+            f"init() project {project!r} names the entity {owner!r} but entity is {entity!r}"
+        )
+    return f"{entity}/{name}"
+
+
 def start_run(
     *,
     project: str | None,
@@ -197,8 +215,12 @@ def start_run(
     settings: Settings | Mapping[str, Any] | None,
     ranks: str | None,
     finish_previous: bool = True,
+    entity: str | None = None,
 ) -> Run:
-    """A new run.  ``finish_previous`` (reinit): finish this process's live runs first."""
+    """A new run.  ``finish_previous`` (reinit): finish this process's live runs first.
+
+    ``entity``: the user or team owning the project (else ``WISP_ENTITY``/``WANDB_ENTITY``);
+    the run's project is then ``entity/project`` on the server."""
     from wisp._wandb_env import init_from_env
 
     env = init_from_env(os.environ)  # WISP_*, else WANDB_*, under explicit arguments
@@ -236,6 +258,7 @@ def start_run(
     project = (
         _check_str("project", project, MAX_PROJECT_LENGTH) or env.get("project") or "uncategorized"
     )
+    project = _full_project(project, entity if entity is not None else env.get("entity"))
     if project_problem(project) is not None:
         raise UsageError(f"init() project {project!r} {project_problem(project)}")
     name = _check_str("name", name)
@@ -290,7 +313,7 @@ def start_run(
         resumed = find_resumable(os.path.abspath(s.dir or os.getcwd()), id, resume)
         if resumed is not None:
             name = name or resumed.name
-            if project == "uncategorized" and resumed.project:
+            if project_entity(project)[1] == "uncategorized" and resumed.project:
                 project = resumed.project
             config = resumed.merge_config(config)
     run_id = id or (_ranks.shared_run_id() if shared else new_run_id())

@@ -23,10 +23,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_VALUE_BYTES",
+    "ENTITY_RULE",
     "ID_CHARS",
     "ID_PATTERN",
     "ID_RULE",
     "MAX_DEPTH",
+    "MAX_ENTITY_LENGTH",
     "MAX_EXIT_CODE",
     "MAX_ID_LENGTH",
     "MAX_INT",
@@ -52,10 +54,13 @@ __all__ = [
     "RunState",
     "clean_json",
     "clean_text",
+    "entity_problem",
     "id_problem",
     "is_valid_id",
     "key_problem",
     "name_problem",
+    "project_entity",
+    "project_path",
     "project_problem",
     "row_problem",
     "step_problem",
@@ -124,6 +129,11 @@ MAX_KEY_LENGTH = 1024
 #: Run name, group, job type.
 MAX_NAME_LENGTH = 1024
 MAX_PROJECT_LENGTH = 128
+#: A user or team name: the entity of ``entity/project``.
+MAX_ENTITY_LENGTH = 64
+ENTITY_RULE = "1-64 characters of a-z, 0-9, '_', '.', '-' starting with a letter or digit"
+_ENTITY_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_ENTITY_CHARS = _ENTITY_FIRST | frozenset("_.-")
 MAX_TAGS = 256
 MAX_TAG_LENGTH = 256
 MAX_NOTES_LENGTH = 100_000
@@ -226,12 +236,63 @@ def name_problem(value: str, max_len: int = MAX_NAME_LENGTH) -> str | None:
     return text_problem(value, max_len)
 
 
+def entity_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a user or team name (an entity), or None when it can."""
+    if (
+        not 0 < len(value) <= MAX_ENTITY_LENGTH
+        or value[0] not in _ENTITY_FIRST
+        or not _ENTITY_CHARS.issuperset(value)
+    ):
+        return f"must be {ENTITY_RULE}, got {value[:80]!r}"
+    return None
+
+
 def project_problem(value: str) -> str | None:
-    """Why ``value`` cannot be a project name: 1-128 printable characters, no ``/``."""
+    """Why ``value`` cannot be a project name, or None when it can.
+
+    A project is ``name`` (a server-wide name, as before entities) or ``entity/name``, owned
+    by the user or team ``entity``: 1-128 printable characters in all, ``name`` not blank
+    and without ``/``.
+
+    >>> project_problem("vision/detector") is None
+    True
+    >>> project_problem("Vision/detector").startswith("names its owner before '/'")
+    True
+    """
     problem = text_problem(value, MAX_PROJECT_LENGTH)
-    if problem is None and (not value.strip() or "/" in value or not value.isprintable()):
-        problem = "must be printable characters without '/' or line breaks, and not blank"
-    return problem
+    if problem is not None:
+        return problem
+    entity, sep, name = value.partition("/")
+    if not sep:
+        entity, name = "", value
+    elif entity_problem(entity) is not None:
+        return f"names its owner before '/': {entity_problem(entity)}"
+    if not name.strip() or "/" in name or not name.isprintable():
+        return (
+            "must be printable characters without line breaks, not blank, with at most one "
+            "'/' (after the user or team that owns it: 'entity/project')"
+        )
+    return None
+
+
+def project_path(project: str) -> str:
+    """A project's path in API v1: ``/projects/{name}``, or ``/entities/{entity}/projects/
+    {name}`` for ``entity/name`` (docs/http-api.md, "Projects"), percent-encoded.
+
+    >>> project_path("vision/my detector")
+    '/entities/vision/projects/my%20detector'
+    """
+    from urllib.parse import quote
+
+    entity, name = project_entity(project)
+    base = f"/projects/{quote(name, safe='')}"
+    return f"/entities/{quote(entity, safe='')}{base}" if entity else base
+
+
+def project_entity(project: str) -> tuple[str, str]:
+    """``(entity, name)`` of a valid project name; the entity is ``""`` when it names none."""
+    entity, sep, name = project.partition("/")
+    return (entity, name) if sep else ("", project)
 
 
 def url_problem(url: str) -> str | None:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 
 from wisp import _runfile
 from wisp._config import Config
-from wisp._protocol import MAX_STEP, step_problem
+from wisp._protocol import MAX_STEP, project_entity, step_problem
 from wisp._run_wandb import WandbRunApi
 from wisp._rundir import META_FILE, RUN_FILE, write_meta
 from wisp._runfile import RecordType
@@ -67,7 +67,8 @@ class Run(WandbRunApi):
         """``origin``: an imported run's fields (host, pid, ...) for its RUN record, in place
         of this process's: the run is a copy of one that ran elsewhere."""
         self._settings = settings
-        self.project = project
+        # the project's full name is "entity/project" when a user or team owns it by name
+        self._entity, self.project = project_entity(project)
         self.name = name
         self.id = run_id
         self.dir = run_dir
@@ -154,7 +155,7 @@ class Run(WandbRunApi):
         fields: dict[str, Any] = {
             "run_id": self.id,
             "writer_id": os.urandom(8).hex(),
-            "project": self.project,
+            "project": self.project_path,
             "name": self.name,
             "tags": self.tags,
             "notes": self.notes,
@@ -588,7 +589,7 @@ class Run(WandbRunApi):
         assert self.dir is not None
         meta = {
             "id": self.id,
-            "project": self.project,
+            "project": self.project_path,
             "name": self.name,
             "state": state,
             "created_at": self.created_at,
@@ -624,7 +625,8 @@ class Run(WandbRunApi):
 
     def __repr__(self) -> str:
         return (
-            f"<wisp.Run {self.project}/{self.name} id={self.id} state={self.state} dir={self.dir}>"
+            f"<wisp.Run {self.project_path}/{self.name} id={self.id} state={self.state} "
+            f"dir={self.dir}>"
         )
 
     def _repr_html_(self) -> str:
@@ -632,7 +634,7 @@ class Run(WandbRunApi):
 
         link = f' · <a href="{escape(self.url)}" target="_blank">dashboard</a>' if self.url else ""
         return (
-            f"<div><b>wisp run</b> {escape(self.project)}/<b>{escape(self.name)}</b> "
+            f"<div><b>wisp run</b> {escape(self.project_path)}/<b>{escape(self.name)}</b> "
             f"<code>{escape(self.id)}</code> · {escape(self.state)}{link}<br>"
             f"<small>{escape(str(self.dir))}</small></div>"
         )

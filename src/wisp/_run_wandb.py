@@ -1,8 +1,11 @@
 """wandb's ``Run`` attributes and methods, on wisp's Run (``import wisp as wandb``).
 
 ``run.path`` is ``entity/project/run_id`` as in wandb (the run file is
-``run.file_path``); ``entity`` is the ``entity=`` given to ``init()``, else
-``WANDB_ENTITY``, else the local user name.  Setting ``name``, ``tags`` or ``notes``
+``run.file_path``); ``entity`` is the user or team owning the project on the server, from
+``init(entity=...)``, else ``WISP_ENTITY``/``WANDB_ENTITY``, else ``""`` (a project named
+without an owner; then ``run.path`` is ``project/run_id``).  ``run.project`` is the project's
+name without its entity, as in wandb; ``run.project_path`` is the full ``entity/project`` the
+server files the run under.  Setting ``name``, ``tags`` or ``notes``
 mid-run records the change in the run file, where readers and the server see it.
 The methods (``watch``, ``alert``, ``save``, ...) are the module-level functions
 applied to this run, so they work on runs made with ``reinit="create_new"`` too.
@@ -23,22 +26,13 @@ if TYPE_CHECKING:
 __all__ = ["WandbRunApi"]
 
 
-def _user() -> str:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no user name in a container
-        return "local"
-
-
 class WandbRunApi:
     """The wandb-shaped part of :class:`wisp.Run` (a mixin; Run holds the state)."""
 
     _name: str
     _tags: list[str]
     _notes: str | None
-    _entity: str | None = None
+    _entity: str = ""
     _resumed: bool = False
     # provided by Run
     id: str
@@ -91,19 +85,19 @@ class WandbRunApi:
 
     @property
     def entity(self) -> str:
-        """``init(entity=...)``, else ``WANDB_ENTITY``, else the local user name."""
-        return self._entity or os.environ.get("WANDB_ENTITY") or _user()
+        """The user or team owning the run's project (``init(entity=...)``), or ``""``."""
+        return self._entity
 
-    @entity.setter
-    def entity(self, value: str | None) -> None:
-        if value is not None and not isinstance(value, str):
-            raise UsageError(f"init() entity must be a string, got {value!r}")
-        self._entity = value
+    @property
+    def project_path(self) -> str:
+        """The project's full name on the server: ``entity/project``, or ``project``."""
+        return f"{self._entity}/{self.project}" if self._entity else self.project
 
     @property
     def path(self) -> str:
-        """``entity/project/run_id``, as in wandb (the run file is ``file_path``)."""
-        return f"{self.entity}/{self.project}/{self.id}"
+        """``entity/project/run_id`` as in wandb (``project/run_id`` without an entity);
+        ``wisp.Api().run(run.path)`` finds the run (the run file is ``file_path``)."""
+        return f"{self.project_path}/{self.id}"
 
     @property
     def offline(self) -> bool:

@@ -94,6 +94,7 @@ _FIELDS: dict[str, tuple[type, Any, str | None, Callable[[Any], str | None]]] = 
 OTHER_ENV = frozenset(
     {
         "WISP_PROJECT",
+        "WISP_ENTITY",
         "WISP_NAME",
         "WISP_TAGS",
         "WISP_NOTES",

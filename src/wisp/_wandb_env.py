@@ -70,6 +70,7 @@ SETTINGS_ENV: dict[str, tuple[str, Callable[[Any], Any]]] = {
 #: init() argument <- (WISP_* variable, WANDB_* variable).
 INIT_ENV: dict[str, tuple[str, str]] = {
     "project": ("WISP_PROJECT", "WANDB_PROJECT"),
+    "entity": ("WISP_ENTITY", "WANDB_ENTITY"),
     "name": ("WISP_NAME", "WANDB_NAME"),
     "tags": ("WISP_TAGS", "WANDB_TAGS"),
     "notes": ("WISP_NOTES", "WANDB_NOTES"),

@@ -178,15 +178,21 @@ def test_run_attributes_identity_changes_and_run_dir_files(tmp_path: Path) -> No
 
 
 def test_identity_change_reaches_the_server(tmp_path: Path) -> None:
-    """A run renamed mid-run shows the new name, tags and notes on the server after sync."""
+    """A run renamed mid-run shows the new name, tags and notes on the server after sync,
+    filed under its entity's project (``entity="team"``: the team's ``team/compat``)."""
     pytest.importorskip("sqlalchemy")
+    from wisp.server import teams_add
     from wisp.testing import Server
 
     out = run_script("run_api", tmp_path)
     with Server(tmp_path / "srv") as srv:
+        teams_add("team", db=srv.db_url)
         wisp.sync(out["run_dir"], server_url=srv.url, api_key=srv.key, progress=False)
         got = srv.get(f"/runs/{out['id']}")
+        project = srv.get("/entities/team/projects/compat")
     assert got["name"] == "after" and got["tags"] == ["a", "b"] and got["notes"] == "n1"
+    assert got["project"] == "team/compat"
+    assert project["owner"] == "team" and project["owner_kind"] == "team"
 
 
 @pytest.mark.parametrize("impl", IMPLS)

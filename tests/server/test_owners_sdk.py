@@ -59,3 +59,69 @@ def test_one_run_id_in_two_projects_is_two_runs(tmp_path: Path) -> None:
         with pytest.raises(ApiError, match=r"run 'exp2' in project 'shared' belongs to another"):
             wisp.sync([str(tmp_path / "b2")], server_url=srv.url, api_key=bob, follow=False)
         assert srv.points("exp2", "loss") == [(s, 1.0) for s in range(5)]
+
+
+def test_entity_projects_through_the_sdk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``init(entity="vision")`` files an online run under the team's ``vision/detector``:
+    ``run.path`` finds it again through ``wisp.Api``, ``WISP_ENTITY`` does the same, histories
+    name it by id, and someone outside the team is refused at ``init()`` naming the team."""
+    from wisp.errors import FatalApiError
+    from wisp.server import teams_add, teams_member
+
+    with Server(tmp_path / "srv") as srv:
+        for name in ("alice", "dave"):
+            users_add(name, db=srv.db_url)
+        teams_add("vision", db=srv.db_url)
+        teams_member("vision", "alice", "member", db=srv.db_url)
+        alice = keys_create("write", "a", db=srv.db_url, user="alice")[1]
+        dave = keys_create("write", "d", db=srv.db_url, user="dave")[1]
+        settings = {"server_url": srv.url, "api_key": alice}
+        run = wisp.init(
+            project="detector", entity="vision", dir=str(tmp_path / "a"), settings=settings
+        )
+        assert (run.project, run.entity, run.project_path) == (
+            "detector",
+            "vision",
+            "vision/detector",
+        )
+        assert run.path == f"vision/detector/{run.id}"
+        assert run.url is not None and "#/p/vision%2Fdetector/r/" in run.url
+        for step in range(4):
+            wisp.log({"loss": float(step)}, step=step)
+        run.finish()
+        monkeypatch.setenv("WISP_ENTITY", "vision")
+        run2 = wisp.init(project="detector", dir=str(tmp_path / "a2"), settings=settings)
+        wisp.log({"loss": 9.0}, step=0)
+        run2.finish()
+        monkeypatch.delenv("WISP_ENTITY")
+
+        api = wisp.Api(server_url=srv.url, api_key=alice)
+        got = api.run(run.path)
+        assert (got.id, got.entity, got.project, got.project_path) == (
+            run.id,
+            "vision",
+            "detector",
+            "vision/detector",
+        )
+        assert [r["loss"] for r in got.scan_history(keys=["loss"])] == [0.0, 1.0, 2.0, 3.0]
+        runs = api.runs("vision/detector")
+        assert sorted(r.id for r in runs) == sorted([run.id, run2.id])
+        frame = runs.histories(keys=["loss"])
+        assert set(frame["run_id"]) == {run.id, run2.id}
+        api.close()
+
+        refused = {
+            "detector": r"'dave' may not create runs in project 'vision/detector'",
+            "fresh": r"'dave' may not create projects under 'vision'",
+        }
+        for project, why in refused.items():
+            with pytest.raises(FatalApiError, match=why):
+                wisp.init(
+                    project=project,
+                    entity="vision",
+                    dir=str(tmp_path / "d"),
+                    settings={"server_url": srv.url, "api_key": dave},
+                )
+        srv.key = dave
+        with pytest.raises(Exception, match="403"):
+            srv.get(f"/entities/vision/projects/detector/runs/{run.id}")

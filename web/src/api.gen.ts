@@ -124,6 +124,201 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/entities/{entity}/projects/{project}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A project's owner and visibility */
+        get: operations["project_in_entity"];
+        /** Create or change a project (its admins) */
+        put: operations["set_project_in_entity"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/artifacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Artifacts of a project */
+        get: operations["project_artifacts_in_entity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/artifacts/{name}/aliases/{alias}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Point an alias at a version (moves it) */
+        put: operations["set_artifact_alias_in_entity"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/artifacts/{name}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Record that a run consumed a version */
+        post: operations["use_artifact_in_entity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/artifacts/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Versions of an artifact, newest first */
+        get: operations["artifact_versions_in_entity"];
+        put?: never;
+        /** Publish a version (409 until every file of its manifest is uploaded) */
+        post: operations["commit_artifact_version_in_entity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/artifacts/{name}/versions/{ref}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One version by vN or alias, with its manifest and lineage */
+        get: operations["artifact_version_in_entity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Runs of a project, filtered, sorted and paginated on the server */
+        get: operations["project_runs_in_entity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One run by its project and id (ids are unique per project; `key` addresses it) */
+        get: operations["get_project_run_in_entity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/series/grouped": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Runs grouped by config/metadata keys, each metric aggregated per group
+         * @description Per group and bucket of a step grid shared by all runs: mean, median, std, min, max of the runs' last value in the bucket, and the min/max of every point (computed from the 64-step blocks). At most 1000 runs.
+         */
+        post: operations["grouped_in_entity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/workspaces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspaces of a project the caller may see (shared, and their own) */
+        get: operations["list_workspaces_in_entity"];
+        put?: never;
+        /** Save a new workspace (shared ones need write rights on the project) */
+        post: operations["create_workspace_in_entity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/workspaces/{workspace_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One workspace with its panels */
+        get: operations["get_workspace_in_entity"];
+        /** Replace a workspace's name, sharing and panels */
+        put: operations["put_workspace_in_entity"];
+        post?: never;
+        /** Delete a workspace */
+        delete: operations["delete_workspace_in_entity"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/export/histories": {
         parameters: {
             query?: never;
@@ -2056,6 +2251,462 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Me"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    project_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectOut"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    set_project_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProjectSettings"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectOut"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    project_artifacts_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    set_artifact_alias_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                name: string;
+                alias: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ArtifactAliasBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersion"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    use_artifact_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ArtifactUseBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactUsed"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    artifact_versions_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersionList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    commit_artifact_version_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ArtifactCommitBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactCommitted"];
+                };
+            };
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactCommitted"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    artifact_version_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                name: string;
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactVersion"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    project_runs_in_entity: {
+        parameters: {
+            query?: {
+                /** @description runs filter expression */
+                filter?: string;
+                sort?: string;
+                order?: "asc" | "desc";
+                limit?: number;
+                offset?: number;
+                group?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunsPage"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    get_project_run_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunDetail"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    grouped_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GroupedBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GroupedSeries"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    list_workspaces_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    create_workspace_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkspaceBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    get_workspace_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                workspace_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    put_workspace_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                workspace_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WorkspaceBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    delete_workspace_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                workspace_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceRow"];
                 };
             };
             "4XX": components["responses"]["Error"];

@@ -100,10 +100,19 @@ export function qs(params: Record<string, string | number | undefined | null>): 
 
 const enc = encodeURIComponent;
 
+/** A project's API base: `entity/name` projects (owned by a user or team) are addressed as
+ *  `/entities/{entity}/projects/{name}` (docs/http-api.md, "Projects"; the Python client's
+ *  `wisp._protocol.project_path`), since one path segment cannot hold the `/`. */
+export function projectApi(project: string): string {
+  const i = project.indexOf("/");
+  if (i < 0) return `/api/v1/projects/${enc(project)}`;
+  return `/api/v1/entities/${enc(project.slice(0, i))}/projects/${enc(project.slice(i + 1))}`;
+}
+
 export const api = {
   projects: () => getJSON<Ok<"projects">>("/api/v1/projects"),
   runs: (project: string, p: Query<"project_runs">, signal?: AbortSignal) =>
-    getJSON<Ok<"project_runs">>(`/api/v1/projects/${enc(project)}/runs${qs(p)}`, signal),
+    getJSON<Ok<"project_runs">>(`${projectApi(project)}/runs${qs(p)}`, signal),
   filterParse: (filter: string, signal?: AbortSignal) =>
     getJSON<Omit<Ok<"filter_parse">, "tree"> & { tree: Tree | null }>(
       `/api/v1/filter/parse${qs({ filter })}`,

@@ -2,7 +2,7 @@
 // and the lineage of a version (runs that produced it -> version -> runs that consumed it).
 //   #/p/<project>/artifacts                     the list
 //   #/p/<project>/artifacts/<name>?v=<vN|alias> one artifact, one version selected
-import { apiKey, getJSON, type Ok } from "./api";
+import { apiKey, getJSON, projectApi, type Ok } from "./api";
 import { lineageGraph } from "./artifactsLineage";
 import type { Dispose } from "./pages";
 import { href, type Route } from "./router";
@@ -59,7 +59,7 @@ export function artifactsPage(app: HTMLElement, route: Route, project: string, n
     if (!ctl.signal.aborted) app.replaceChildren(h("p", { class: "error" }, `Could not load artifacts: ${String(e)}`));
   };
   if (!name) {
-    getJSON<Ok<"project_artifacts">>(`/api/v1/projects/${enc(project)}/artifacts`, ctl.signal)
+    getJSON<Ok<"project_artifacts">>(`${projectApi(project)}/artifacts`, ctl.signal)
       .then(({ artifacts }) => {
         const rows = artifacts.map((a) =>
           h(
@@ -83,7 +83,7 @@ export function artifactsPage(app: HTMLElement, route: Route, project: string, n
       .catch(fail);
     return () => ctl.abort();
   }
-  const base = `/api/v1/projects/${enc(project)}/artifacts/${enc(name)}`;
+  const base = `${projectApi(project)}/artifacts/${enc(name)}`;
   getJSON<Ok<"artifact_versions">>(`${base}/versions`, ctl.signal)
     .then(async ({ type, versions }) => {
       const want = route.params.get("v") ?? "latest";

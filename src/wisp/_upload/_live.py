@@ -95,7 +95,7 @@ def attach(run: Run) -> None:
     run.attach("uploader", up, stop, after_close=True)
     run.barrier(s.init_timeout)  # the run record is on disk: register from it
     up.start()
-    run.url = run_page_url(client.server_url, run.project, run.id)
+    run.url = run_page_url(client.server_url, run.project_path, run.id)
     # registered, refused (401/403/404 end the thread at once) or nothing listening: never
     # wait out init_timeout for an answer that has come
     while not up.registered.is_set() and not up.ended.is_set() and not unreachable(up):
@@ -106,7 +106,7 @@ def attach(run: Run) -> None:
     up.defer_refusal = False  # from now on the thread reports a refusal itself
     if up.registered.is_set():
         # the server's key for the run (its id, unless another project had the id first)
-        run.url = run_page_url(client.server_url, run.project, up.key or run.id)
+        run.url = run_page_url(client.server_url, run.project_path, up.key or run.id)
         return
     if isinstance(up.error, FatalApiError):
         refused = True

@@ -14,8 +14,8 @@ import os
 from typing import Any
 
 from wisp.api._filters import from_mongo, to_source
-from wisp.api._objects import File, Project, Run, Runs
-from wisp.errors import UsageError
+from wisp.api._objects import File, Project, Run, Runs, resolve_project
+from wisp.errors import NotFoundError, UsageError
 
 __all__ = ["Api", "File", "Project", "Run", "Runs", "from_mongo"]
 
@@ -98,23 +98,28 @@ class Api:
         ``filters``: wisp's filter language (``"config.lr < 0.01 and state = finished"``)
         or a MongoDB-style dict (``{"config.lr": {"$lt": 0.01}, "state": "finished"}``),
         translated to the language.  ``order``: a field, ``-`` for descending.
+        ``path``: ``"entity/project"`` or ``"project"`` (a project named without an owner).
         """
-        if not isinstance(path, str) or not path:
+        if not isinstance(path, str) or not path.strip("/"):
             raise UsageError(f"runs() needs a project name, got {path!r}")
-        project = path.rsplit("/", 1)[-1]
+        project = path.strip("/")  # "/project": run.entity was "" (no owner)
         return Runs(self._backend, project, to_source(filters), order, per_page)
 
     def run(self, path: str) -> Run:
-        """One run by ``"entity/project/run_id"``, ``"project/run_id"`` (run ids are unique
-        per project) or ``"run_key"`` (the server's key of a run, ``Run.key``)."""
-        if not isinstance(path, str) or not path:
+        """One run by ``"entity/project/run_id"`` (``run.path``), ``"project/run_id"`` (run ids
+        are unique per project) or ``"run_key"`` (the server's key of a run, ``Run.key``)."""
+        if not isinstance(path, str) or not path.strip("/"):
             raise UsageError(f"run() needs 'project/run_id', got {path!r}")
-        project, _, run_id = path.rpartition("/")
-        project = project.rsplit("/", 1)[-1]  # "entity/project/id": the project names it
-        data = self._backend.get_run(run_id, project or None)
+        project, _, run_id = path.strip("/").rpartition("/")
+        try:
+            data = self._backend.get_run(run_id, project or None)
+        except NotFoundError:
+            found = resolve_project(self._backend, project) if project else project
+            if found == project:
+                raise
+            project = found  # "entity/project/id" of a project named without its entity
+            data = self._backend.get_run(run_id, project)
         if project and data.get("project") != project:
-            from wisp.errors import NotFoundError
-
             raise NotFoundError(
                 f"run {run_id!r} is in project {data.get('project')!r}, not {project!r}"
             )

@@ -10,6 +10,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
+from wisp._protocol import project_entity
 from wisp.errors import UsageError
 
 __all__ = ["File", "Project", "Run", "Runs"]
@@ -81,12 +82,24 @@ class Run:
 
     @property
     def project(self) -> str:
+        """The project's name without its entity, as in wandb (``project_path`` has both)."""
+        return project_entity(self.project_path)[1]
+
+    @property
+    def entity(self) -> str:
+        """The user or team owning the project, ``""`` for a project named without one."""
+        return project_entity(self.project_path)[0]
+
+    @property
+    def project_path(self) -> str:
+        """The project's full name: ``entity/project``, or ``project``."""
         return str(self._data["project"])
 
     @property
     def path(self) -> str:
-        """``project/run_id``, as ``Api.run()`` takes it."""
-        return f"{self.project}/{self.id}"
+        """``entity/project/run_id`` (``project/run_id`` without an entity), as ``Api.run()``
+        takes it."""
+        return f"{self.project_path}/{self.id}"
 
     @property
     def state(self) -> str:
@@ -291,6 +304,10 @@ class Runs:
                 len(self._pages) * self.per_page,
             )
             if self._total is None and total == 0:
+                found = resolve_project(self._backend, self.project)
+                if found != self.project:  # "entity/name" of a project named "name"
+                    self.project = found
+                    continue
                 self._backend.check_project(self.project)
             self._total = total
             self._pages.append(runs)
@@ -333,7 +350,8 @@ class Runs:
         max_step: int | None = None,
         batch_runs: int = 200,
     ) -> Any:
-        """Every point of every run here as one long table: ``run_id``, ``step``, key columns.
+        """Every point of every run here as one long table: ``run_id`` (each run's id, unique in
+        its project), ``step``, key columns.
 
         ``format``: ``"pandas"`` (a DataFrame), ``"arrow"`` (a ``pyarrow.Table``) or
         ``"polars"``.  Runs go to the server in batches of ``batch_runs``, one streamed
@@ -343,11 +361,12 @@ class Runs:
             raise UsageError(f"format must be 'pandas', 'arrow' or 'polars', got {format!r}")
         if isinstance(keys, str):
             keys = [keys]
-        ids = [r.key for r in self]
-        from wisp.api._tables import build
+        runs = list(self)
+        from wisp.api._tables import build, by_run_id
 
-        parts = self._backend.export(ids, keys, min_step, max_step, max(1, batch_runs))
-        return build(parts, keys, format)
+        keyed = [r.key for r in runs]
+        parts = self._backend.export(keyed, keys, min_step, max_step, max(1, batch_runs))
+        return build(by_run_id(parts, _renamed(runs)), keys, format)
 
     def to_parquet(
         self, path: str, keys: list[str] | str | None = None, batch_runs: int = 200
@@ -357,13 +376,14 @@ class Runs:
         Memory stays bounded by one record batch.  Without ``keys``, the columns are the
         union of the runs' metric keys.  Needs pyarrow.
         """
-        from wisp.api._tables import need, to_batch
+        from wisp.api._tables import by_run_id, need, to_batch
 
         pa = need("pyarrow", "to_parquet()")
         pq = need("pyarrow.parquet", "to_parquet()")
         if isinstance(keys, str):
             keys = [keys]
-        ids = [r.key for r in self]
+        runs = list(self)
+        ids = [r.key for r in runs]
         if keys is None:
             union: set[str] = set()
             for rid in ids:
@@ -373,12 +393,31 @@ class Runs:
         schema = pa.schema(fields + [pa.field(k, pa.float64()) for k in keys])
         rows = 0
         with pq.ParquetWriter(path, schema, compression="zstd") as writer:
-            for part in self._backend.export(ids, keys, None, None, max(1, batch_runs)):
+            parts = self._backend.export(ids, keys, None, None, max(1, batch_runs))
+            for part in by_run_id(parts, _renamed(runs)):
                 batch = to_batch(part, schema)
                 if batch.num_rows:
                     writer.write_batch(batch)
                     rows += batch.num_rows
         return rows
+
+
+def resolve_project(backend: Any, project: str) -> str:
+    """``project``, or ``name`` for an ``entity/name`` that is no project when ``name`` is one:
+    a wandb-style path (``run.path`` of wandb, or of wisp before entities) to a project
+    named without its entity still finds it."""
+    entity, name = project_entity(project)
+    if entity:
+        names = {p["name"] for p in backend.projects()}
+        if project not in names and name in names:
+            return name
+    return project
+
+
+def _renamed(runs: list[Run]) -> dict[str, str]:
+    """key -> id of the runs the server knows by another key (their id was taken first in
+    another project): histories name runs by id, as the rest of the API does."""
+    return {r.key: r.id for r in runs if r.key != r.id}
 
 
 def _order(order: str) -> tuple[str, str]:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from wisp._protocol import project_path
 from wisp.api._http import HttpApi, q
 from wisp.api._tables import arrow_available
 from wisp.errors import FatalApiError, NotFoundError
@@ -47,7 +48,7 @@ class ServerBackend:
         query: dict[str, Any] = {"filter": filters or None, "sort": sort, "order": order}
         query |= {"limit": limit, "offset": offset}
         try:
-            doc = self.http.json("GET", f"/projects/{q(project)}/runs", query=query)
+            doc = self.http.json("GET", f"{project_path(project)}/runs", query=query)
         except FatalApiError as exc:
             if exc.status == 422:
                 from wisp.errors import UsageError
@@ -60,7 +61,7 @@ class ServerBackend:
         """The run with key ``run_id``, or with id ``run_id`` in ``project``."""
         path = f"/runs/{q(run_id)}"
         if project is not None:
-            path = f"/projects/{q(project)}/runs/{q(run_id)}"
+            path = f"{project_path(project)}/runs/{q(run_id)}"
         try:
             doc = self.http.json("GET", path)
         except FatalApiError as exc:

@@ -8,10 +8,10 @@ joins them without copying the Arrow buffers, then converts once.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-__all__ = ["arrow_available", "build", "need", "to_batch"]
+__all__ = ["arrow_available", "build", "by_run_id", "need", "to_batch"]
 
 _HINTS = {
     "pandas": "pip install pandas",
@@ -50,6 +50,27 @@ def to_batch(part: Any, schema: Any) -> Any:
         part.column(f.name) if f.name in have else pa.nulls(part.num_rows, f.type) for f in schema
     ]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def by_run_id(parts: Iterable[Any], ids: dict[str, str]) -> Iterator[Any]:
+    """The parts with ``run_id`` holding each run's id where the server named it by its key
+    (``ids``: key -> id, for the runs whose key is not their id)."""
+    for part in parts:
+        if not ids:
+            yield part
+        elif isinstance(part, list):
+            for row in part:
+                row["run_id"] = ids.get(row["run_id"], row["run_id"])
+            yield part
+        else:
+            import pyarrow as pa
+
+            i = part.schema.get_field_index("run_id")
+            codes = part.column(i).dictionary_encode()  # a few runs a part: rename each once
+            names = pa.array([ids.get(k, k) for k in codes.dictionary.to_pylist()], pa.string())
+            col = pa.DictionaryArray.from_arrays(codes.indices, names).cast(pa.string())
+            arrays = [col if j == i else part.column(j) for j in range(part.num_columns)]
+            yield pa.RecordBatch.from_arrays(arrays, schema=part.schema)
 
 
 def build(parts: Iterable[Any], keys: list[str] | None, fmt: str) -> Any:

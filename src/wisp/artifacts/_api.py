@@ -97,7 +97,7 @@ def log_artifact(
         raise ArtifactError(f"artifact {art.name!r} was already logged or used")
     if not art._entries:
         raise UsageError(f"artifact {art.name!r} is empty: add files before logging it")
-    art.project = art.project or run.project
+    art.project = art.project or run.project_path
     art.aliases = ["latest", *al]
     art.state = "pending"
     if run.dir is None:  # a disabled run stores nothing
@@ -129,7 +129,7 @@ def use_artifact(
         art = artifact_or_name.wait()
         proj, name, digest = art.project or "", art.name, art.digest or ""
     else:
-        default = project or (run.project if run is not None else None)
+        default = project or (run.project_path if run is not None else None)
         proj, name, tag = parse_ref(artifact_or_name, default)
         cache = Cache()
         if client is None and run is not None:

@@ -12,6 +12,7 @@ import json
 import threading
 from urllib.parse import quote, urlsplit
 
+from wisp._protocol import project_path
 from wisp._upload._direct import REDIRECTS, open_url
 from wisp._upload._transport import API_PREFIX, ApiClient
 from wisp.errors import ArtifactError, FatalApiError, RetryableApiError
@@ -231,26 +232,26 @@ class ArtifactClient:
 
     def commit(self, project: str, name: str, body: ArtifactCommitBody) -> dict[str, Any]:
         """Publish a version (the server answers the existing one for a known digest)."""
-        _, doc = self._json("POST", f"/projects/{_q(project)}/artifacts/{_q(name)}/versions", body)
+        _, doc = self._json("POST", f"{project_path(project)}/artifacts/{_q(name)}/versions", body)
         return dict(doc)
 
     def version(self, project: str, name: str, ref: str) -> dict[str, Any] | None:
         """A version by ``vN`` or alias (with its manifest), None when there is none."""
-        path = f"/projects/{_q(project)}/artifacts/{_q(name)}/versions/{_q(ref)}"
+        path = f"{project_path(project)}/artifacts/{_q(name)}/versions/{_q(ref)}"
         status, doc = self._json("GET", path, ok=(404,))
         return None if status == 404 else dict(doc)
 
     def use(self, project: str, name: str, digest: str, run_id: str) -> None:
-        path = f"/projects/{_q(project)}/artifacts/{_q(name)}/usage"
+        path = f"{project_path(project)}/artifacts/{_q(name)}/usage"
         body: ArtifactUseBody = {"digest": digest, "run_id": run_id}
         self._json("POST", path, body)
 
     def set_alias(self, project: str, name: str, version: str, alias: str) -> dict[str, Any]:
-        path = f"/projects/{_q(project)}/artifacts/{_q(name)}/aliases/{_q(alias)}"
+        path = f"{project_path(project)}/artifacts/{_q(name)}/aliases/{_q(alias)}"
         body: ArtifactAliasBody = {"version": version}
         _, doc = self._json("PUT", path, body)
         return dict(doc)
 
     def list(self, project: str) -> list[dict[str, Any]]:
-        _, doc = self._json("GET", f"/projects/{_q(project)}/artifacts")
+        _, doc = self._json("GET", f"{project_path(project)}/artifacts")
         return list(doc.get("artifacts", []))

@@ -26,7 +26,7 @@ def export_project(args: argparse.Namespace) -> int:
     import wisp
     from wisp.errors import ApiError, UsageError
 
-    out = args.output or f"{args.project}.parquet"
+    out = args.output or f"{args.project.replace('/', '-')}.parquet"  # entity/project
     if out == "-":
         raise CliError("parquet cannot be written to stdout", "give a file with -o")
     keys = [k for k in (args.keys or "").split(",") if k] or None

@@ -102,5 +102,5 @@ def cmd_admin(args: argparse.Namespace) -> int:
         got = call_with(
             _fn("projects_set"), args.name, owner=args.owner, visibility=args.visibility, db=db
         )
-        print(f"project {got['owner']}/{got['name']}: {got['visibility']}")
+        print(f"project {got['name']} (owner {got['owner']}): {got['visibility']}")
     return EXIT["ok"]

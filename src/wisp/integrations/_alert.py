@@ -161,7 +161,7 @@ def alert(
         "level": lvl.value,
         "run_id": run.id,
         "run_name": run.name,
-        "project": run.project,
+        "project": run.project_path,
         "ts": now,
     }
     thread = threading.Thread(

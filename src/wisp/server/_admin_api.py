@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from wisp._protocol import clean_text
+from wisp._protocol import clean_text, project_entity
 from wisp.server._auth import CSRF_COOKIE, SESSION_COOKIE, principal_of
 from wisp.server._blobs import BlobStore
 from wisp.server._http import json_response
@@ -26,6 +26,7 @@ from wisp.server._rights import (
     SCOPES,
     Principal,
     can_admin_project,
+    can_create_under,
     can_read_project,
     need_scope,
 )
@@ -561,19 +562,14 @@ class AdminApi:
         if info is not None and not can_admin_project(p, info):
             raise Problem(403, "forbidden", f"{p.name!r} does not administer project {name!r}")
         owner = None
-        if body.owner is not None:
-            ent = await run_in_threadpool(self.store.users.entity, check_name(body.owner, "owner"))
+        entity = project_entity(name)[0]
+        given = body.owner if body.owner is not None or info is not None else entity or None
+        if given is not None:
+            ent = await run_in_threadpool(self.store.users.entity, check_name(given, "owner"))
             if ent is None:
-                raise Problem(404, "entity_not_found", f"no user or team {body.owner!r}", "owner")
-            ok = (
-                p.is_admin
-                or (ent == ("user", p.user_id))
-                or (ent[0] == "team" and p.teams.get(ent[1]) in ("member", "admin"))
-            )
-            if not ok:
-                raise Problem(
-                    403, "forbidden", f"{p.name!r} may not give projects to {body.owner!r}"
-                )
+                raise Problem(404, "entity_not_found", f"no user or team {given!r}", "owner")
+            if not can_create_under(p, ent):
+                raise Problem(403, "forbidden", f"{p.name!r} may not give projects to {given!r}")
             owner = ent
         elif info is None:
             owner = ("user", p.user_id) if p.user_id is not None else None

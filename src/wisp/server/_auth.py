@@ -60,6 +60,8 @@ SESSION_COOKIE = "wisp_session"
 CSRF_COOKIE = "wisp_csrf"
 _SAFE = ("GET", "HEAD", "OPTIONS")
 _RUN = r"(?P<run_id>[^/]+)"
+# a project by its name, or by entity and name (its full name is "entity/project")
+_PROJECT = r"(?:/entities/(?P<entity>[^/]+))?/projects/(?P<project>[^/]+)"
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ RULES = (
     _r("GET HEAD", r"/media/(?P<sha>[0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?", "read", "media"),
     _r("PUT", r"/media/(?P<sha>[0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?", "write", "upload"),
     _r("GET HEAD", "/projects", "read", "none"),
-    _r("GET HEAD", "/projects/(?P<project>[^/]+)/runs(/[^/]+)?", "read", "project"),
+    _r("GET HEAD", f"{_PROJECT}/runs(/[^/]+)?", "read", "project"),
     _r("GET HEAD", "/series", "read", "runs_query"),
     _r("GET HEAD", "/filter/parse", "read", "none"),
     _r("PATCH DELETE", f"/runs/{_RUN}", "write", "run_admin", "run.edit"),
@@ -98,30 +100,30 @@ RULES = (
     _r("PATCH", r"/sweeps/(?P<sweep>[^/]+)", "write", "sweep_write"),
     _r("POST", r"/sweeps/(?P<sweep>[^/]+)/trials", "write", "sweep_write"),
     _r("PATCH", r"/sweeps/(?P<sweep>[^/]+)/trials/[^/]+", "write", "sweep_write"),
-    _r("GET HEAD", "/projects/(?P<project>[^/]+)/artifacts(/.*)?", "read", "project"),
+    _r("GET HEAD", f"{_PROJECT}/artifacts(/.*)?", "read", "project"),
     _r(
         "POST",
-        "/projects/(?P<project>[^/]+)/artifacts/[^/]+/(versions|usage)",
+        f"{_PROJECT}/artifacts/[^/]+/(versions|usage)",
         "write",
         "project_write",
     ),
     _r(
         "PUT",
-        "/projects/(?P<project>[^/]+)/artifacts/[^/]+/aliases/[^/]+",
+        f"{_PROJECT}/artifacts/[^/]+/aliases/[^/]+",
         "write",
         "project_write",
     ),
     _r("GET HEAD", f"/runs/{_RUN}/artifacts", "read", "run"),
     # artifact file bytes: readable by their uploaders and by whoever may read a version that
     # names them (knowing the sha256 is not enough); uploads count against the quota
-    _r("POST", "/projects/(?P<project>[^/]+)/series/grouped", "read", "project"),
-    _r("GET HEAD", "/projects/(?P<project>[^/]+)/workspaces(/[^/]+)?", "read", "project"),
+    _r("POST", f"{_PROJECT}/series/grouped", "read", "project"),
+    _r("GET HEAD", f"{_PROJECT}/workspaces(/[^/]+)?", "read", "project"),
     # saving a view: a signed-in writer who reads the project (the handler checks the rest:
     # shared workspaces need write rights on the project), or the local no-auth caller
-    _r("POST", "/projects/(?P<project>[^/]+)/workspaces", "read", "workspace", "workspace.save"),
+    _r("POST", f"{_PROJECT}/workspaces", "read", "workspace", "workspace.save"),
     _r(
         "PUT DELETE",
-        "/projects/(?P<project>[^/]+)/workspaces/[^/]+",
+        f"{_PROJECT}/workspaces/[^/]+",
         "read",
         "workspace",
         "workspace.save",
@@ -165,7 +167,11 @@ def _match(method: str, path: str) -> tuple[Rule | None, dict[str, str]]:
         if method in rule.methods:
             m = rule.path.fullmatch(path)
             if m is not None:
-                return rule, m.groupdict()
+                params = m.groupdict()
+                entity = params.pop("entity", None)
+                if entity is not None:
+                    params["project"] = f"{entity}/{params['project']}"
+                return rule, params
     return None, {}
 
 
@@ -399,11 +405,15 @@ class AuthMiddleware:
             scope["wisp_readable"] = await run_in_threadpool(self.store.access.readable, p)
 
     def need_project_write(self, p: Principal, project: str) -> None:
-        """Write rights on ``project`` (site admins, local callers and unknown projects pass)."""
+        """Write rights on ``project`` (site admins and local callers pass; an unknown project
+        passes unless it is named after a user or team the caller may not create under)."""
         info = self.store.access.project(project)
-        if p.is_admin or p.via == "local" or info is None:
+        if p.via == "local":
             return
-        if not can_write_project(p, info):
+        if info is None:  # a project named after a user or team is theirs from the start
+            self.store.access.may_create(p, project)
+            return
+        if not p.is_admin and not can_write_project(p, info):
             raise Problem(403, "forbidden", f"{p.name!r} may not write to project {project!r}")
 
     def _need_project_read(self, p: Principal, project: str) -> None:

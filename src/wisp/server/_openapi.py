@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from wisp._protocol import MAX_ENTITY_LENGTH
 from wisp.server._routes import RAW, Endpoint, endpoints
 from wisp.server._types import ErrorBody
 
@@ -35,6 +36,15 @@ def api_classes() -> list[type]:
     from wisp.server._workspaces import WorkspaceApi
 
     return [Api, SweepApi, ExportApi, ArtifactApi, UploadApi, AdminApi, WorkspaceApi]
+
+
+_ENTITY_PARAM = {
+    "name": "entity",
+    "in": "path",
+    "required": True,
+    "description": "the user or team owning the project: its full name is entity/project",
+    "schema": {"type": "string", "minLength": 1, "maxLength": MAX_ENTITY_LENGTH},
+}
 
 
 def all_endpoints() -> list[Endpoint]:
@@ -112,6 +122,8 @@ def openapi_document() -> dict[str, Any]:
     error = {"$ref": "#/components/responses/Error"}
     for e in eps:
         params = _params(e.path_params, "path", schemas, kept)
+        if e.entity:
+            params.insert(0, _ENTITY_PARAM)
         params += _params(e.query, "query", schemas, kept)
         responses: dict[str, Any] = {}
         for status, spec in sorted(e.responses.items()):
@@ -121,7 +133,8 @@ def openapi_document() -> dict[str, Any]:
                 resp["content"] = content
             responses[str(status)] = resp
         responses.setdefault("4XX", error)
-        op: dict[str, Any] = {"operationId": e.name, "summary": e.summary}
+        op_id = f"{e.name}_in_entity" if e.entity else e.name
+        op: dict[str, Any] = {"operationId": op_id, "summary": e.summary}
         if e.description:
             op["description"] = e.description
         op["parameters"] = params

@@ -14,8 +14,10 @@ project hides from viewers; for a ``team``-visibility user project, every member
 the owner belongs to.  Create runs in a project: site admins, the owning user, a team's
 members and admins.  Administer a project (visibility, other people's run metadata): site
 admins, the owning user, the team's admins.  Write to a run (records, heartbeats, state,
-project): its owner only.  Scopes cap all of it: a ``read`` key only reads, a ``write`` key
-reads and writes, ``admin`` adds site administration (and only for site admins).
+project): its owner only.  Create a project under an entity (``entity/name``, or give a
+project to it): site admins, the user themself, a team's members and admins.  Scopes cap
+all of it: a ``read`` key only reads, a ``write`` key reads and writes, ``admin`` adds site
+administration (and only for site admins).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = [
     "Principal",
     "ProjectInfo",
     "can_admin_project",
+    "can_create_under",
     "can_read_project",
     "can_write_project",
     "need_scope",
@@ -111,6 +114,16 @@ def can_write_project(p: Principal, proj: ProjectInfo) -> bool:
         return True
     role = p.teams.get(proj.owner_team) if proj.owner_team is not None else None
     return role in ("member", "admin")
+
+
+def can_create_under(p: Principal, owner: tuple[str, int]) -> bool:
+    """Whether ``p`` may create (or give away) a project owned by ``owner`` (``("user"|"team",
+    id)``): the project ``entity/name`` of a user or team is created by that user or a member."""
+    if p.anonymous or _LEVEL[p.scope] < 2:
+        return False
+    if p.is_admin or owner == ("user", p.user_id):
+        return True
+    return owner[0] == "team" and p.teams.get(owner[1]) in ("member", "admin")
 
 
 def can_admin_project(p: Principal, proj: ProjectInfo) -> bool:

@@ -12,6 +12,7 @@ See docs/architecture.md, "Adding an endpoint".
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -48,6 +49,9 @@ class Endpoint:
     #: reads the body instead of :func:`read_json` (for payloads too large to decode whole);
     #: the handler then validates ``r.raw`` itself (``r.body`` stays None)
     reader: Callable[[Request, int], Awaitable[Any]] | None = None
+    #: the ``/entities/{entity}/projects/{project}...`` twin of a ``/projects/{project}...``
+    #: operation: the handler sees ``project`` as ``"entity/project"``
+    entity: bool = False
 
     @property
     def full_path(self) -> str:
@@ -110,14 +114,28 @@ def endpoint(
     return mark
 
 
+_PROJECT_PATH = "/projects/{project}"
+
+
 def endpoints(cls: type) -> list[Endpoint]:
-    """The endpoints declared on ``cls``, in definition order."""
+    """The endpoints declared on ``cls``, in definition order.
+
+    Each operation on one project (``/projects/{project}...``) comes with its twin under
+    ``/entities/{entity}/projects/{project}...``, for the projects a user or team owns by name
+    (``entity/project``, see :func:`wisp._protocol.project_problem`): a project's full name
+    cannot be one path segment, and a path that names it in two segments after ``/projects``
+    would be ambiguous (``/projects/a/runs``)."""
     out = []
     for klass in reversed(cls.__mro__):
         for v in vars(klass).values():
             spec = getattr(v, _ATTR, None)
             if isinstance(spec, Endpoint):
                 out.append(spec)
+                if spec.path == _PROJECT_PATH or spec.path.startswith(_PROJECT_PATH + "/"):
+                    twin = dataclasses.replace(
+                        spec, path="/entities/{entity}" + spec.path, entity=True
+                    )
+                    out.append(twin)
     return out
 
 
@@ -185,6 +203,9 @@ def bind(spec: Endpoint, obj: Any, auth: Auth | None = None) -> Any:
             if auth is not None:
                 await auth(request, spec.scope)
             r = In(request)
+            if spec.entity:  # the handlers read the project's full name, "entity/project"
+                pp = request.scope["path_params"]
+                pp["project"] = f"{pp.pop('entity')}/{pp['project']}"
             if spec.path_params is not None:
                 params = storable_params(dict(request.path_params))
                 r.path = convert(params, spec.path_params, "path")

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.engine import Connection
 
-from wisp._protocol import clean_text
+from wisp._protocol import clean_text, project_entity, project_problem
 from wisp.server import _schema as S
 from wisp.server._db import Db
 from wisp.server._problem import Problem
@@ -27,9 +27,11 @@ from wisp.server._rights import (
     Principal,
     ProjectInfo,
     can_admin_project,
+    can_create_under,
     can_read_project,
     can_write_project,
 )
+from wisp.server._store_users import entity_in
 
 __all__ = ["ProjectStore"]
 
@@ -99,6 +101,20 @@ class ProjectStore:
         p = S.projects.c
         with self.db.tx() as conn:
             exists = conn.execute(select(p.name).where(p.name == name)).first() is not None
+            if not exists and project_problem(name) is not None:
+                raise Problem(422, "invalid", f"project: {project_problem(name)}", "project")
+            entity = project_entity(name)[0]
+            if entity:  # "entity/name" belongs to entity, by its name
+                ent = self._entity_owner(conn, name)
+                if owner is not None and owner != ent:
+                    raise Problem(
+                        422,
+                        "invalid",
+                        f"owner: project {name!r} belongs to {entity!r} (its name says so); "
+                        "to move it, create the project under the other owner",
+                        "owner",
+                    )
+                owner = owner or (ent if not exists else None)
             vals: dict[str, Any] = {}
             if owner is not None:
                 vals["owner_user"] = owner[1] if owner[0] == "user" else None
@@ -152,16 +168,54 @@ class ProjectStore:
 
     # -- the write guard ----------------------------------------------------------------------
 
+    def _entity_owner(self, conn: Connection, project: str) -> tuple[str, int]:
+        """The owner ``("user"|"team", id)`` that ``entity/name`` names (404 if none)."""
+        entity = project_entity(project)[0]
+        got = entity_in(conn, entity)
+        if got is None:
+            raise Problem(
+                404,
+                "entity_not_found",
+                f"no user or team named {entity!r} (project {project!r} names it as its owner)",
+                "project",
+            )
+        return got
+
+    def may_create(self, actor: Principal, project: str) -> None:
+        """403/404 unless ``actor`` may create ``project`` (its entity's user or members)."""
+        if project_entity(project)[0]:
+            with self.db.read() as conn:
+                self._need_creator(conn, actor, project)
+
+    def _need_creator(self, conn: Connection, actor: Principal, project: str) -> tuple[str, int]:
+        if actor.is_admin and actor.user_id is not None:  # site admins name projects freely
+            known = entity_in(conn, project_entity(project)[0])  # (wisp ui's importer is one)
+            return known if known is not None else ("user", actor.user_id)
+        owner = self._entity_owner(conn, project)
+        if not can_create_under(actor, owner):
+            entity = project_entity(project)[0]
+            raise Problem(
+                403,
+                "forbidden",
+                f"{actor.name!r} may not create projects under {entity!r}: only that user, or "
+                "members of that team, create projects named after it",
+                "project",
+            )
+        return owner
+
     def _ensure_writable(self, conn: Connection, actor: Principal, project: str) -> None:
         info = self.info(conn, project)
         if info is None:
             if actor.user_id is None:
                 raise Problem(401, "unauthorized", "creating a project needs a signed-in user")
+            owner = ("user", actor.user_id)
+            if project_entity(project)[0]:
+                owner = self._need_creator(conn, actor, project)
             row = {
                 "name": project,
-                "owner_user": actor.user_id,
-                "owner_team": None,
-                "visibility": "private",
+                "owner_user": owner[1] if owner[0] == "user" else None,
+                "owner_team": owner[1] if owner[0] == "team" else None,
+                "visibility": "team" if owner[0] == "team" else "private",
                 "created_at": self.db.clock(),
             }
             self.db.dialect.insert_ignore(conn, S.projects, [row], ["name"])

@@ -9,27 +9,44 @@ into the :class:`._rights.Principal` every decision is made on.
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 from typing import Any
 
 from sqlalchemy import delete, select, update
+from sqlalchemy.engine import Connection
 
+from wisp._protocol import ENTITY_RULE, entity_problem
 from wisp.errors import UsageError
 from wisp.server import _schema as S
 from wisp.server._db import Db
 from wisp.server._problem import Problem
 from wisp.server._rights import ROLES, Principal
 
-__all__ = ["NAME_RULE", "UserStore", "check_name", "hash_password", "verify_password"]
+__all__ = [
+    "NAME_RULE",
+    "UserStore",
+    "check_name",
+    "entity_in",
+    "hash_password",
+    "verify_password",
+]
 
-_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
-NAME_RULE = "1-64 characters of a-z, 0-9, '_', '.', '-' starting with a letter or digit"
+NAME_RULE = ENTITY_RULE  # users and teams are the entities of "entity/project"
 SESSION_SECONDS = 7 * 24 * 3600
 
 
+def entity_in(conn: Connection, name: str) -> tuple[str, int] | None:
+    """``("user", id)`` or ``("team", id)`` for an entity name, None if unknown (the two
+    share one namespace: :meth:`UserStore.add_user` and :meth:`UserStore.add_team`)."""
+    v = conn.execute(select(S.users.c.id).where(S.users.c.name == name)).scalar()
+    if v is not None:
+        return "user", int(v)
+    v = conn.execute(select(S.teams.c.id).where(S.teams.c.name == name)).scalar()
+    return None if v is None else ("team", int(v))
+
+
 def check_name(name: Any, what: str = "name") -> str:
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
+    if not isinstance(name, str) or entity_problem(name) is not None:
         raise Problem(422, "invalid", f"{what}: expected {NAME_RULE}", what)
     return name
 
@@ -168,7 +185,7 @@ class UserStore:
 
     def check_login(self, name: str, password: str) -> int | None:
         """The user id when ``password`` is right for an enabled user, else None."""
-        got = self.user(name) if isinstance(name, str) and _NAME.fullmatch(name) else None
+        got = self.user(name) if isinstance(name, str) and entity_problem(name) is None else None
         ok = verify_password(got["password_hash"] if got else None, password)
         if not ok or got is None or got["disabled_at"] is not None:
             return None
@@ -232,11 +249,7 @@ class UserStore:
     def entity(self, name: str) -> tuple[str, int] | None:
         """``("user", id)`` or ``("team", id)`` for an entity name, None if unknown."""
         with self.db.read() as conn:
-            v = conn.execute(select(S.users.c.id).where(S.users.c.name == name)).scalar()
-            if v is not None:
-                return "user", int(v)
-            v = conn.execute(select(S.teams.c.id).where(S.teams.c.name == name)).scalar()
-        return None if v is None else ("team", int(v))
+            return entity_in(conn, name)
 
     # -- sessions -----------------------------------------------------------------------------
 

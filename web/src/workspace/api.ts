@@ -1,6 +1,6 @@
 // Client of the grouped-series and workspace endpoints (docs/http-api.md, "Workspaces").
 // Writes carry the API key when the page has one and the session's CSRF token.
-import { ApiError, apiKey, getJSON } from "../api";
+import { ApiError, apiKey, getJSON, projectApi } from "../api";
 import type { components } from "../api.gen";
 import { csrfToken } from "../auth";
 
@@ -37,12 +37,12 @@ async function send<T>(method: string, path: string, body?: unknown, signal?: Ab
 
 export const wsApi = {
   grouped: (project: string, body: GroupedBody, signal?: AbortSignal) =>
-    send<GroupedSeries>("POST", `/api/v1/projects/${enc(project)}/series/grouped`, body, signal),
-  list: (project: string) => getJSON<{ workspaces: WorkspaceRow[] }>(`/api/v1/projects/${enc(project)}/workspaces`),
-  get: (project: string, id: string) => getJSON<Workspace>(`/api/v1/projects/${enc(project)}/workspaces/${enc(id)}`),
+    send<GroupedSeries>("POST", `${projectApi(project)}/series/grouped`, body, signal),
+  list: (project: string) => getJSON<{ workspaces: WorkspaceRow[] }>(`${projectApi(project)}/workspaces`),
+  get: (project: string, id: string) => getJSON<Workspace>(`${projectApi(project)}/workspaces/${enc(id)}`),
   create: (project: string, body: { name: string; shared: boolean; spec: WorkspaceSpec }) =>
-    send<Workspace>("POST", `/api/v1/projects/${enc(project)}/workspaces`, body),
+    send<Workspace>("POST", `${projectApi(project)}/workspaces`, body),
   save: (project: string, id: string, body: { name: string; shared: boolean; spec: WorkspaceSpec }) =>
-    send<Workspace>("PUT", `/api/v1/projects/${enc(project)}/workspaces/${enc(id)}`, body),
-  remove: (project: string, id: string) => send<WorkspaceRow>("DELETE", `/api/v1/projects/${enc(project)}/workspaces/${enc(id)}`),
+    send<Workspace>("PUT", `${projectApi(project)}/workspaces/${enc(id)}`, body),
+  remove: (project: string, id: string) => send<WorkspaceRow>("DELETE", `${projectApi(project)}/workspaces/${enc(id)}`),
 };
