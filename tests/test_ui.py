@@ -94,6 +94,33 @@ def test_warm_start_reads_only_new_and_grown_runs(tmp_path: Path) -> None:
         server.stop()
 
 
+def test_a_new_database_at_the_same_address_gets_every_run_again(tmp_path: Path) -> None:
+    """A ui started on a new database (``wisp.db`` deleted) at the same address imports every
+    run with its whole history again, although each run's cursor says that address has it."""
+    root, data = tmp_path / "work", tmp_path / "data"
+    data.mkdir()
+    make_runs(root, 3)
+    port = _free_port("127.0.0.1")
+    for attempt in range(2):
+        server = _LocalServer(
+            f"sqlite:///{data / 'wisp.db'}", str(data / "media"), "127.0.0.1", port
+        )
+        try:
+            imp, transport = _importer(server, root, data)
+            imp.poll()
+            assert imp.imported == 3 and imp.pending == 0, attempt
+            imp.close()
+            transport.shutdown()
+            runs = _get(f"{server.url}/api/v1/projects/p/runs")["runs"]
+            ids = ",".join(r["key"] for r in runs)
+            got = _get(f"{server.url}/api/v1/series?runs={ids}&keys=loss&x=step&buckets=1000")
+            assert sorted(len(s["y"]) for s in got["series"]) == [20, 20, 20], attempt
+        finally:
+            server.stop()
+        (data / "wisp.db").unlink()  # the user starts over; the run folders stay
+        (data / "ui-index.json").unlink()  # the index belongs to the deleted database
+
+
 def test_a_poll_stops_at_its_budget_and_the_next_goes_on(tmp_path: Path) -> None:
     """With a zero budget each poll imports at most one run and says it is busy; polling on
     imports them all."""

@@ -224,3 +224,27 @@ def test_sync_with_nothing_listening_tries_later_runs_once(tmp_path: Path) -> No
     assert all(rid in str(err.value) for rid in ("a1", "b2", "c3"))
     tries = {rid: sum(rid in p for p in paths) for rid in ("a1", "b2", "c3")}
     assert tries["a1"] >= 2 and tries["b2"] == 1 and tries["c3"] == 1, (tries, paths)
+
+
+def test_a_server_that_lost_the_run_gets_it_again(tmp_path: Path, no_run: None) -> None:
+    """After the server's database is started anew at the same address, a plain sync trusts
+    the cursor (nothing asked), ``recheck=True`` asks and sends the whole run again, and a
+    later sync of a grown cursor is checked at registration without being asked."""
+    from wisp.testing import free_port
+
+    run = wisp.init(project="lost", dir=str(tmp_path / "runs"), mode="offline")
+    for i in range(500):
+        wisp.log({"loss": float(i)})
+    run.finish()
+    port = free_port()
+    with Server(tmp_path / "a", port=port) as first:
+        (r,) = wisp.sync([run.dir], server_url=first.url, api_key=first.key)
+        assert r.done and len(first.points(run.id, "loss")) == 500
+    with Server(tmp_path / "b", port=port) as fresh:  # the same URL, an empty database
+        (r,) = wisp.sync([run.dir], server_url=fresh.url, api_key=fresh.key)
+        assert r.skipped == "up to date"
+        (r,) = wisp.sync([run.dir], server_url=fresh.url, api_key=fresh.key, recheck=True)
+        assert r.done and r.records > 0
+        assert fresh.points(run.id, "loss") == [(i, float(i)) for i in range(500)]
+        (r,) = wisp.sync([run.dir], server_url=fresh.url, api_key=fresh.key, recheck=True)
+        assert r.done and r.records == 0  # it holds everything now: nothing sent again

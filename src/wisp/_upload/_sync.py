@@ -135,6 +135,7 @@ def sync(
     progress: bool | None = None,
     transport: Any = None,
     retry_rejected: bool = False,
+    recheck: bool = False,
 ) -> list[SyncResult]:
     """Upload run directories to a server; resumes each from its cursor.
 
@@ -149,7 +150,11 @@ def sync(
     :class:`SyncResult` per run otherwise.  A record the server refuses (422) is set
     aside in the run's ``rejected.jsonl`` and the rest uploaded, as a live run does;
     ``retry_rejected`` sends the set-aside records again (after a server upgrade) and
-    keeps only those still refused.
+    keeps only those still refused.  A run whose cursor says the server holds all of it is
+    skipped without asking; ``recheck`` asks the server (one request a run) and sends again
+    what it lacks — after its database was restored from a backup or started anew.  (Any
+    run that is uploaded at all is checked so: its cursor is compared with what the server
+    holds when it registers.)
     """
     from wisp._settings import Settings
     from wisp._upload._transport import ApiClient
@@ -182,7 +187,8 @@ def sync(
             artifact_errors += _sync_artifacts(run_dir, server, key, transport, bar, kinds)
     silent = False  # the server never answered a run of this sync: the next ones fail fast
     for run_dir in run_dirs:
-        if sync_status(run_dir, server)[0] and not (retry_rejected and read_rejected(run_dir)):
+        up_to_date = sync_status(run_dir, server)[0] and not recheck
+        if up_to_date and not (retry_rejected and read_rejected(run_dir)):
             results.append(SyncResult(run_dir, None, 0, 0, 0, True, "up to date", None))
             continue
         client = ApiClient(server, key, transport=transport)

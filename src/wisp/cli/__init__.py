@@ -177,6 +177,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="send records the server refused (set aside in rejected.jsonl) again",
     )
+    sp.add_argument(
+        "--recheck",
+        action="store_true",
+        help="ask the server what it holds of runs already sent, and send what it lacks "
+        "(after restoring its database from a backup, or starting it anew)",
+    )
     sp.add_argument("--server", default=None, help="server URL (default: the configured one)")
     sp.add_argument(
         "--key", default=None, help="API key (visible in ps: prefer --key-file, stdin or env)"

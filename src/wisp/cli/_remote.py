@@ -285,6 +285,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
         api_key=key_from_file(args.key_file) or args.key,
         progress=sys.stderr.isatty(),
         retry_rejected=args.retry_rejected or None,
+        recheck=args.recheck or None,
     )
     uploaded = skipped = rejected = 0
     for r in results or ():

@@ -16,7 +16,7 @@ WATCH = "WANDB_WATCH"
 
 
 def set_entity(value: str, env: dict[str, str] | None = None) -> None:
-    """Set ``WANDB_ENTITY`` (wisp's runs read it for ``run.entity``)."""
+    """Set ``WANDB_ENTITY``: the user or team whose ``entity/project`` later runs go to."""
     (os.environ if env is None else env)[ENTITY] = value
 
 
