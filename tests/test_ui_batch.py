@@ -167,7 +167,7 @@ def _bad_run(root: Path) -> Path:
     """A finished run file whose RUN record names a project the server refuses."""
     d = root / "wisp" / "run-20260101_000000-bad00001"
     d.mkdir(parents=True)
-    run = {"run_id": "bad00001", "writer_id": "w" * 16, "project": "no/slashes", "name": "b"}
+    run = {"run_id": "bad00001", "writer_id": "w" * 16, "project": "no/two/slashes", "name": "b"}
     recs = [
         (RecordType.RUN, run),
         (RecordType.FINISH, {"state": "finished", "exit_code": 0, "finished_at": 1.7e9}),
