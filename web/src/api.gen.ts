@@ -1589,6 +1589,10 @@ export interface components {
         /** RunPut */
         RunPut: {
             run: components["schemas"]["RunRow"];
+            /** @default {} */
+            writers?: {
+                [key: string]: number;
+            };
         };
         /** RunRow */
         RunRow: {

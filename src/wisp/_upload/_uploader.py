@@ -434,21 +434,27 @@ class Uploader:
         run = answer.get("run")
         key = run.get("key") if isinstance(run, dict) else None
         self.key = key if isinstance(key, str) and key else run_id
-        self._check_cursor()
+        self._check_cursor(answer.get("writers"))
         self._last_contact = self.clock()
         self.registered.set()
         return True
 
-    def _check_cursor(self) -> None:
-        """A saved cursor says the server holds the run up to a writer's seq: ask it.  A
-        server that holds less (its database restored from an older backup, deleted and
-        made anew, the run deleted there) gets the file again from the start, where a
-        trusting cursor would send nothing and leave the run without its history there."""
+    def _check_cursor(self, writers: Any) -> None:
+        """A saved cursor says the server holds the run up to a writer's seq: check it
+        against ``writers`` (the registration's answer, ``{writer_id: acked seq}``), or ask
+        (a server from before that answer).  A server that holds less (its database
+        restored from an older backup, deleted and made anew, the run deleted there) gets
+        the file again from the start, where a trusting cursor would send nothing and leave
+        the run without its history there."""
         writer_id, claimed = self.cursor.writer_id, self.cursor.acked_seq
         if writer_id is None or claimed < 0:
             return
         assert self.key is not None
-        held = self.client.writer_acked(self.key, writer_id)
+        if isinstance(writers, dict):
+            got = writers.get(writer_id, -1)
+            held = got if type(got) is int else -1
+        else:
+            held = self.client.writer_acked(self.key, writer_id)
         if held < claimed:
             log.warning(
                 "wisp: %s holds run %s only up to seq %d of %d (a restored or new database?); "

@@ -107,7 +107,8 @@ class Api:
     async def put_run(self, r: In) -> Response:
         cols, by_project = run_put_cols(r.raw)
         run = await run_in_threadpool(self.store.put_run, r.path.run_id, cols, by_project)
-        return json_response({"run": run})
+        writers = await run_in_threadpool(self.store.writers, run["key"])
+        return json_response({"run": run, "writers": writers})
 
     @endpoint(
         "POST",

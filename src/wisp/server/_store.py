@@ -136,6 +136,10 @@ class Store:
     def acked_seq(self, run_id: str, writer_id: str) -> int:
         return self.records.acked_seq(run_id, writer_id)
 
+    def writers(self, run_id: str) -> dict[str, int]:
+        """``{writer_id: acked seq}`` of the run with key ``run_id``."""
+        return self.records.writers(run_id)
+
     def ingest(self, run_id: str, writer_id: str, first_seq: int, records: list[Prepared]) -> int:
         """Apply ``records`` (seq ``first_seq + i``) exactly once; returns the acked seq."""
         return self.records.ingest(run_id, writer_id, first_seq, records)

@@ -55,6 +55,13 @@ class RecordStore:
             ).scalar()
         return -1 if v is None else int(v)
 
+    def writers(self, run_id: str) -> dict[str, int]:
+        """``{writer_id: acked seq}`` of every writer of a run."""
+        w = S.writers.c
+        with self.db.read() as conn:
+            rows = conn.execute(select(w.writer_id, w.acked_seq).where(w.run_id == run_id))
+            return {str(a): int(b) for a, b in rows}
+
     def ingest(self, run_id: str, writer_id: str, first_seq: int, records: list[Prepared]) -> int:
         """Apply ``records`` (seq ``first_seq + i``) exactly once; returns the acked seq."""
         new_keys: dict[tuple[str, str], int] = {}

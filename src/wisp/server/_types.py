@@ -244,6 +244,9 @@ class RunDetail(RunRow):
 
 class RunPut(msgspec.Struct):
     run: RunRow
+    #: what the server holds of each of the run's writers: ``{writer_id: acked seq}`` (a
+    #: client checks its saved cursor against it)
+    writers: dict[str, int] = {}
 
 
 class Ack(msgspec.Struct):
