@@ -189,3 +189,16 @@ def test_a_site_admin_names_projects_freely(world: World) -> None:
     y = c.get("/api/v1/entities/team-b/projects/y").json()
     assert (x["owner"], x["owner_kind"]) == ("root", "user")
     assert (y["owner"], y["owner_kind"]) == ("team-b", "team")
+
+
+def test_settings_of_an_admins_project_under_an_unknown_name_can_change(world: World) -> None:
+    """A project a site admin made under a name that is no user or team keeps its owner and
+    takes visibility changes (no owner is derived from its name again)."""
+    root = world.store.users.add_user("root", admin=True)
+    key = world.store.create_key("write", "root", root)[1]
+    c = world.client("anon")
+    c.headers["Authorization"] = f"Bearer {key}"
+    assert c.put("/api/v1/runs/r1", json={"project": "nobody/x"}).status_code == 200
+    world.store.access.set_project("nobody/x", None, "public-read")
+    got = world.client("outsider").get("/api/v1/entities/nobody/projects/x").json()
+    assert (got["owner"], got["visibility"]) == ("root", "public-read")

@@ -104,7 +104,7 @@ class ProjectStore:
             if not exists and project_problem(name) is not None:
                 raise Problem(422, "invalid", f"project: {project_problem(name)}", "project")
             entity = project_entity(name)[0]
-            if entity:  # "entity/name" belongs to entity, by its name
+            if entity and (owner is not None or not exists):  # entity/name is entity's
                 ent = self._entity_owner(conn, name)
                 if owner is not None and owner != ent:
                     raise Problem(
@@ -114,7 +114,7 @@ class ProjectStore:
                         "to move it, create the project under the other owner",
                         "owner",
                     )
-                owner = owner or (ent if not exists else None)
+                owner = ent
             vals: dict[str, Any] = {}
             if owner is not None:
                 vals["owner_user"] = owner[1] if owner[0] == "user" else None
