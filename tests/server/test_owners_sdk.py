@@ -115,13 +115,15 @@ def test_entity_projects_through_the_sdk(tmp_path: Path, monkeypatch: pytest.Mon
             "fresh": r"'dave' may not create projects under 'vision'",
         }
         for project, why in refused.items():
-            with pytest.raises(FatalApiError, match=why):
+            with pytest.raises(FatalApiError, match=why) as refused_by:
                 wisp.init(
                     project=project,
                     entity="vision",
                     dir=str(tmp_path / "d"),
                     settings={"server_url": srv.url, "api_key": dave},
                 )
+            assert "check init(project=..., entity=...)" in str(refused_by.value)
+            assert "check the API key" not in str(refused_by.value)  # the key is fine
         srv.key = dave
         with pytest.raises(Exception, match="403"):
             srv.get(f"/entities/vision/projects/detector/runs/{run.id}")

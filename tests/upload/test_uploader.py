@@ -171,6 +171,31 @@ def test_nothing_listening_ends_the_init_wait_at_once(
     run.finish()
 
 
+def test_a_server_that_never_answers_costs_init_timeout_and_the_short_bound(
+    tmp_path: Path, no_run: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server that accepts connections and never answers (or a host that drops packets)
+    holds init() for init_timeout and finish() for the short bound only, not a request's whole
+    timeout, and finish() says it could not be reached."""
+    import socket
+
+    with socket.socket() as sock:  # the kernel accepts connections; nothing ever answers
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        run = wisp.init(
+            project="up", settings=_online(url, tmp_path, "k", init_timeout=1, upload_timeout=30)
+        )
+        _log_rows(100)
+        t0 = time.monotonic()
+        run.finish()
+        took = time.monotonic() - t0
+    assert took < UNREACHABLE_WAIT + 1, f"finish() waited {took:.1f}s for a silent server"
+    err = capsys.readouterr().err
+    assert "not uploaded: the server" in err and "could not be reached (no answer)" in err
+    assert f"wisp sync {run.dir}" in err
+
+
 def test_a_server_that_answered_once_gets_the_full_upload_timeout(
     tmp_path: Path, no_run: None, capsys: pytest.CaptureFixture[str]
 ) -> None:

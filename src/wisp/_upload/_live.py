@@ -69,6 +69,13 @@ def unreachable(up: Uploader) -> bool:
     return not up.registered.is_set() and isinstance(err, RetryableApiError) and err.status is None
 
 
+def never_answered(up: Uploader) -> bool:
+    """:func:`unreachable`, or still silent after ``init()`` waited ``init_timeout`` for it
+    (a host that drops packets, a server that accepts and hangs): ``finish()`` then waits
+    the short bound, as for nothing listening, not the request's whole timeout."""
+    return unreachable(up) or (up.silent_at_init and not up.registered.is_set())
+
+
 def attach(run: Run) -> None:
     """Start uploading a new online run; wait at most ``init_timeout`` for it to register.
 
@@ -134,6 +141,7 @@ def attach(run: Run) -> None:
             _cause(up.last_error),
         )
     else:
+        up.silent_at_init = True
         log.warning(
             "wisp: the server %s did not answer within init_timeout=%ss; training goes on, "
             "uploads will catch up",
@@ -150,7 +158,12 @@ def _cause(exc: BaseException | None) -> str:
 
 def refusal(server_url: str, run_id: str, exc: FatalApiError) -> FatalApiError:
     """The error ``init()`` raises when the server refuses a run, with its reason and a fix."""
-    if exc.status in (401, 403):
+    if exc.status in (403, 404) and "(field 'project')" in str(exc):
+        hint = (
+            "the key's user may not use this project: check init(project=..., entity=...) "
+            "and the user's teams (docs/server.md, 'Trust model')"
+        )
+    elif exc.status in (401, 403):
         hint = (
             "check the API key (WISP_API_KEY, settings={'api_key': ...} or `wisp login`); "
             "`wisp doctor` tests it"
@@ -194,7 +207,7 @@ def finish_upload(
     shown = False
     while up.thread.is_alive():
         now = time.monotonic()
-        never = unreachable(up)
+        never = never_answered(up)
         end = short if never else deadline
         if now >= end:
             break
@@ -230,7 +243,7 @@ def finish_upload(
         return
     up.stop()
     left = up.pending_bytes()
-    if unreachable(up):
+    if never_answered(up):
         out.write(
             f"wisp: run {run.id} was not uploaded: the server {up.client.server_url} could not "
             f"be reached ({_cause(up.last_error)}); it is safe on disk, `wisp sync {run.dir}` "

@@ -184,6 +184,7 @@ class Uploader:
         self.registered = threading.Event()
         self.ended = threading.Event()  # the upload thread has stopped (done or failed)
         self.defer_refusal = False  # set while init() waits: it raises a refusal, not we
+        self.silent_at_init = False  # set when init() waited init_timeout without an answer
         self.crashed = False  # set by sync for a dead process: register the run as crashed
         # progress and outcome, read by finish()/sync
         self.records_sent = 0
