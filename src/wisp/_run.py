@@ -127,6 +127,7 @@ class Run(WandbRunApi):
             flush_interval=settings.flush_interval,
             fsync=settings.fsync,
             queue_size=settings.queue_size,
+            disk_full_memory=settings.disk_full_memory,
         )
         self._queue = self._writer.queue
         self._write_meta("running")
@@ -274,7 +275,7 @@ class Run(WandbRunApi):
                     )
                     return
                 if step >= MAX_STEP:  # the server stores steps as signed 64-bit (protocol)
-                    raise UsageError(f"log() step {step_problem(step)}")
+                    raise UsageError(_step_refusal(data, step))
                 if self._pending is not None:
                     self._commit_pending()
                 self._step = cur = step
@@ -282,6 +283,8 @@ class Run(WandbRunApi):
                 commit = False
         elif commit is None:
             commit = True
+        if cur >= MAX_STEP:  # the step counter ran past the range (after step=2**62 - 1)
+            raise UsageError(_step_refusal(data, cur))
         pending = self._pending
         if pending is not None:
             pending.update(row)
@@ -638,6 +641,15 @@ class Run(WandbRunApi):
             f"<code>{escape(self.id)}</code> · {escape(self.state)}{link}<br>"
             f"<small>{escape(str(self.dir))}</small></div>"
         )
+
+
+def _step_refusal(data: Mapping[str, Any], step: int) -> str:
+    """Why log() refuses ``data`` at ``step``: the keys, the step and the protocol's rule."""
+    keys = ", ".join(repr(k) for k in list(data)[:5]) + (", ..." if len(data) > 5 else "")
+    return (
+        f"log() of {keys} refused: step {step_problem(step)} (wisp._protocol.MAX_STEP); "
+        "nothing was recorded and the run goes on"
+    )
 
 
 def register(run: Run) -> None:

@@ -31,7 +31,7 @@ TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need 
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Writer"]
+__all__ = ["Writer", "default_disk_full_memory"]
 
 # queue item kinds (first element of each tuple)
 ROW = 0  # (ROW, step, timestamp, values)
@@ -55,6 +55,16 @@ _MAX_WARNING_RECORDS = 100  # WARNING records per kind; the count goes on in the
 _DROP = object()  # what _salvage() leaves out
 
 
+def default_disk_full_memory() -> int:
+    """The default ``disk_full_memory``: 256 MiB, or an eighth of physical memory if less."""
+    cap = 256 * 1024 * 1024
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX, or not reported
+        return cap
+    return min(cap, ram // 8) if ram > 0 else cap
+
+
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc)[:200]}"
 
@@ -75,8 +85,11 @@ class Writer:
         queue_size: int,
         get_time: Callable[[], float] = time.monotonic,
         summaries: bool = True,
+        disk_full_memory: int | None = None,
     ) -> None:
-        """``summaries=False``: never write SUMMARY records (a forked child's segment)."""
+        """``summaries=False``: never write SUMMARY records (a forked child's segment).
+        ``disk_full_memory``: bytes of encoded rows held while the disk is full (None: the
+        default, :func:`default_disk_full_memory`)."""
         self.run_dir = run_dir
         self.path = os.path.join(run_dir, file_name)
         self.media_dir = os.path.join(run_dir, MEDIA_DIR)
@@ -84,6 +97,10 @@ class Writer:
         self.fsync = fsync
         self.queue_size = queue_size
         self.summaries = summaries
+        self.disk_full_memory = (
+            default_disk_full_memory() if disk_full_memory is None else disk_full_memory
+        )
+        self.held_peak = 0  # the most bytes held back at once while the disk was full
         self.queue: deque[tuple[Any, ...]] = deque()
         self._get_time = get_time
         self._wake = threading.Event()
@@ -101,6 +118,7 @@ class Writer:
         self.stalled: OSError | None = None
         self.disk_full_error: OSError | None = None  # the last ENOSPC/EDQUOT, kept after it
         self._stall_delay = _STALL_MIN
+        self._retry_at = 0.0
         self.rows_dropped = 0  # rows log() could not queue while the disk was full
         self.rows_given_up = 0  # rows still unwritten when finish() gave up on a full disk
         self._give_up_at: float | None = None
@@ -135,21 +153,28 @@ class Writer:
         self.queue.append(item)
         self._wake.set()
 
+    def over_budget(self) -> bool:
+        """True while the disk is full and the rows held back (encoded) fill
+        ``disk_full_memory``: only then are new rows dropped."""
+        return self.stalled is not None and len(self._buf) >= self.disk_full_memory
+
     def wait_for_space(self) -> None:
         """Backpressure: block the caller until the queue has room, and count it.
 
-        While the disk is full the caller never waits: the row just queued is dropped
-        and counted (``rows_dropped``), so memory stays bounded by ``queue_size``.
+        While the disk is full the writer keeps draining the queue into its buffer (rows
+        encoded, ~11 bytes a point) up to ``disk_full_memory`` bytes; past that the caller
+        never waits: the row just queued is dropped and counted (``rows_dropped``), so
+        memory stays bounded by the budget plus ``queue_size`` queued rows.
         """
-        if self.stalled is None:
+        if not self.over_budget():
             self.backpressure_waits += 1
             self._wake.set()
             limit = self.queue_size
             delay = 0.0002
-            while len(self.queue) >= limit and self.thread.is_alive() and self.stalled is None:
+            while len(self.queue) >= limit and self.thread.is_alive() and not self.over_budget():
                 time.sleep(delay)
                 delay = min(delay * 2, 0.01)
-            if self.stalled is None or len(self.queue) < limit:
+            if len(self.queue) < limit or not self.over_budget():
                 return
         try:
             item = self.queue.pop()
@@ -193,15 +218,8 @@ class Writer:
         idle = _IDLE_MIN
         while True:
             if self.stalled is not None:
-                if self._stop and (
-                    self._give_up_at is None or self._get_time() >= self._give_up_at
-                ):
-                    self._give_up()
+                if self._stall_step():
                     return
-                self._wake.wait(self._stall_delay)
-                self._wake.clear()
-                self._stall_delay = min(self._stall_delay * 2, _STALL_MAX)
-                self._guarded("write", self._write_out)
                 continue
             if self.queue:
                 with self.busy:
@@ -225,6 +243,28 @@ class Writer:
                 self._wake.clear()
                 idle = min(idle * 2, _IDLE_MAX)
         self._guarded("close", self._close_fd)
+
+    def _stall_step(self) -> bool:
+        """One turn of the loop while the disk is full: keep encoding queued rows into the
+        buffer up to ``disk_full_memory``, retry the write with back-off (50 ms doubling to
+        2 s).  True once finish() gave up on the disk (the file is closed)."""
+        now = self._get_time()
+        if self._stop and (self._give_up_at is None or now >= self._give_up_at):
+            self._give_up()
+            return True
+        if self.queue and len(self._buf) < self.disk_full_memory:
+            with self.busy:
+                self._guarded("write", self._drain_slice)
+            self.held_peak = max(self.held_peak, len(self._buf))
+            time.sleep(0)
+        elif now < self._retry_at:
+            self._wake.wait(self._retry_at - now)
+            self._wake.clear()
+        if self._get_time() >= self._retry_at and self.stalled is not None:
+            self._retry_at = self._get_time() + self._stall_delay
+            self._stall_delay = min(self._stall_delay * 2, _STALL_MAX)
+            self._guarded("write", self._write_out)
+        return False
 
     @property
     def rows_lost(self) -> int:
@@ -282,7 +322,7 @@ class Writer:
         rows: list[list[Any]] = []
         popleft = queue.popleft
         for _ in range(SLICE):
-            if not queue or self.stalled is not None:
+            if not queue:
                 break
             item = popleft()
             kind = item[0]
@@ -511,14 +551,17 @@ class Writer:
             if self.stalled is None:
                 self.stalled = self.disk_full_error = exc
                 self._stall_delay = _STALL_MIN
+                self._retry_at = self._get_time() + _STALL_MIN
                 self.count_failure("disk full")
                 import logging
 
                 logging.getLogger("wisp").warning(
-                    "wisp: the disk holding %s is full (%s); writes are held back and "
-                    "retried, log() drops rows (counted) while the queue is full",
+                    "wisp: the disk holding %s is full (%s); writes are held back in memory "
+                    "(up to %d bytes, setting disk_full_memory) and retried; past that, "
+                    "log() drops rows (counted)",
                     self.path,
                     exc,
+                    self.disk_full_memory,
                 )
             return
         finally:
