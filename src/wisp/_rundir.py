@@ -96,6 +96,13 @@ def dir_name(stamp: str, run_id: str) -> str:
     return f"run-{stamp}-{run_id}"
 
 
+def id_of_dir(run_dir: str) -> str:
+    """The run id in a run directory's name (``run-<stamp>-<id>``), else the name itself."""
+    name = os.path.basename(os.path.normpath(run_dir))
+    parts = name.split("-", 2)
+    return parts[2] if len(parts) == 3 and parts[0] == "run" and parts[2] else name
+
+
 def rank_file_names(rank: int) -> tuple[str, str]:
     """(run file, metadata file) names for ``rank`` (rank 0 uses the plain names)."""
     if rank == 0:
@@ -413,6 +420,30 @@ def lock_uploads(run_dir: str) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def lock_run_file(fd: int) -> bool:
+    """An exclusive, non-blocking lock on an open run file, held as long as its writer keeps
+    the file open (a forked child drops its copy, see ``Writer.after_fork_in_child``).
+    False when another process holds it: two processes never write one run file."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def writer_of(run_dir: str, file_name: str) -> str:
+    """Who writes ``file_name`` of ``run_dir`` (its metadata's pid and host), for messages."""
+    meta = read_meta(run_dir, file_name[: -len(_RUN_SUFFIX)] + _META_SUFFIX)
+    pid, host = meta.get("pid"), meta.get("host")
+    if type(pid) is not int:
+        return "another process (it has not written its metadata yet)"
+    return f"process {pid} on {host}"
 
 
 def unlock_uploads(fd: int | None) -> None:

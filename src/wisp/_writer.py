@@ -24,7 +24,7 @@ from collections.abc import Callable
 from wisp._deferred import Deferred
 from wisp._metric import StepSync, update_summary
 from wisp._protocol import clean_text, step_problem
-from wisp._rundir import MEDIA_DIR
+from wisp._rundir import MEDIA_DIR, lock_run_file, writer_of
 from wisp._runfile import HEADER, RecordType, encode_history, encode_record
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
@@ -110,6 +110,15 @@ class Writer:
         self._stop = False
         # Raw fd + our own buffer: no io object whose lock or buffer a fork could copy.
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC, 0o644)
+        if not lock_run_file(self.fd):  # another process writes this file: refuse, never mix
+            os.close(self.fd)
+            from wisp.errors import RunStateError
+
+            raise RunStateError(
+                f"{self.path} is being written by {writer_of(run_dir, file_name)}; two processes "
+                "never write one run: give this one another id (init(id=...), WISP_RUN_ID), or "
+                "resume it once that process has ended (init(id=..., resume='allow'))"
+            )
         self._buf = bytearray()
         self._buf_rows = 0  # rows in _buf, not on disk yet
         self._buf_marks: list[tuple[int, int]] = []  # (end of a record in _buf, its rows)

@@ -48,6 +48,7 @@ from wisp._rundir import (
     RUN_FILE,
     Cursor,
     add_rejected,
+    id_of_dir,
     lock_uploads,
     read_rejected,
     unlock_uploads,
@@ -239,7 +240,7 @@ class Uploader:
         log.warning(
             "wisp: uploading run %s stopped (%s: %s); the run file %s keeps everything, "
             "run `wisp sync %s` once the problem is fixed",
-            self.run_id or "?",
+            self.run_id or id_of_dir(self.run_dir),
             type(exc).__name__,
             exc,
             self.path,
