@@ -300,8 +300,9 @@ class Run(WandbRunApi):
 
     def _start_fork_segment(self) -> bool:
         """In a forked child, on its first record: a writer of its own on
-        ``run.fork<PID>.wisp`` (never the parent's file, locks or threads).  False when
-        this process cannot record to the run."""
+        ``run.fork<PID>.wisp`` (never the parent's file, locks or threads), written through
+        by the calling thread (no writer thread).  False when this process cannot record
+        to the run."""
         if self._fork_of is None or self._finished or self.dir is None:
             return False
         from wisp._rundir import fork_file_name
@@ -318,11 +319,12 @@ class Run(WandbRunApi):
             fsync=s.fsync,
             queue_size=s.queue_size,
             summaries=False,
+            disk_full_memory=s.disk_full_memory,
+            inline=True,  # no thread: log() writes through (wisp._shared_steps), os._exit is safe
         )
         self._queue = self._writer.queue
         self._live = True
         register(self)
-        self._writer.start()
         self._writer.put((CALL, self._write_segment_start))
         mp_util = sys.modules.get("multiprocessing.util")
         if mp_util is not None:  # a Pool worker ends with os._exit after its finalizers

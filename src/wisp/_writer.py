@@ -86,10 +86,12 @@ class Writer:
         get_time: Callable[[], float] = time.monotonic,
         summaries: bool = True,
         disk_full_memory: int | None = None,
+        inline: bool = False,
     ) -> None:
         """``summaries=False``: never write SUMMARY records (a forked child's segment).
         ``disk_full_memory``: bytes of encoded rows held while the disk is full (None: the
-        default, :func:`default_disk_full_memory`)."""
+        default, :func:`default_disk_full_memory`).  ``inline``: no thread; whatever is put
+        is written by the caller at once (:meth:`write_now`: a forked child's segment)."""
         self.run_dir = run_dir
         self.path = os.path.join(run_dir, file_name)
         self.media_dir = os.path.join(run_dir, MEDIA_DIR)
@@ -97,6 +99,7 @@ class Writer:
         self.fsync = fsync
         self.queue_size = queue_size
         self.summaries = summaries
+        self.inline = inline
         self.disk_full_memory = (
             default_disk_full_memory() if disk_full_memory is None else disk_full_memory
         )
@@ -160,7 +163,21 @@ class Writer:
 
     def put(self, item: tuple[Any, ...]) -> None:
         self.queue.append(item)
-        self._wake.set()
+        if self.inline:
+            self.write_now()
+        else:
+            self._wake.set()
+
+    def write_now(self) -> None:
+        """Encode and write everything queued, on the calling thread (``inline`` writers).
+        While the disk is full rows are held up to ``disk_full_memory``, then dropped."""
+        with self.busy:
+            while self.queue:
+                if self.over_budget():
+                    self._drop_rows()
+                    break
+                self._guarded("write", self._drain_slice)
+            self._guarded("write", self._write_out)
 
     def over_budget(self) -> bool:
         """True while the disk is full and the rows held back (encoded) fill
@@ -190,17 +207,30 @@ class Writer:
         except IndexError:
             return
         if item[0] == ROW or item[0] == ROW_DEFERRED:
-            self.rows_dropped += 1
-            if self.first_error is None:
-                self.first_error = self.stalled
+            self._count_dropped(1)
         else:
             self.queue.append(item)  # not a row: keep it (records are few)
+
+    def _count_dropped(self, rows: int) -> None:
+        self.rows_dropped += rows
+        if self.first_error is None:
+            self.first_error = self.stalled
+
+    def _drop_rows(self) -> None:
+        """Over the budget on a full disk (inline writers): drop the queued rows, counted;
+        other records stay queued (they are few)."""
+        kept = [it for it in self.queue if it[0] != ROW and it[0] != ROW_DEFERRED]
+        self._count_dropped(len(self.queue) - len(kept))
+        self.queue.clear()
+        self.queue.extend(kept)
 
     def barrier(self, timeout: float | None = None) -> bool:
         """Wait until everything queued before this call is written (not fsynced).
 
         False at once while the disk is full: readers never wait on a stalled writer.
         """
+        if self.inline:
+            self.write_now()
         if self.stalled is not None:
             return False
         if not self.thread.is_alive():
@@ -211,6 +241,14 @@ class Writer:
 
     def close(self, timeout: float | None) -> bool:
         """Drain, flush, fsync (per policy) and stop.  False if the timeout ran out."""
+        if self.inline:  # no thread: write now; a disk still full loses what is held
+            self.write_now()
+            if self.stalled is not None:
+                self._give_up()
+            else:
+                self._guarded("flush", self._flush, self.fsync in ("interval", "finish"))
+                self._guarded("close", self._close_fd)
+            return True
         if timeout is not None:  # a full disk is retried until shortly before the deadline
             wait = min(timeout * 0.8 - 0.05, _FINISH_RETRY)
             self._give_up_at = self._get_time() + max(0.0, wait)
