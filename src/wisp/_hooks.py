@@ -106,9 +106,7 @@ _held: list[Any] = []  # writer locks taken by _before_fork, released in the par
 
 def _before_fork() -> None:
     """Let each writer finish the slice it is on (bounded), so the fork sees it idle."""
-    from wisp import _run
-
-    from wisp import _shared_steps
+    from wisp import _run, _shared_steps
 
     deadline = time.monotonic() + _FORK_WAIT
     for run in _run.live_runs():

@@ -47,7 +47,7 @@ class StepLedger:
     """The next free step of a run, in memory shared with every forked child."""
 
     def __init__(self, next_step: int) -> None:
-        from _multiprocessing import SemLock  # CPython's C semaphore (no multiprocessing import)
+        from _multiprocessing import SemLock  # type: ignore[import-not-found]  # C, no mp import
 
         self._map = mmap.mmap(-1, 8)  # anonymous: MAP_SHARED | MAP_ANONYMOUS
         self.cell = memoryview(self._map).cast("q")

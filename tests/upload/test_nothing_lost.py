@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.safety._proc import tmpfs
 
 import wisp
-from tests.safety._proc import tmpfs
 from wisp.errors import UsageError
 from wisp.testing import Server
 
@@ -301,4 +301,3 @@ def test_the_same_run_id_started_twice_is_refused_naming_the_other_process(
     local = _local(_only_run_dir(tmp_path), "x")
     assert local == [(i, float(i)) for i in range(30)]
     assert server.points("twice-1", "x") == local
-
