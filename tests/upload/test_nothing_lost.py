@@ -236,6 +236,12 @@ def test_workers_sharing_a_key_keep_every_value_alike_in_file_and_server(
     assert max(steps.values()) == 1  # no step shared by two rows of any writer
     assert sorted(server.points(run_id, "shared")) == sorted(local)
     assert sorted(_history_on_server(server, run_id, "shared")) == sorted(local)
+    api = wisp.Api(server_url=server.url, api_key=server.key)
+    try:
+        scanned = api.run(f"pool/{run_id}").scan_history(keys=["shared"])
+        assert sorted((r["_step"], r["shared"]) for r in scanned) == sorted(local)
+    finally:
+        api.close()
     assert len(server.points(run_id, "loss")) == 20
 
 
