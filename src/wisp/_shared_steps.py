@@ -23,12 +23,15 @@ steps from one counter:
 
 A semaphore left taken by a process killed inside ``log()`` is waited for 1 s at most; then
 the step is assigned without it (counted as ``failures["step lock"]``, reported by finish()).
+Where shared memory or semaphores cannot be made (no ``/dev/shm``), the run keeps numbering
+steps per process, as before, and says so once on the ``wisp`` logger.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import weakref
 
 from wisp._run import Run
 from wisp._writer import ROW, ROW_DEFERRED
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["SharedStepRun", "StepLedger", "before_fork"]
 
 _LOCK_WAIT = 1.0  # seconds: a semaphore held longer belongs to a process that died in log()
+_without_ledger: weakref.WeakSet[Run] = weakref.WeakSet()  # runs whose ledger failed
 
 
 class StepLedger:
@@ -102,5 +106,20 @@ def before_fork(run: Run) -> None:
         if taken > run._ledger.cell[0]:
             run._ledger.cell[0] = taken
         return
-    run._ledger = StepLedger(taken)  # type: ignore[attr-defined]
+    if run in _without_ledger:
+        return  # it could not be made before: this run's processes number their own steps
+    try:
+        ledger = StepLedger(taken)
+    except OSError as exc:  # no shared memory or semaphores here (e.g. no /dev/shm)
+        _without_ledger.add(run)
+        from wisp._logging import logger
+
+        logger().warning(
+            "wisp: run %s: no shared step counter for forked children (%s); a child's steps "
+            "may repeat the parent's, and the server keeps one value per key and step",
+            run.id,
+            exc,
+        )
+        return
+    run._ledger = ledger  # type: ignore[attr-defined]
     run.__class__ = SharedStepRun
