@@ -425,15 +425,18 @@ def lock_uploads(run_dir: str) -> int | None:
 def lock_run_file(fd: int) -> bool:
     """An exclusive, non-blocking lock on an open run file, held as long as its writer keeps
     the file open (a forked child drops its copy, see ``Writer.after_fork_in_child``).
-    False when another process holds it: two processes never write one run file."""
+    False when another process holds it: two processes never write one run file.  A file
+    system without locks (some network mounts) is written unlocked."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX: no lock
         return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except BlockingIOError:
         return False
+    except OSError:  # no locks on this file system (ENOLCK, EOPNOTSUPP): go on unlocked
+        return True
     return True
 
 
