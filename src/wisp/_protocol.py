@@ -19,6 +19,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # no typing at run time (import cost)
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "project_problem",
     "row_problem",
     "step_problem",
+    "step_refusal",
     "text_problem",
     "url_problem",
 ]
@@ -322,6 +324,17 @@ def step_problem(step: int) -> str | None:
     if 0 <= step < MAX_STEP:
         return None
     return f"must be >= 0 and < 2**62, got {step}"
+
+
+def step_refusal(keys: Iterable[str], step: int) -> str:
+    """What ``log()`` says when the step a row would get (given, or the next one after
+    ``step=2**62 - 1``) breaks :func:`step_problem`: the keys, the step and the rule."""
+    names = [repr(k) for k in keys]
+    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    return (
+        f"log() of {shown} refused: step {step_problem(step)} (wisp._protocol.MAX_STEP); "
+        "nothing was recorded and the run goes on"
+    )
 
 
 class Invalid(ValueError):

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 
 from wisp import _runfile
 from wisp._config import Config
-from wisp._protocol import MAX_STEP, project_entity, step_problem
+from wisp._protocol import MAX_STEP, project_entity, step_refusal
 from wisp._run_wandb import WandbRunApi
 from wisp._rundir import META_FILE, RUN_FILE, write_meta
 from wisp._runfile import RecordType
@@ -275,7 +275,7 @@ class Run(WandbRunApi):
                     )
                     return
                 if step >= MAX_STEP:  # the server stores steps as signed 64-bit (protocol)
-                    raise UsageError(_step_refusal(data, step))
+                    raise UsageError(step_refusal(data, step))
                 if self._pending is not None:
                     self._commit_pending()
                 self._step = cur = step
@@ -284,7 +284,7 @@ class Run(WandbRunApi):
         elif commit is None:
             commit = True
         if cur >= MAX_STEP:  # the step counter ran past the range (after step=2**62 - 1)
-            raise UsageError(_step_refusal(data, cur))
+            raise UsageError(step_refusal(data, cur))
         pending = self._pending
         if pending is not None:
             pending.update(row)
@@ -299,10 +299,9 @@ class Run(WandbRunApi):
             self._pending_deferred = deferred
 
     def _start_fork_segment(self) -> bool:
-        """In a forked child, on its first record: a writer of its own on
-        ``run.fork<PID>.wisp`` (never the parent's file, locks or threads), written through
-        by the calling thread (no writer thread).  False when this process cannot record
-        to the run."""
+        """In a forked child, on its first record: a writer of its own on ``run.fork<PID>.wisp``
+        (never the parent's file or locks), written through, no thread.  False when this
+        process cannot record to the run."""
         if self._fork_of is None or self._finished or self.dir is None:
             return False
         from wisp._rundir import fork_file_name
@@ -643,15 +642,6 @@ class Run(WandbRunApi):
             f"<code>{escape(self.id)}</code> · {escape(self.state)}{link}<br>"
             f"<small>{escape(str(self.dir))}</small></div>"
         )
-
-
-def _step_refusal(data: Mapping[str, Any], step: int) -> str:
-    """Why log() refuses ``data`` at ``step``: the keys, the step and the protocol's rule."""
-    keys = ", ".join(repr(k) for k in list(data)[:5]) + (", ..." if len(data) > 5 else "")
-    return (
-        f"log() of {keys} refused: step {step_problem(step)} (wisp._protocol.MAX_STEP); "
-        "nothing was recorded and the run goes on"
-    )
 
 
 def register(run: Run) -> None:
