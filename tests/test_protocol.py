@@ -207,8 +207,6 @@ def test_step_rule_matches_the_servers_column() -> None:
 
 def test_step_refusal_names_the_keys_and_the_rule() -> None:
     """log()'s refusal of a step out of range names up to five keys, the step and the rule."""
-    from wisp._protocol import step_refusal
-
-    msg = step_refusal([f"k{i}" for i in range(7)], 2**62)
+    msg = P.step_refusal([f"k{i}" for i in range(7)], 2**62)
     assert msg.startswith("log() of 'k0', 'k1', 'k2', 'k3', 'k4', ... refused: step must be")
     assert "< 2**62, got 4611686018427387904" in msg
