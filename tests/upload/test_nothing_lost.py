@@ -255,6 +255,9 @@ for i in range(20):
     pid = os.fork()
     if pid == 0:
         wisp.log({"child": float(i)})
+        if i == 0:  # one key twice at one explicit step: one value, the later, as in a parent
+            wisp.log({"twice": 1.0}, step=10**6)
+            wisp.log({"twice": 2.0, "also": 3.0}, step=10**6)
         os._exit(0)
     pids.append(pid)
 for pid in pids:
@@ -267,13 +270,16 @@ print(run.id)
 def test_forked_children_that_leave_with_os_exit_keep_their_values(
     server: Server, tmp_path: Path
 ) -> None:
-    """20 os.fork() children each log one value and call os._exit(0): 20 of 20 in the file and on the server."""
+    """20 os.fork() children each log one value and call os._exit(0): 20 of 20 in the file and on the server; a key logged twice at one step reads as one value in both."""
     code, out, err = _done(_script(tmp_path, server, FORKS))
     assert code == 0, err
     run_id = out.split()[-1]
-    local = _local(_only_run_dir(tmp_path), "child")
+    run_dir = _only_run_dir(tmp_path)
+    local = _local(run_dir, "child")
     assert sorted(v for _, v in local) == [float(i) for i in range(20)]
     assert sorted(server.points(run_id, "child")) == sorted(local)
+    assert _local(run_dir, "twice") == server.points(run_id, "twice") == [(10**6, 2.0)]
+    assert _local(run_dir, "also") == server.points(run_id, "also") == [(10**6, 3.0)]
 
 
 TWICE = """
