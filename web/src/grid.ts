@@ -169,7 +169,7 @@ export class ChartGrid {
         let cell = this.cells.get(k);
         if (!cell) {
           const mtype = media[k];
-          cell = h("div", { class: mtype ? `cell media-wrap media-${mtype}` : "cell", "data-cell": k }, h("div", { class: "placeholder" }, k));
+          cell = h("div", { class: mtype ? `cell media-wrap kind-${mtype}` : "cell", "data-cell": k }, h("div", { class: "placeholder" }, k));
           this.cells.set(k, cell);
           this.io.observe(cell);
         }

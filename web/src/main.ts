@@ -1,5 +1,6 @@
 // Entry: routes hash URLs to pages; asks for an API key when the server wants one.
 import "uplot/dist/uPlot.min.css";
+import "./design.css";
 import "./style.css";
 import "./media_kinds";
 import { accountPage } from "./account";
@@ -65,9 +66,11 @@ function render(): void {
     if (b === "w") parts.push(" / workspace");
   }
   if (a === "sweeps") {
+    // the header's own "Sweeps" link is on the right; the trail names the sweep
     parts.push(" / ", h("a", { href: href(["sweeps"]) }, "sweeps"));
     if (project) parts.push(" / ", h("span", {}, project));
   }
+  document.getElementById("nav-sweeps")?.toggleAttribute("aria-current", a === "sweeps");
   crumbs.replaceChildren(...parts);
   lineage.replaceChildren();
   if (a === "account") {
