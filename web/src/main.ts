@@ -104,8 +104,10 @@ window.addEventListener("wisp-auth", () => {
   }, 0);
 });
 document.addEventListener("keydown", (e) => {
-  if (e.key === "/" && !(e.target instanceof HTMLInputElement)) {
-    const s = document.querySelector<HTMLInputElement>("#key-search, #filter");
+  const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement;
+  if (e.key === "/" && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) {
+    // the page's filter: runs table, workspace, metric search (run page, compare)
+    const s = document.querySelector<HTMLInputElement>("#filter, #ws-filter, #key-search");
     if (s) {
       e.preventDefault();
       s.focus();

@@ -114,7 +114,10 @@ function metricChart(trials: Trial[], goal: string, metric: string): HTMLElement
     width: Math.min(720, Math.max(320, (document.getElementById("app")?.clientWidth ?? 760) - 40)),
     height: 240,
     scales: { x: { time: false } },
-    axes: [{ label: "trial", stroke: cssVar("--muted"), incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000] }, { label: metric, stroke: cssVar("--muted") }],
+    axes: [{ label: "trial", stroke: cssVar("--muted"), incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: (_u: uPlot, splits: number[]) => {
+      el.dataset.xticks = splits.join(","); // trials are whole numbers: so are the ticks
+      return splits.map((v) => fmtNum(v));
+    } }, { label: metric, stroke: cssVar("--muted") }],
     series: [
       { label: "trial" },
       { label: metric, stroke: accent, width: 0, paths: () => null, points: { show: true, size: 7, fill: accent } },
