@@ -77,7 +77,7 @@ export function artifactsPage(app: HTMLElement, route: Route, project: string, n
         app.replaceChildren(
           h("h1", {}, `Artifacts of ${project}`),
           rows.length
-            ? h("table", { class: "data", id: "artifacts" }, h("tr", {}, ...["name", "type", "versions", "latest", "size", "updated"].map((c) => h("th", {}, c))), ...rows)
+            ? h("table", { class: "data listing", id: "artifacts" }, h("tr", {}, ...["name", "type", "versions", "latest", "size", "updated"].map((c) => h("th", {}, c))), ...rows)
             : h("p", { class: "muted" }, "No artifacts logged in this project (yet)."),
         );
       })

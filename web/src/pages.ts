@@ -31,7 +31,7 @@ export function projectsPage(app: HTMLElement): Dispose {
         h("h1", {}, "Projects"),
         h(
           "table",
-          { class: "data projects", id: "projects" },
+          { class: "data listing projects", id: "projects" },
           h("thead", {}, h("tr", {}, h("th", {}, "project"), h("th", {}, "runs"), h("th", {}, "last activity"))),
           h(
             "tbody",

@@ -39,7 +39,7 @@ export function sweepsPage(app: HTMLElement): Dispose {
         h("h1", {}, "Sweeps"),
         h(
           "table",
-          { class: "data", id: "sweeps" },
+          { class: "data listing", id: "sweeps" },
           h("thead", {}, h("tr", {}, ...head.map((c) => h("th", {}, c)))),
           h(
             "tbody",

@@ -50,7 +50,7 @@ export function mountView(app: HTMLElement, s: RunsState): RunsView {
     groupSel: h("select", { id: "group-by", "aria-label": "group runs by" }),
     compareBtn: h("a", { class: "button", id: "compare" }, "Compare"),
     chartsBtn: h("a", { class: "button", id: "open-workspace", title: "charts of these runs, grouped as the table is" }, "Charts"),
-    empty: h("p", { class: "muted", id: "runs-empty", hidden: true }),
+    empty: h("div", { class: "empty-state", id: "runs-empty", hidden: true }),
     picker: h("details", { class: "picker" }, h("summary", {}, "Columns")),
     head: h("div", { class: "thead", role: "row" }),
     spacer: h("div", { class: "spacer" }),
