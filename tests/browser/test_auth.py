@@ -5,6 +5,7 @@ dashboard.  The server is a real ``wisp server`` process with auth (``wisp.testi
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import struct
 import urllib.error
@@ -226,7 +227,7 @@ def test_account_keys_table_has_one_header_cell_per_column(
         )
         assert len(heads) == 7
         assert len({round(h["top"]) for h in heads}) == 1
-        assert all(a["right"] <= b["left"] + 1 for a, b in zip(heads, heads[1:], strict=False))
+        assert all(a["right"] <= b["left"] + 1 for a, b in itertools.pairwise(heads))
         row = page.locator("#keys tbody tr", has_text="layout")
         cells = row.locator("td").evaluate_all(
             "els => els.map(e => e.getBoundingClientRect().toJSON())"
@@ -234,9 +235,7 @@ def test_account_keys_table_has_one_header_cell_per_column(
         for h, c in zip(heads, cells, strict=True):
             assert c["left"] == pytest.approx(h["left"], abs=1)
             assert c["top"] >= h["bottom"] - 1
-        lines = row.locator("time").evaluate_all(
-            "els => els.map(e => e.getClientRects().length)"
-        )
+        lines = row.locator("time").evaluate_all("els => els.map(e => e.getClientRects().length)")
         assert lines and all(n == 1 for n in lines), lines
     finally:
         ctx.close()

@@ -136,7 +136,9 @@ def test_grouped_runs_table_puts_each_mean_under_its_header(demo: Dashboard, bro
         for c in cells:
             assert c["l"] == pytest.approx(c["hl"], abs=1), c
             assert c["r"] == pytest.approx(c["hr"], abs=1), c
-        counts = pg.eval_on_selector_all(".group-row .group-name", "els => els.map(e => e.innerText)")
+        counts = pg.eval_on_selector_all(
+            ".group-row .group-name", "els => els.map(e => e.innerText)"
+        )
         assert any(t.endswith("2 runs") for t in counts), counts
 
 
@@ -159,7 +161,8 @@ def test_grouped_workspace_leads_with_the_training_curves(
         )
         assert sections == ["", "train", "val"]
         legend = pg.eval_on_selector_all(
-            "#ws-legend li", "els => els.map(e => [e.innerText, e.querySelector('[data-count]').dataset.count])"
+            "#ws-legend li",
+            "els => els.map(e => [e.innerText, e.querySelector('[data-count]').dataset.count])",
         )
         by_label = {t.split(" (")[0]: (t, n) for t, n in legend}
         for lr in ("0.1", "0.5", "1"):
@@ -334,7 +337,9 @@ def test_wide_runs_table_says_it_scrolls(demo: Dashboard, browser: Any):
         pg.wait_for_function(
             "() => getComputedStyle(document.querySelector('#runs-wrap .more-right')).opacity === '1'"
         )
-        pg.evaluate("() => { const s = document.querySelector('#runs-scroller'); s.scrollLeft = s.scrollWidth; }")
+        pg.evaluate(
+            "() => { const s = document.querySelector('#runs-scroller'); s.scrollLeft = s.scrollWidth; }"
+        )
         pg.wait_for_selector("#runs-wrap:not(.clipped)")
 
 
