@@ -13,6 +13,7 @@ import { href } from "../router";
 import type { Route } from "../router";
 import { fetchSeries } from "../series";
 import { orderKeys, scalarKeys, sectionOf, sharedScalarKeys } from "../keys";
+import { emptyState } from "../ui";
 import { debounce, fmtLabel, h, plural, runColors } from "../util";
 import { wsApi, type GroupedBody, type GroupedSeries, type WorkspaceSpec } from "./api";
 import { Panel, type PanelData, type PanelHost, type RunLine } from "./panel";
@@ -203,6 +204,8 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
     const secs = list.map((p) => sectionOf(p.spec.keys[0] ?? ""));
     const many = new Set(secs).size > 1;
     const out: HTMLElement[] = [];
+    if (!list.length)
+      out.push(h("div", { class: "ws-empty" }, emptyState("No panels", ["These runs have no scalar metrics yet, or every panel was removed: ", "press ", h("b", {}, "+ panel"), " to add one."], "ws-empty")));
     list.forEach((p, i) => {
       if (many && (i === 0 || secs[i] !== secs[i - 1])) out.push(h("h2", { class: "ws-section", "data-section": secs[i] }, secs[i] || "charts"));
       out.push(p.el);
