@@ -13,7 +13,6 @@ into the training loop; ``Run.finish()`` raises the first failure as a
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import threading
@@ -24,7 +23,7 @@ from collections.abc import Callable
 from wisp._deferred import Deferred
 from wisp._metric import StepSync, update_summary
 from wisp._protocol import clean_text, step_problem
-from wisp._rundir import MEDIA_DIR, lock_run_file, writer_of
+from wisp._rundir import DISK_FULL, MEDIA_DIR, lock_run_file, writer_of
 from wisp._runfile import HEADER, RecordType, encode_history, encode_record
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
@@ -47,7 +46,6 @@ _BUFFER_LIMIT = 1024 * 1024
 SLICE = 256
 _IDLE_MIN = 0.005
 _IDLE_MAX = 0.1  # rows encoded per GIL hold, keeps the caller's p99 low
-_DISK_FULL = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
 _STALL_MIN = 0.05  # back-off between writes to a full disk: 50 ms doubling to 2 s
 _STALL_MAX = 2.0
 _FINISH_RETRY = 5.0  # finish() retries a full disk this long at most, then counts rows lost
@@ -593,7 +591,7 @@ class Writer:
                 del buf[:keep]
                 self._buf_rows -= rows
                 self._buf_marks = [(end - keep, r) for end, r in self._buf_marks[n:]]
-            if exc.errno not in _DISK_FULL:
+            if exc.errno not in DISK_FULL:
                 raise
             if self.stalled is None:
                 self.stalled = self.disk_full_error = exc
