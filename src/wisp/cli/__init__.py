@@ -290,6 +290,42 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("ref", metavar="NAME:vN")
     a.add_argument("alias", metavar="ALIAS")
 
+    def source(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument(
+            "--dir",
+            default=None,
+            help="read runs from this folder (default: the configured server, else .)",
+        )
+        sp.add_argument("--server", default=None, help="server URL (default: the configured one)")
+        sp.add_argument("--key", default=None, help="API key (prefer --key-file or WISP_API_KEY)")
+        sp.add_argument("--key-file", default=None, help="read the key from a file ('-': stdin)")
+
+    sp = add("mcp", "serve the agent tools over MCP on stdin/stdout (docs/agents.md)")
+    source(sp)
+    sp.add_argument(
+        "--max-bytes",
+        type=int,
+        default=None,
+        help="largest tool result before it is paged (default $WISP_MCP_MAX_BYTES or 65536)",
+    )
+    sp = add("query", "run read-only SQL over a project's runs and metrics (DuckDB)")
+    sp.add_argument("--project", required=True, help="the project whose runs make the tables")
+    sp.add_argument("--sql", required=True, help="SQL over the tables runs, history, points")
+    sp.add_argument("--filter", default=None, help="only runs matching this filter")
+    sp.add_argument("--keys", default=None, help="metrics to load, comma-separated (default all)")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
+    source(sp)
+    sp = add("skills", "install a skill file that teaches a coding agent to use wisp")
+    sp.add_argument(
+        "agent",
+        nargs="?",
+        choices=("claude", "codex", "cursor", "all"),
+        default="all",
+        help="which agent's layout (default: all)",
+    )
+    sp.add_argument("--root", default=".", help="the project folder to write into (default .)")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
+
     sp = add("doctor", "check this environment for common tracking problems")
     dir_opt(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output")
@@ -310,6 +346,9 @@ _COMMANDS = {
     "sweep": ("wisp.cli._sweep_cmd", "cmd_sweep"),
     "agent": ("wisp.cli._sweep_cmd", "cmd_agent"),
     "artifact": ("wisp.cli._artifact_cmd", "cmd_artifact"),
+    "mcp": ("wisp.cli._agent_cmd", "cmd_mcp"),
+    "query": ("wisp.cli._agent_cmd", "cmd_query"),
+    "skills": ("wisp.cli._agent_cmd", "cmd_skills"),
 }
 
 
