@@ -98,9 +98,9 @@ def build(
             _tool(name, api_for, max_bytes, mcpserver.Context, ToolError),
             name=name,
             annotations=ToolAnnotations(
-                readOnlyHint=not write,
-                destructiveHint=name == "stop_run",
-                idempotentHint=name != "stop_run",
+                read_only_hint=not write,
+                destructive_hint=name == "stop_run",
+                idempotent_hint=name != "stop_run",
             ),
             structured_output=True,
         )

@@ -379,7 +379,7 @@ class Tools:
         metrics = sorted(
             k
             for k in set().union(*summaries)
-            if not k.startswith("_") and any(_is_num(s.get(k)) for s in summaries)
+            if not k.startswith("_") and any(is_num(s.get(k)) for s in summaries)
         )
         side = {
             k: {lab: jsonable(s.get(k)) for lab, s in zip(labels, summaries, strict=True)}
@@ -411,12 +411,13 @@ class Tools:
         best_v = 0.0
         seen = 0
         for r in self.api.runs(proj, expr or None):
-            v = _flatten(dict(r.summary)).get(metric)
-            if not _is_num(v) or not math.isfinite(float(v)):
+            raw: Any = _flatten(dict(r.summary)).get(metric)
+            if not is_num(raw) or not math.isfinite(float(raw)):
                 continue
+            v = float(raw)
             seen += 1
-            if best is None or (float(v) < best_v if mode == "min" else float(v) > best_v):
-                best, best_v = r, float(v)
+            if best is None or (v < best_v if mode == "min" else v > best_v):
+                best, best_v = r, v
         if best is None:
             raise NotFoundError(
                 f"metric: no run of project {proj!r} has a finite summary value of {metric!r}"
@@ -428,69 +429,9 @@ class Tools:
     def diagnose_run(self, run: str, project: str | None = None) -> dict[str, Any]:
         """Health of a run's scalar metrics: NaN/inf counts, divergence, plateau, and the gap
         between train/ and val/ keys of the same name (overfitting)."""
-        r = self.run_obj(run, project)
-        findings: list[dict[str, Any]] = []
-        stats: dict[str, dict[str, Any]] = {}
-        keys = [k for k in r.metric_keys() if not k.startswith(("system/", "_"))][:100]
-        for key in keys:
-            s = _key_stats(r, key)
-            if s is None:
-                continue
-            stats[key] = s
-            if s["nan"] or s["inf"]:
-                findings.append(
-                    {
-                        "kind": "non_finite",
-                        "key": key,
-                        "detail": f"{s['nan']} NaN and {s['inf']} inf of {s['count']} values",
-                        "first_step": s["first_bad_step"],
-                    }
-                )
-            lossy = "loss" in key.lower() or "err" in key.lower()
-            if lossy and s["min"] is not None and s["last"] is not None:
-                span = abs(s["first"] - s["min"]) or abs(s["min"]) or 1.0
-                if s["last"] - s["min"] > 0.5 * span and s["last"] > s["first"]:
-                    findings.append(
-                        {
-                            "kind": "diverging",
-                            "key": key,
-                            "detail": f"last {s['last']:.4g} is above its first value "
-                            f"{s['first']:.4g} and its minimum {s['min']:.4g} "
-                            f"(at step {s['min_step']})",
-                        }
-                    )
-            if s["count"] >= 20 and s["tail_change"] is not None and s["tail_change"] < 0.01:
-                findings.append(
-                    {
-                        "kind": "plateau",
-                        "key": key,
-                        "detail": f"changed {s['tail_change'] * 100:.2f}% over the last fifth "
-                        "of its values",
-                    }
-                )
-        for key, s in stats.items():
-            if not key.startswith("train/"):
-                continue
-            other = stats.get("val/" + key[len("train/") :])
-            if other is None or s["last"] is None or other["last"] is None:
-                continue
-            gap = other["last"] - s["last"]
-            if "loss" in key and gap > 0.25 * max(abs(s["last"]), 1e-12):
-                findings.append(
-                    {
-                        "kind": "overfitting",
-                        "key": key,
-                        "detail": f"val {other['last']:.4g} vs train {s['last']:.4g} "
-                        f"(gap {gap:.4g})",
-                    }
-                )
-        return {
-            "run": r.path,
-            "state": r.state,
-            "findings": findings,
-            "metrics": jsonable(stats),
-            "healthy": not findings,
-        }
+        from wisp.mcp._diagnose import diagnose
+
+        return diagnose(self.run_obj(run, project))
 
     def get_console(
         self,
@@ -584,7 +525,7 @@ class Tools:
         return {"run": r.path, "notes": r.notes}
 
 
-def _is_num(v: Any) -> bool:
+def is_num(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
@@ -597,49 +538,3 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[name] = v
     return out
-
-
-def _key_stats(r: Any, key: str) -> dict[str, Any] | None:
-    """One pass over a key's points: counts, first/last/min and the tail's relative change."""
-    count = nan = inf = 0
-    first = last = lo = None
-    lo_step = first_bad = None
-    values: list[float] = []
-    for row in r.scan_history(keys=[key]):
-        v = row.get(key)
-        if not _is_num(v):
-            continue
-        count += 1
-        v = float(v)
-        if not math.isfinite(v):
-            if math.isnan(v):
-                nan += 1
-            else:
-                inf += 1
-            if first_bad is None:
-                first_bad = row.get("_step")
-            continue
-        values.append(v)
-        if first is None:
-            first = v
-        last = v
-        if lo is None or v < lo:
-            lo, lo_step = v, row.get("_step")
-    if count == 0:
-        return None
-    tail_change = None
-    if len(values) >= 20:
-        tail = values[-max(len(values) // 5, 2) :]
-        scale = max(abs(x) for x in values) or 1.0
-        tail_change = (max(tail) - min(tail)) / scale
-    return {
-        "count": count,
-        "nan": nan,
-        "inf": inf,
-        "first_bad_step": first_bad,
-        "first": first,
-        "last": last,
-        "min": lo,
-        "min_step": lo_step,
-        "tail_change": tail_change,
-    }
