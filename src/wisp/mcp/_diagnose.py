@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from wisp.mcp._tools import is_num, jsonable
+from wisp.mcp._json import is_num, jsonable
 
 __all__ = ["diagnose"]
 

@@ -21,31 +21,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 from wisp.errors import NotFoundError, UsageError
+from wisp.mcp._json import is_num, jsonable
 
-__all__ = ["DEFAULT_MAX_BYTES", "Tools", "decode_cursor", "encode_cursor", "jsonable"]
+__all__ = ["DEFAULT_MAX_BYTES", "Tools", "decode_cursor", "encode_cursor"]
 
 DEFAULT_MAX_BYTES = 64 * 1024
 MAX_LIMIT = 1000
 #: config keys and summary metrics compare_runs shows at most (a count says how many more)
 MAX_COMPARE_KEYS = 200
 _RUN_FIELDS = ("id", "name", "state", "created_at", "tags")
-
-
-def jsonable(v: Any) -> Any:
-    """``v`` with non-finite floats as strings and tuples as lists (strict JSON)."""
-    if isinstance(v, float):
-        if math.isfinite(v):
-            return v
-        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    if isinstance(v, dict):
-        return {str(k): jsonable(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [jsonable(x) for x in v]
-    if v is None or isinstance(v, str | int | bool):
-        return v
-    if hasattr(v, "item"):  # a numpy scalar
-        return jsonable(v.item())
-    return str(v)
 
 
 def encode_cursor(state: dict[str, Any]) -> str:
@@ -523,10 +507,6 @@ class Tools:
         r.notes = notes
         r.update()
         return {"run": r.path, "notes": r.notes}
-
-
-def is_num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
