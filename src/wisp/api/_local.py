@@ -162,6 +162,11 @@ class LocalBackend:
                     seen[k] = None
         return sorted(seen)
 
+    def stop(self, run_id: str) -> None:
+        raise UsageError(
+            "stopping a run needs a server: the run's process learns of it through its uploads"
+        )
+
     def alerts(self, run_id: str) -> list[dict[str, Any]]:
         return [dict(a) for a in self._find(run_id).records.get("alert", ())]
 

@@ -76,6 +76,12 @@ class ServerBackend:
             self.get_run(run_id)
         return self._keys[run_id]
 
+    def stop(self, run_id: str) -> None:
+        try:
+            self.http.json("POST", f"/runs/{q(run_id)}/stop", body={})
+        except FatalApiError as exc:
+            raise self._not_found(exc, f"run {run_id!r}") from None
+
     def console_lines(self, run_id: str, page: int = 10_000) -> Iterator[str]:
         after = -1
         while True:

@@ -486,6 +486,15 @@ class Tools:
 
     # -- write tools ---------------------------------------------------------------------------
 
+    def stop_run(self, run: str, project: str | None = None) -> dict[str, Any]:
+        """Ask a live run's process to finish cleanly (through the server, as wandb's remote
+        stop); it stops within a heartbeat interval and ends as ``killed``."""
+        r = self.run_obj(run, project)
+        if r.state != "running":
+            raise UsageError(f"run: {r.path} is {r.state}, not running; there is nothing to stop")
+        r.stop()
+        return {"run": r.path, "stop_requested": True}
+
     def add_tags(self, run: str, tags: list[str], project: str | None = None) -> dict[str, Any]:
         """Add tags to a run (others kept)."""
         r = self.run_obj(run, project)
