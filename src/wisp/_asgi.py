@@ -7,6 +7,7 @@ key, so it is checked exactly as any other request).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from urllib.parse import unquote
 
@@ -43,13 +44,15 @@ async def call_asgi(
         "server": server,
     }
     sent = False
+    finished = asyncio.Event()  # the client "leaves" only once the whole answer is in
     status = 500
     out_headers: dict[str, str] = {}
     chunks: list[bytes] = []
 
     async def receive() -> dict[str, Any]:
         nonlocal sent
-        if sent:
+        if sent:  # a streamed answer stops early when told the client left
+            await finished.wait()
             return {"type": "http.disconnect"}
         sent = True
         return {"type": "http.request", "body": body, "more_body": False}
@@ -62,6 +65,11 @@ async def call_asgi(
                 out_headers[k.decode("latin-1").lower()] = v.decode("latin-1")
         elif message["type"] == "http.response.body":
             chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                finished.set()
 
-    await app(scope, receive, send)
+    try:
+        await app(scope, receive, send)
+    finally:
+        finished.set()
     return Response(status, out_headers, b"".join(chunks))
