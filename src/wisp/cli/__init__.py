@@ -329,7 +329,26 @@ def _parser() -> argparse.ArgumentParser:
     sp = add("doctor", "check this environment for common tracking problems")
     dir_opt(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output")
+    _json_everywhere(p)
     return p
+
+
+def _json_everywhere(parser: argparse.ArgumentParser) -> None:
+    """Give every command (and sub-command) ``--json``: those that had none print their
+    answer through :class:`wisp.cli._term.Output` (one document, ``exit_code`` included)."""
+    for action in parser._actions:  # argparse keeps sub-parsers only here
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for sub in dict.fromkeys(action.choices.values()):
+            if sub.prog == "wisp mcp":
+                continue  # speaks JSON-RPC on stdout: nothing else may be printed there
+            native = "--json" in sub._option_string_actions
+            if not native:
+                sub.add_argument(
+                    "--json", action="store_true", help="print one JSON document (errors too)"
+                )
+            sub.set_defaults(output_json=not native)
+            _json_everywhere(sub)
 
 
 _COMMANDS = {
@@ -366,21 +385,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     import importlib
 
-    from wisp.cli._term import EXIT, CliError, color
+    from wisp.cli._term import EXIT, CliError, Output, color
     from wisp.errors import UsageError, WispError
 
+    as_json = bool(getattr(args, "json", False))
+    args.out = out = Output(as_json)
     module, name = _COMMANDS[args.command]
     try:
         code: int = getattr(importlib.import_module(module), name)(args)
     except CliError as exc:
-        _error(str(exc), exc.hint, color)
-        return exc.code
+        return _error(str(exc), exc.hint, color, exc.code, as_json)
     except UsageError as exc:
-        _error(str(exc), "see `wisp " + args.command + " --help`", color)
-        return EXIT["usage"]
+        hint = "see `wisp " + args.command + " --help`"
+        return _error(str(exc), hint, color, EXIT["usage"], as_json)
     except WispError as exc:
-        _error(str(exc), "`wisp doctor` checks the environment", color)
-        return EXIT["failed"]
+        hint = "`wisp doctor` checks the environment"
+        return _error(str(exc), hint, color, EXIT["failed"], as_json)
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return EXIT["interrupted"]
@@ -393,14 +413,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = "check the path and permissions"
         if isinstance(exc, ConnectionError) and not exc.filename:
             hint = "check the address, and that it is running"
-        _error(f"{exc.strerror or exc}{where}", hint, color)
-        return EXIT["failed"]
+        return _error(f"{exc.strerror or exc}{where}", hint, color, EXIT["failed"], as_json)
+    if getattr(args, "output_json", False):
+        out.finish(code)
     return code
 
 
-def _error(message: str, hint: str | None, color: object) -> None:
+def _error(message: str, hint: str | None, color: object, code: int, as_json: bool) -> int:
     paint = color  # the lazily imported wisp.cli._term.color
     text = f"wisp: error: {message}"
     print(paint(text, "red", sys.stderr), file=sys.stderr)  # type: ignore[operator]
     if hint:
         print(f"hint: {hint}", file=sys.stderr)
+    if as_json:
+        import json
+
+        error = {"message": message, "hint": hint}
+        print(json.dumps({"error": error, "exit_code": code}), flush=True)
+    return code
