@@ -22,7 +22,10 @@ __all__ = ["Api", "File", "Project", "Run", "Runs", "from_mongo"]
 
 class Api:
     """Runs of a wisp server (``server_url``/``api_key``, default from settings and
-    ``wisp login``) or of a local folder (``dir``, or the current one with no server)."""
+    ``wisp login``) or of a local folder (``dir``, or the current one with no server).
+
+    ``transport`` replaces the HTTP connection to the server (an object with the
+    ``request``/``close`` methods of ``wisp._upload._transport.Transport``)."""
 
     def __init__(
         self,
@@ -32,6 +35,7 @@ class Api:
         *,
         timeout: float = 60.0,
         retries: int = 6,
+        transport: Any = None,
     ) -> None:
         if dir is not None and server_url is not None:
             raise UsageError("pass server_url (a server) or dir (a local folder), not both")
@@ -62,7 +66,9 @@ class Api:
             self.server_url = server_url.rstrip("/")
             self.dir = None
             self._backend = ServerBackend(
-                HttpApi(self.server_url, api_key, timeout=timeout, retries=retries)
+                HttpApi(
+                    self.server_url, api_key, timeout=timeout, retries=retries, transport=transport
+                )
             )
 
     def close(self) -> None:
