@@ -290,6 +290,10 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("ref", metavar="NAME:vN")
     a.add_argument("alias", metavar="ALIAS")
 
+    from wisp.cli._report_cmd import add_parser as add_report
+
+    add_report(sub)
+
     sp = add("doctor", "check this environment for common tracking problems")
     dir_opt(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output")
@@ -310,6 +314,7 @@ _COMMANDS = {
     "sweep": ("wisp.cli._sweep_cmd", "cmd_sweep"),
     "agent": ("wisp.cli._sweep_cmd", "cmd_agent"),
     "artifact": ("wisp.cli._artifact_cmd", "cmd_artifact"),
+    "report": ("wisp.cli._report_cmd", "cmd_report"),
 }
 
 
