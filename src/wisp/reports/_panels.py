@@ -338,7 +338,8 @@ class Panel:
         o = self.options
         spec: dict[str, Any] = {"id": o.get("id", panel_id), "keys": list(o["y"]), "kind": "line"}
         spec["title"] = self.title
-        for k in ("x", "smooth", "smooth_mode", "log_y", "y_min", "y_max", "w", "h"):
+        spec["x"] = o.get("x", "step")
+        for k in ("smooth", "smooth_mode", "log_y", "y_min", "y_max", "w", "h"):
             if k in o:
                 spec[k] = o[k]
         return spec
