@@ -94,16 +94,18 @@ class _Import:
         self.unmapped.append(f"{where}: {what}")
         return f"\n> *Not imported from wandb: {what}.*\n"
 
-    def filters(self, f: Any, where: str) -> str:
+    def filters(self, f: Any, where: str, top: bool = True) -> str:
         """The filter language's text for a wandb filter tree ('' for none)."""
         if not isinstance(f, dict) or f.get("disabled"):
             return ""
         op = f.get("op")
         if op in ("OR", "AND"):
-            parts = [p for p in (self.filters(s, where) for s in f.get("filters") or []) if p]
-            if len(parts) > 1:
-                return "(" + f" {op.lower()} ".join(parts) + ")"
-            return parts[0] if parts else ""
+            subs = [x for x in f.get("filters") or [] if isinstance(x, dict)]
+            if len(subs) == 1:
+                return self.filters(subs[0], where, top)
+            parts = [p for p in (self.filters(x, where, False) for x in subs) if p]
+            joined = f" {op.lower()} ".join(parts)
+            return joined if top or len(parts) < 2 else f"({joined})"
         key = f.get("key") or {}
         section, name = key.get("section", ""), key.get("name", "")
         if section == "tags" and name:
@@ -122,8 +124,6 @@ class _Import:
     def runset(self, rs: dict[str, Any], where: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         expr = self.filters(rs.get("filters"), where)
-        if expr.startswith("(") and expr.endswith(")") and expr.count("(") == 1:
-            expr = expr[1:-1]
         if expr:
             out["filter"] = expr
         if (rs.get("search") or {}).get("query"):
