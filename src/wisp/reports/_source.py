@@ -100,8 +100,13 @@ class LocalSource(Source):
         for row in data.history():
             step, ts = row["_step"], row["_timestamp"]
             for k, v in row.items():
-                if k[0] != "_" and _is_num(v):
-                    col = out.setdefault(k, ([], [], []))
+                t = type(v)
+                if t is float or t is int:
+                    col = out.get(k)
+                    if col is None:
+                        if k[0] == "_":
+                            continue
+                        col = out[k] = ([], [], [])
                     col[0].append(step)
                     col[1].append(ts)
                     col[2].append(float(v))
