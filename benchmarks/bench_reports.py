@@ -67,7 +67,9 @@ runsets:
     ]
     while len(blocks) < panels:
         blocks.append(kinds[len(blocks) % len(kinds)])
-    body = "".join(f"\nText before panel {i + 1}.\n\n```wisp-panel\n{b}\n```\n" for i, b in enumerate(blocks))
+    body = "".join(
+        f"\nText before panel {i + 1}.\n\n```wisp-panel\n{b}\n```\n" for i, b in enumerate(blocks)
+    )
     return head + body
 
 
@@ -96,8 +98,15 @@ def main() -> int:
         env = {**os.environ, "WISP_DIR": tmp, "WISP_CONSOLE": "off", "WISP_GIT": "false"}
         env["WISP_SYSTEM_METRICS"] = "false"
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", LOG, str(a.runs), str(a.steps)], env=env, check=True, stderr=subprocess.DEVNULL)
-        print(f"logged {a.runs} runs x {a.steps} steps x 4 metrics: {time.perf_counter() - t:.1f} s")
+        subprocess.run(
+            [sys.executable, "-c", LOG, str(a.runs), str(a.steps)],
+            env=env,
+            check=True,
+            stderr=subprocess.DEVNULL,
+        )
+        print(
+            f"logged {a.runs} runs x {a.steps} steps x 4 metrics: {time.perf_counter() - t:.1f} s"
+        )
         full = Report.from_markdown(report_text(a.panels))
         first = Report.from_markdown(report_text(2))
 

@@ -22,10 +22,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "MAX_REPORT_BYTES",
-    "MAX_REPORT_PANELS",
-    "MAX_RUNSET_RUNS",
-    "MAX_RUNSETS",
     "DEFAULT_MAX_VALUE_BYTES",
     "ENTITY_RULE",
     "ID_CHARS",
@@ -43,6 +39,10 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "MAX_NOTES_LENGTH",
     "MAX_PROJECT_LENGTH",
+    "MAX_REPORT_BYTES",
+    "MAX_REPORT_PANELS",
+    "MAX_RUNSETS",
+    "MAX_RUNSET_RUNS",
     "MAX_SEQ",
     "MAX_STEP",
     "MAX_STREAM_LENGTH",

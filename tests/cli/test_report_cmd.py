@@ -54,7 +54,9 @@ def test_import_writes_a_report_and_lists_what_did_not_map(tmp_path: Path) -> No
 def test_a_broken_file_is_a_usage_error(tmp_path: Path) -> None:
     """A report with an unknown panel field exits 2 naming the file, line and field."""
     path = tmp_path / "r.md"
-    path.write_text("---\nproject: p\nrunsets: {a: {}}\n---\n```wisp-panel\ntype: line\ny: x\nz: 1\n```\n")
+    path.write_text(
+        "---\nproject: p\nrunsets: {a: {}}\n---\n```wisp-panel\ntype: line\ny: x\nz: 1\n```\n"
+    )
     out = wisp_cli("report", "lint", str(path), cwd=tmp_path)
     assert out.returncode == 2
     assert "line 5: panel 1: z: unknown field for a line panel" in out.stderr

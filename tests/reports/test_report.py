@@ -77,7 +77,9 @@ def test_panel_types_draw_their_data(runs: list[str], tmp_path: Path) -> None:
     r.add_panel("line", y="val/loss", band="none", x="acc")
     scalar, scatter, parallel, compare, table, line = r.data(tmp_path)["panels"]
     assert scalar["value"] == max(LRS) * 10 and scalar["n"] == 4
-    assert sorted((p["x"], p["y"]) for p in scatter["points"]) == sorted((lr, lr * 10) for lr in LRS)
+    assert sorted((p["x"], p["y"]) for p in scatter["points"]) == sorted(
+        (lr, lr * 10) for lr in LRS
+    )
     assert len(parallel["rows"]) == 4
     assert "config.lr" in {row["field"] for row in compare["rows"]}
     assert {tuple(row["values"][1]) for row in table["rows"]} == {("sweep",), ()}

@@ -47,7 +47,7 @@ VIEW = {
 
 def test_a_wandb_report_maps_to_text_run_sets_and_panels() -> None:
     """Blocks become Markdown, the panel grid a run set and panels; the file reads back."""
-    report, unmapped = from_wandb(VIEW)
+    report, _ = from_wandb(VIEW)
     assert report.title == "Sweep results" and report.project == "spiral"
     text = report.markdown
     assert "## Results" in text and "See [x](https://x.org)`code`" in text

@@ -106,8 +106,8 @@ def _api(args: argparse.Namespace, needs_server: bool) -> Any:
 
 def _project(args: argparse.Namespace, ident: str) -> tuple[str, str]:
     if "/" in ident:
-        project, _, rid = ident.rpartition("/")
-        return project, rid
+        named, _, rid = ident.rpartition("/")
+        return named, rid
     project = args.project or os.environ.get("WISP_PROJECT")
     if not project:
         raise CliError("which project?", "pass --project NAME, or ID as project/ID")

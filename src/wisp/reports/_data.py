@@ -28,7 +28,12 @@ __all__ = ["Finding", "field_value", "freeze", "lint", "resolve"]
 
 BUCKETS = 400  # points per line: about a panel's width in pixels, as workspace panels ask
 _MISSING = object()
-_IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif"}
+_IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+}
 _MAX_INLINE_IMAGE = 2 << 20
 
 
@@ -71,7 +76,9 @@ def _runset_of(report: Any, panel: Panel) -> tuple[str, RunSet]:
 # -- grouping ----------------------------------------------------------------------------------
 
 
-def _groups(runs: list[dict[str, Any]], fields: list[str]) -> list[tuple[str, list[dict[str, Any]]]]:
+def _groups(
+    runs: list[dict[str, Any]], fields: list[str]
+) -> list[tuple[str, list[dict[str, Any]]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
         values = [field_value(run, f) for f in fields]
@@ -148,10 +155,10 @@ def _line(panel: Panel, rs: RunSet, runs: list[dict[str, Any]], source: Source) 
     else:
         for run in runs:
             for key in ys:
-                s = got.get((run["id"], key))
-                if s is not None:
+                one = got.get((run["id"], key))
+                if one is not None:
                     name = _label(run) + (f" {key}" if many else "")
-                    lines.append({"label": name, "run": run["id"], "key": key, **s})
+                    lines.append({"label": name, "run": run["id"], "key": key, **one})
     if band == "none":
         for line in lines:
             line["min"] = line["max"] = None

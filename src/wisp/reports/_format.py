@@ -163,9 +163,8 @@ def parse(text: str, source: str = "report") -> Document:
             j = i + 1
             while j < len(lines):
                 c = _FENCE.match(lines[j].rstrip("\r\n"))
-                if c and c.group(2)[0] == mark[0] and len(c.group(2)) >= len(mark):
-                    if not c.group(3):
-                        break
+                if c and c[2][0] == mark[0] and len(c[2]) >= len(mark) and not c[3]:
+                    break
                 j += 1
             if j == len(lines):
                 raise UsageError(f"{source}: line {start + 1}: wisp-panel block is never closed")

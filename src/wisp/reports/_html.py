@@ -186,7 +186,9 @@ def _line(p: dict[str, Any], cols: dict[str, str]) -> str:
     body = [ax.grid(p.get("x", "step"))]
     legend = []
     alpha = float(p.get("smooth") or 0.0)
-    dashes = {k: "" if j == 0 else f' stroke-dasharray="{2 + 2 * j},3"' for j, k in enumerate(p["y"])}
+    dashes = {
+        k: "" if j == 0 else f' stroke-dasharray="{2 + 2 * j},3"' for j, k in enumerate(p["y"])
+    }
     for i, ln in enumerate(lines):
         color = cols.get(ln.get("run") or ",".join(ln.get("runs", [])), PALETTE[i % len(PALETTE)])
         legend.append((ln["label"], color))
@@ -195,17 +197,20 @@ def _line(p: dict[str, Any], cols: dict[str, str]) -> str:
             down = [(x, v) for x, v in zip(ln["x"], ln["min"], strict=True) if v is not None]
             band = _path(up + down[::-1], ax)
             if band:
-                body.append(f'<path d="{band} Z" fill="{color}" fill-opacity="0.15" stroke="none"/>')
+                body.append(
+                    f'<path d="{band} Z" fill="{color}" fill-opacity="0.15" stroke="none"/>'
+                )
         raw = _path(list(zip(ln["x"], ln["y"], strict=True)), ax)
-        title = f"<title>{html.escape(ln['label'])}</title>"
+        shown = raw
         if alpha > 0:
             body.append(f'<path d="{raw}" fill="none" stroke="{color}" stroke-opacity="0.25"/>')
-            sm = _path(list(zip(ln["x"], _smooth(ln["y"], alpha), strict=True)), ax)
-            body.append(f'<path class="line" d="{sm}" fill="none" stroke="{color}" '
-                        f'stroke-width="1.5"{dashes.get(ln["key"], "")} data-run="{html.escape(ln.get("run", ""))}">{title}</path>')  # fmt: skip
-        else:
-            body.append(f'<path class="line" d="{raw}" fill="none" stroke="{color}" '
-                        f'stroke-width="1.5"{dashes.get(ln["key"], "")} data-run="{html.escape(ln.get("run", ""))}">{title}</path>')  # fmt: skip
+            shown = _path(list(zip(ln["x"], _smooth(ln["y"], alpha), strict=True)), ax)
+        attrs = f'stroke="{color}" stroke-width="1.5"{dashes.get(ln["key"], "")}'
+        run = html.escape(ln.get("run", ""))
+        body.append(
+            f'<path class="line" d="{shown}" fill="none" {attrs} data-run="{run}">'
+            f"<title>{html.escape(ln['label'])}</title></path>"
+        )
     return _svg("".join(body), p.get("title") or ", ".join(p["y"])) + _legend(legend)
 
 
@@ -224,10 +229,11 @@ def _bar(p: dict[str, Any], cols: dict[str, str]) -> str:
         w = abs(b["value"]) / span * (W - left - 60)
         y = 4 + i * row
         label = html.escape(f"{b['label']} {b['key']}" if len(p["y"]) > 1 else b["label"])
+        rect = f'x="{x0:.1f}" y="{y + 3}" width="{max(w, 1):.1f}" height="{row - 6}"'
         out.append(f'<text x="{left - 6}" y="{y + 14}" text-anchor="end">{label}</text>'
-                   f'<rect class="bar" x="{x0:.1f}" y="{y + 3}" width="{max(w, 1):.1f}" height="{row - 6}" '
-                   f'fill="{PALETTE[i % len(PALETTE)]}"/><text x="{x0 + w + 4:.1f}" y="{y + 14}">'
-                   f"{_fmt(b['value'])}</text>")  # fmt: skip
+                   f'<rect class="bar" {rect} fill="{PALETTE[i % len(PALETTE)]}"/>'
+                   f'<text x="{x0 + w + 4:.1f}" y="{y + 14}">'
+                   f'{_fmt(b["value"])}</text>')  # fmt: skip
     return (f'<svg viewBox="0 0 {W} {h}" width="{W}" height="{h}" font-size="11" fill="#555" '
             f'xmlns="http://www.w3.org/2000/svg">{"".join(out)}</svg>')  # fmt: skip
 
@@ -236,7 +242,9 @@ def _scatter(p: dict[str, Any], cols: dict[str, str]) -> str:
     pts = p["points"]
     if not pts:
         return '<p class="muted">no run has both values</p>'
-    ax = _Axes([q["x"] for q in pts], [q["y"] for q in pts], bool(p.get("log_x")), bool(p.get("log_y")))
+    ax = _Axes(
+        [q["x"] for q in pts], [q["y"] for q in pts], bool(p.get("log_x")), bool(p.get("log_y"))
+    )
     body = [ax.grid(p["x"])]
     for q in pts:
         body.append(f'<circle cx="{ax.px(q["x"]):.1f}" cy="{ax.py(q["y"]):.1f}" r="4" '
@@ -256,8 +264,9 @@ def _parallel(p: dict[str, Any], cols: dict[str, str]) -> str:
     body = []
     for j, c in enumerate(columns):
         x = PAD_L + j * step
-        body.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{PAD_T}" y2="{H - PAD_B}" stroke="#bbb"/>'
-                    f'<text x="{x:.1f}" y="{H - 8}" text-anchor="middle">{html.escape(c)}</text>')  # fmt: skip
+        body.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{PAD_T}" y2="{H - PAD_B}" '
+                    f'stroke="#bbb"/><text x="{x:.1f}" y="{H - 8}" text-anchor="middle">'
+                    f"{html.escape(c)}</text>")  # fmt: skip
     for r in rows:
         d, pen = [], "M"
         for j, v in enumerate(r["values"]):
@@ -268,7 +277,8 @@ def _parallel(p: dict[str, Any], cols: dict[str, str]) -> str:
             f = (v - lo) / (hi - lo) if hi > lo else 0.5
             d.append(f"{pen}{PAD_L + j * step:.1f},{H - PAD_B - f * (H - PAD_T - PAD_B):.1f}")
             pen = "L"
-        body.append(f'<path d="{" ".join(d)}" fill="none" stroke="{cols.get(r["run"], PALETTE[0])}">'
+        color = cols.get(r["run"], PALETTE[0])
+        body.append(f'<path d="{" ".join(d)}" fill="none" stroke="{color}">'
                     f"<title>{html.escape(r['label'])}</title></path>")  # fmt: skip
     return _svg("".join(body), "parallel coordinates")
 
@@ -314,8 +324,10 @@ def _panel(p: dict[str, Any], cols: dict[str, str]) -> str:
             img = f'<img src="{what}" alt="">' if what else html.escape(it["name"])
             figs.append(f"<figure>{img}<figcaption>{html.escape(it['label'])} · step "
                         f"{it['step']}</figcaption></figure>")  # fmt: skip
-        inner = f'<div class="media">{"".join(figs)}</div>' if figs else (
-            f'<p class="muted">{html.escape(p.get("note") or "no media at this step")}</p>'
+        inner = (
+            f'<div class="media">{"".join(figs)}</div>'
+            if figs
+            else (f'<p class="muted">{html.escape(p.get("note") or "no media at this step")}</p>')
         )
     title = p.get("title") or (", ".join(p["y"]) if isinstance(p.get("y"), list) else p.get("y"))
     head = f"<h3>{html.escape(str(title or kind))}</h3>"
@@ -350,13 +362,15 @@ def render(report: Any, data: dict[str, Any]) -> str:
             body.append(_panel(next(panels), cols))
     blob = json.dumps(_finite(data), allow_nan=False, default=str).replace("</", "<\\/")
     frozen = [n for n, rs in report.runsets.items() if rs.frozen]
-    meta = f"project {report.project}" + (f" · frozen run sets: {', '.join(frozen)}" if frozen else "")
+    meta = f"project {report.project}" + (
+        f" · frozen run sets: {', '.join(frozen)}" if frozen else ""
+    )
     return (
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "img-src data:; style-src 'unsafe-inline'\">"
         f"<title>{html.escape(report.title or 'wisp report')}</title><style>{_CSS}</style></head>"
-        f"<body><main><h1 class=\"title\">{html.escape(report.title)}</h1>"
-        f"<div class=\"meta\">{html.escape(meta)}</div>{''.join(body)}</main>"
+        f'<body><main><h1 class="title">{html.escape(report.title)}</h1>'
+        f'<div class="meta">{html.escape(meta)}</div>{"".join(body)}</main>'
         f'<script type="application/json" id="wisp-report-data">{blob}</script></body></html>\n'
     )

@@ -79,13 +79,13 @@ def to_html(text: str) -> str:
         m = _FENCE.match(line)
         if m:
             flush()
-            mark, body = m.group(1), []
+            mark, code = m.group(1), []
             i += 1
             while i < len(lines) and not lines[i].strip().startswith(mark):
-                body.append(lines[i])
+                code.append(lines[i])
                 i += 1
             i += 1
-            out.append(f"<pre><code>{html.escape(chr(10).join(body))}</code></pre>")
+            out.append(f"<pre><code>{html.escape(chr(10).join(code))}</code></pre>")
             continue
         m = _HEADING.match(line)
         if m:

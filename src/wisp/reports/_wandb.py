@@ -115,7 +115,7 @@ class _Import:
             self.unmapped.append(f"{where}: filter {section}.{name} {op} {f.get('value')!r}")
             return ""
         if op in ("IN", "NIN"):
-            values = f.get("value") if isinstance(f.get("value"), list) else [f.get("value")]
+            values: list[Any] = f["value"] if isinstance(f.get("value"), list) else [f.get("value")]
             test = "contains" if field == "tags" else "="
             expr = " or ".join(f"{field} {test} {_value(v)}" for v in values) or "false"
             return f"not ({expr})" if op == "NIN" else f"({expr})"
@@ -276,14 +276,14 @@ def _grid(imp: _Import, rep: Report, meta: dict[str, Any], where: str) -> None:
     panels = (meta.get("panelBankSectionConfig") or {}).get("panels") or []
     for i, p in enumerate(panels):
         at = f"{where}, panel {i + 1}"
-        spec = _panel(imp, p, at)
-        if spec is None:
+        pspec = _panel(imp, p, at)
+        if pspec is None:
             rep.add_text(imp.miss(at, f"panel {p.get('viewType') or '(unknown)'}"))
             imp.unmapped.pop()  # listed once, by _panel
             continue
-        if spec["type"] != "markdown":
-            spec["runset"] = names[0]
-        rep.add_panel(**spec)
+        if pspec["type"] != "markdown":
+            pspec["runset"] = names[0]
+        rep.add_panel(**pspec)
 
 
 def from_wandb(doc: Any, project: str | None = None) -> tuple[Report, list[str]]:
@@ -300,7 +300,7 @@ def from_wandb(doc: Any, project: str | None = None) -> tuple[Report, list[str]]
         spec = json.loads(spec)
     if not isinstance(spec, dict) or not isinstance(spec.get("blocks"), list):
         raise UsageError("not a wandb report spec: no 'blocks' list (or 'spec' holding one)")
-    proj = doc.get("project") if isinstance(doc.get("project"), dict) else {}
+    proj: dict[str, Any] = doc["project"] if isinstance(doc.get("project"), dict) else {}
     name = project or proj.get("name") or ""
     title = str(doc.get("displayName") or doc.get("title") or "Imported from wandb")
     rep = Report(title=title, project=name, description=doc.get("description") or None)
