@@ -46,7 +46,9 @@ def add_parser(sub: Any) -> None:
     a = act.add_parser("export", parents=[runs, remote], help="one self-contained HTML file")
     a.add_argument("source", metavar="FILE.md|ID", help="a report file, or a server report's id")
     a.add_argument("--project", default=None, help="the report's project (for an ID)")
-    a.add_argument("--version", type=int, default=None, help="a version (default: latest)")
+    a.add_argument(
+        "--version", dest="at_version", type=int, default=None, help="a version (default: latest)"
+    )
     a.add_argument("--html", required=True, metavar="OUT.html", help="where to write")
     a = act.add_parser("push", parents=[remote], help="upload a new version; prints the id")
     a.add_argument("file", metavar="FILE.md")
@@ -56,7 +58,9 @@ def add_parser(sub: Any) -> None:
     a = act.add_parser("pull", parents=[remote], help="write a server report to a file")
     a.add_argument("id", metavar="ID", help="report id, or project/ID")
     a.add_argument("--project", default=None)
-    a.add_argument("--version", type=int, default=None, help="a version (default: latest)")
+    a.add_argument(
+        "--version", dest="at_version", type=int, default=None, help="a version (default: latest)"
+    )
     a.add_argument("-o", "--output", default=None, help="file (default: ID.md; '-': stdout)")
     a = act.add_parser("versions", parents=[remote], help="every version: who, when")
     a.add_argument("id", metavar="ID")
@@ -69,7 +73,7 @@ def add_parser(sub: Any) -> None:
     a.add_argument("--project", default=None)
     a = act.add_parser("revert", parents=[remote], help="make an old version the newest")
     a.add_argument("id", metavar="ID")
-    a.add_argument("version", type=int, metavar="VERSION")
+    a.add_argument("to_version", type=int, metavar="VERSION")
     a.add_argument("--project", default=None)
     a = act.add_parser("ls", parents=[remote], help="the reports of a project")
     a.add_argument("--project", default=None)
@@ -151,7 +155,7 @@ def _export(args: argparse.Namespace) -> int:
 
         api = _api(args, True)
         project, rid = _project(args, args.source)
-        report = get(api, f"{project}/{rid}", args.version).report
+        report = get(api, f"{project}/{rid}", args.at_version).report
     print(report.export_html(args.html, api))
     return EXIT["ok"]
 
@@ -173,7 +177,7 @@ def _pull(args: argparse.Namespace) -> int:
     from wisp.reports._client import get
 
     project, rid = _project(args, args.id)
-    ref = get(_api(args, True), f"{project}/{rid}", args.version)
+    ref = get(_api(args, True), f"{project}/{rid}", args.at_version)
     out = args.output or f"{rid}.md"
     if out == "-":
         sys.stdout.write(ref.markdown)
@@ -213,8 +217,8 @@ def _history(args: argparse.Namespace) -> int:
     elif args.report_command == "diff":
         sys.stdout.write(ref.diff(args.a, args.b))
     else:
-        new = ref.revert(args.version)
-        print(f"{project}/{rid}: version {new.version} holds version {args.version}'s text")
+        new = ref.revert(args.to_version)
+        print(f"{project}/{rid}: version {new.version} holds version {args.to_version}'s text")
     return EXIT["ok"]
 
 
