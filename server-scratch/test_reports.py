@@ -142,3 +142,18 @@ def test_panels_draw_the_runs_their_run_sets_select_and_freeze_pins_them(
     assert blob is not None and json.loads(blob.group(1)) == frozen
     preview = alice.post("/api/v1/projects/teamp/report-preview", json={"markdown": REPORT})
     assert preview.status_code == 200 and preview.text.count('class="line"') == 3
+
+
+def test_wisp_ui_local_caller_pushes_and_reads_reports(settings: Any, store: Any) -> None:
+    """On the loopback --no-auth server of `wisp ui` the local caller saves and draws reports."""
+    import dataclasses
+
+    from wisp.server import create_app
+
+    _log(store, "run1", 0.1)
+    local = TestClient(create_app(dataclasses.replace(settings, no_auth=True), store=store))
+    text = REPORT.replace("project: teamp", "project: local-p").replace("runs: [run2]", "runs: []")
+    res = local.put("/api/v1/projects/local-p/reports/r1", json={"markdown": text})
+    assert res.status_code == 200, res.text
+    assert local.get("/api/v1/projects/local-p/reports/r1/html").status_code == 200
+    assert [r["id"] for r in local.get("/api/v1/projects/local-p/reports").json()["reports"]] == ["r1"]
