@@ -1,7 +1,7 @@
 """Reports: Markdown documents with live panels, every version kept (docs/reports.md).
 
 Revision ID: 0008_reports
-Revises: 0003_workspaces
+Revises: 0007_workspaces
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0008_reports"
-down_revision = "0003_workspaces"
+down_revision = "0007_workspaces"
 branch_labels = None
 depends_on = None
 

@@ -8,7 +8,7 @@ import msgspec
 from msgspec import Meta
 
 from wisp._protocol import ID_PATTERN, MAX_REPORT_BYTES
-from wisp.server._types import ProjectName
+from wisp.server.schemas.runs import ProjectName
 
 __all__ = [
     "DiffQuery",

@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from wisp.server._schema import metadata
+from wisp.server.store.schema import metadata
 
 __all__ = ["Conflict", "ReportStore", "report_versions", "reports"]
 

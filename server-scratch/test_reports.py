@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from wisp.server._ingest import prepare_records
+from wisp.server.store.ingest import prepare_records
 
 URL = "/api/v1/projects/teamp/reports"
 REPORT = """---

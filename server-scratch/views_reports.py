@@ -21,17 +21,18 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from wisp.server import _report_types as T
-from wisp.server._auth import principal_of
-from wisp.server._blobs import BlobStore
-from wisp.server._http import json_response
-from wisp.server._ingest import check_project
-from wisp.server._problem import Problem, invalid
-from wisp.server._routes import In, endpoint
-from wisp.server._settings import ServerSettings
-from wisp.server._store import Store
-from wisp.server._store_reports import Conflict, ReportStore
-from wisp.server._types import ProjectRunsPath
+from wisp.reports._source import Source
+from wisp.server.blobs.base import BlobStore
+from wisp.server.http.auth import principal_of
+from wisp.server.http.body import json_response
+from wisp.server.http.problem import Problem, invalid
+from wisp.server.http.routes import In, endpoint
+from wisp.server.schemas import reports as T
+from wisp.server.schemas.runs import ProjectRunsPath
+from wisp.server.settings import ServerSettings
+from wisp.server.store.facade import Store
+from wisp.server.store.ingest import check_project
+from wisp.server.store.reports import Conflict, ReportStore
 
 __all__ = ["ReportApi", "StoreSource"]
 
@@ -56,7 +57,7 @@ def _parse(markdown: str, project: str) -> Any:
     return report
 
 
-class StoreSource:
+class StoreSource(Source):
     """``wisp.reports``' source of runs, read straight from the store (no HTTP)."""
 
     def __init__(self, store: Store) -> None:
@@ -64,7 +65,7 @@ class StoreSource:
         self.where = "server"
 
     def list_runs(self, project: str, filters: str) -> list[dict[str, Any]]:
-        from wisp.server._query import list_runs
+        from wisp.server.query.runs import list_runs
 
         out: list[dict[str, Any]] = []
         while True:
@@ -75,15 +76,10 @@ class StoreSource:
             if not page["runs"] or len(out) >= page["total"]:
                 return out
 
-    def select(self, project: str, runset: Any) -> tuple[list[dict[str, Any]], list[str]]:
-        from wisp.reports._source import Source
-
-        return Source.select(self, project, runset)  # type: ignore[arg-type]
-
     def series(
         self, runs: list[dict[str, Any]], keys: list[str], x: str, hi: int | None, buckets: int
     ) -> dict[tuple[str, str], dict[str, list[Any]]]:
-        from wisp.server._series import series
+        from wisp.server.series.buckets import series
 
         by_key = {str(r["key"]): r["id"] for r in runs}
         got = series(
@@ -96,7 +92,7 @@ class StoreSource:
     def metric_keys(self, run: dict[str, Any]) -> list[str]:
         from sqlalchemy import select
 
-        from wisp.server import _schema as S
+        from wisp.server.store import schema as S
 
         mk = S.metric_keys.c
         with self.store.engine.connect() as conn:
@@ -111,7 +107,7 @@ class StoreSource:
         starts = [s["x"][-1] for s in coarse.values() if s["x"]]
         if not starts:
             return None
-        from wisp.server._series import series
+        from wisp.server.series.buckets import series
 
         fine = series(self.store, [run["key"]], keys, lo=max(starts), buckets=100_000)
         return max((int(s["x"][-1]) for s in fine if s["x"]), default=int(max(starts)))
@@ -280,7 +276,7 @@ class ReportApi:
         report = _parse(doc["markdown"], project)
         if not report.project:
             report._doc.meta["project"] = project
-        return report, resolve(report, StoreSource(self.store))  # type: ignore[arg-type]
+        return report, resolve(report, StoreSource(self.store))
 
     @endpoint(
         "GET",
