@@ -40,7 +40,7 @@ _MAX_INLINE_IMAGE = 2 << 20
 def field_value(run: dict[str, Any], name: str) -> Any:
     """A run's value of a field (``config.lr``, ``summary.acc``, ``state``; a bare name that
     is not a column is a summary key); ``_MISSING`` when absent."""
-    from wisp.server._filter import COLUMNS, field_path
+    from wisp.server.query.filter import COLUMNS, field_path
 
     if name in COLUMNS:
         return run.get(name, _MISSING)

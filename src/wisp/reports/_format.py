@@ -20,7 +20,7 @@ Format version 1 (``FORMAT_VERSION``; docs/reports.md)::
     ```
 
 A run set (``_panels.RunSet``): ``filter`` (the runs filter language, one grammar:
-``wisp.server._filter``), ``runs`` (explicit run ids: exactly these runs; a filter beside
+``wisp.server.query.filter``), ``runs`` (explicit run ids: exactly these runs; a filter beside
 them is kept as a note and not applied), ``group`` (a field or a list of up to 5: runs with
 equal values are drawn as one line with a band), ``max_step`` (points after it are not
 drawn) and ``frozen_at`` (ISO time of ``wisp report freeze``, which writes ``runs`` and

@@ -2,7 +2,7 @@
 
 One model serves reports and saved workspaces (a workspace is a report without prose):
 ``Panel.from_workspace`` / ``Panel.to_workspace`` convert a workspace's line panel
-(``server/_workspace_types.PanelSpec``) to and from a report's ``line`` panel.
+(``server/schemas/workspaces.PanelSpec``) to and from a report's ``line`` panel.
 
 Every check raises ``UsageError`` naming the field (``panel 3 (line 14): y[0]: ...``); the
 limits are the shared ones in ``wisp._protocol``.
@@ -57,8 +57,8 @@ def _keys(lo: int, hi: int) -> Check:
 def check_field(v: Any, where: str) -> str:
     """A run field: a column (``state``, ``name``, ...), ``config.<path>``, ``summary.<path>``
     or a bare summary key (``val/loss`` means ``summary.val/loss``)."""
-    from wisp.server._filter import COLUMNS, field_path
-    from wisp.server._problem import Problem
+    from wisp.server.http.problem import Problem
+    from wisp.server.query.filter import COLUMNS, field_path
 
     if not isinstance(v, str) or not v or len(v) > MAX_KEY_LENGTH:
         raise _fail(where, f"expected a field (config.<key>, summary.<key> or a column), got {v!r}")

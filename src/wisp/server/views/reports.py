@@ -317,8 +317,7 @@ class ReportApi:
         "POST",
         "/projects/{project}/reports/{report_id}/freeze",
         scope="write",
-        summary="Pin every run set to the runs it selects now and their last step "
-        "(a new version)",
+        summary="Pin every run set to the runs it selects now and their last step (a new version)",
         path_params=T.ReportPath,
         responses={200: T.ReportDoc},
     )

@@ -62,7 +62,9 @@ def test_push_twice_pull_diff_revert_and_export(server: Server, tmp_path: Path) 
     out = wisp_cli("report", "revert", report_id, "1", "--project", "remote", cwd=tmp_path, env=env)
     assert "version 3" in out.stdout, out.stderr
     pulled = tmp_path / "pulled.md"
-    out = wisp_cli("report", "pull", f"remote/{report_id}", "-o", str(pulled), cwd=tmp_path, env=env)
+    out = wisp_cli(
+        "report", "pull", f"remote/{report_id}", "-o", str(pulled), cwd=tmp_path, env=env
+    )
     assert out.returncode == 0 and pulled.read_text() == REPORT
     html = tmp_path / "r.html"
     out = wisp_cli("report", "export", report_id, "--project", "remote", "--html", str(html),

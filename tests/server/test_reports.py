@@ -134,7 +134,10 @@ def test_panels_draw_the_runs_their_run_sets_select_and_freeze_pins_them(
     assert res.status_code == 200 and res.json()["version"] == 2
     assert "max_step: 29" in res.json()["markdown"]
     _log(store, "run4", 0.5, steps=50)
-    assert "run4" in alice.get(f"{URL}/r1/data", params={"version": 1}).json()["runsets"]["fast"]["selected"]
+    assert (
+        "run4"
+        in alice.get(f"{URL}/r1/data", params={"version": 1}).json()["runsets"]["fast"]["selected"]
+    )
     frozen = alice.get(f"{URL}/r1/data").json()
     assert sorted(frozen["runsets"]["fast"]["selected"]) == ["run1", "run3"]
     page = alice.get(f"{URL}/r1/html").text
@@ -156,4 +159,6 @@ def test_wisp_ui_local_caller_pushes_and_reads_reports(settings: Any, store: Any
     res = local.put("/api/v1/projects/local-p/reports/r1", json={"markdown": text})
     assert res.status_code == 200, res.text
     assert local.get("/api/v1/projects/local-p/reports/r1/html").status_code == 200
-    assert [r["id"] for r in local.get("/api/v1/projects/local-p/reports").json()["reports"]] == ["r1"]
+    assert [r["id"] for r in local.get("/api/v1/projects/local-p/reports").json()["reports"]] == [
+        "r1"
+    ]

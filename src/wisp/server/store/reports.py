@@ -202,8 +202,6 @@ class ReportStore:
         """Delete a report and all its versions; False when there was none."""
         r, v = reports.c, report_versions.c
         with self.db.tx() as conn:
-            conn.execute(
-                delete(report_versions).where(v.project == project, v.report_id == rid)
-            )
+            conn.execute(delete(report_versions).where(v.project == project, v.report_id == rid))
             gone = conn.execute(delete(reports).where(r.project == project, r.id == rid))
         return bool(gone.rowcount)
