@@ -22,6 +22,12 @@ type: line
 runset: all
 y: [loss]
 ```
+
+```wisp-panel
+type: media
+runset: all
+key: pic
+```
 """
 
 
@@ -36,8 +42,11 @@ def _log(server: Server, tmp_path: Path) -> str:
 
     run = wisp.init(project="remote", dir=str(tmp_path), config={"lr": 0.1},
                     settings={"server_url": server.url, "api_key": server.key})  # fmt: skip
+    import numpy as np
+
     for s in range(20):
         run.log({"loss": 1 / (s + 1)})
+    run.log({"pic": wisp.Image(np.zeros((4, 4, 3), dtype=np.uint8))})
     run.finish()
     return str(run.id)
 
@@ -70,7 +79,13 @@ def test_push_twice_pull_diff_revert_and_export(server: Server, tmp_path: Path) 
     out = wisp_cli("report", "export", report_id, "--project", "remote", "--html", str(html),
                    cwd=tmp_path, env=env)  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert rid in html.read_text()
+    assert rid in html.read_text() and 'src="data:image/png;base64,' in html.read_text()
+    import urllib.request
+
+    url = f"{server.url}/api/v1/projects/remote/reports/{report_id}/html"
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {server.key}"})
+    with urllib.request.urlopen(req, timeout=60) as res:  # the server draws it from its store
+        assert 'src="data:image/png;base64,' in res.read().decode()
     import wisp
 
     with wisp.Api(server_url=server.url, api_key=server.key) as api:

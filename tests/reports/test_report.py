@@ -85,3 +85,23 @@ def test_panel_types_draw_their_data(runs: list[str], tmp_path: Path) -> None:
     assert {tuple(row["values"][1]) for row in table["rows"]} == {("sweep",), ()}
     assert len(line["lines"]) == 4 and all(ln["min"] is None for ln in line["lines"])
     assert all(ln["x"][:2] == [0.0, 0.02] for ln in line["lines"])  # against a logged metric
+
+
+def test_a_media_panel_inlines_the_last_image_within_the_bounds(tmp_path: Path) -> None:
+    """The image of the last step <= step: is inlined as a data: URI; a run without it is left out."""
+    import numpy as np
+
+    import wisp
+
+    run = wisp.init(project="spiral", mode="offline")
+    for s in range(3):
+        run.log({"pic": wisp.Image(np.full((4, 4, 3), 60 * s, dtype=np.uint8))}, step=s)
+    run.finish()
+    log_run(1e-3, [])
+    r = Report(title="m", project="spiral")
+    r.add_runset("all", filter="")
+    r.add_panel("media", key="pic", step=1)
+    (panel,) = r.data(tmp_path)["panels"]
+    (item,) = panel["items"]
+    assert item["run"] == run.id and item["step"] == 1
+    assert item["src"].startswith("data:image/png;base64,")

@@ -34,7 +34,6 @@ _IMAGE_TYPES = {
     ".jpeg": "image/jpeg",
     ".gif": "image/gif",
 }
-_MAX_INLINE_IMAGE = 2 << 20
 
 
 def field_value(run: dict[str, Any], name: str) -> Any:
@@ -76,16 +75,25 @@ def _runset_of(report: Any, panel: Panel) -> tuple[str, RunSet]:
 # -- grouping ----------------------------------------------------------------------------------
 
 
+def group_name(label: str, n: int) -> str:
+    """A group's line label: its field values and how many runs it holds."""
+    return f"{label} ({n} run{'s' if n > 1 else ''})"
+
+
+def group_label(fields: list[str], values: list[Any]) -> str:
+    """``config.lr=0.1, tags=(none)``: a group's fields and values."""
+    return ", ".join(
+        f"{f}={'(none)' if v is _MISSING or v is None else v}"
+        for f, v in zip(fields, values, strict=True)
+    )
+
+
 def _groups(
     runs: list[dict[str, Any]], fields: list[str]
 ) -> list[tuple[str, list[dict[str, Any]]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
-        values = [field_value(run, f) for f in fields]
-        label = ", ".join(
-            f"{f}={'(none)' if v is _MISSING or v is None else v}"
-            for f, v in zip(fields, values, strict=True)
-        )
+        label = group_label(fields, [field_value(run, f) for f in fields])
         out.setdefault(label, []).append(run)
     return list(out.items())
 
@@ -139,18 +147,28 @@ def _line(panel: Panel, rs: RunSet, runs: list[dict[str, Any]], source: Source) 
     ys: list[str] = o["y"]
     x = o.get("x", "step")
     band = o.get("band", "minmax")
-    got = source.series(runs, ys, x, rs.max_step, BUCKETS) if runs else {}
-    lines: list[dict[str, Any]] = []
+    agg = o.get("agg", "mean")
     many = len(ys) > 1
+    lines: list[dict[str, Any]] = []
+    if rs.group and runs and x == "step":  # aggregated where the runs are, when it can
+        pooled = source.grouped(runs, ys, rs.group, rs.max_step, BUCKETS, agg, band)
+        if pooled is not None:
+            for label, n, ids, key, agg_s in pooled:
+                name = group_name(label, n) + (f" {key}" if many else "")
+                lines.append({"label": name, "runs": ids, "key": key, **agg_s})
+            if band == "none":
+                for line in lines:
+                    line["min"] = line["max"] = None
+            return {"x": x, "lines": lines}
+    got = source.series(runs, ys, x, rs.max_step, BUCKETS) if runs else {}
     if rs.group:
         for label, members in _groups(runs, rs.group):
             for key in ys:
                 parts = [got[(r["id"], key)] for r in members if (r["id"], key) in got]
                 if not parts:
                     continue
-                s = _pool(parts, o.get("agg", "mean"), band, BUCKETS)
-                n = len(members)
-                name = f"{label} ({n} run{'s' if n > 1 else ''})" + (f" {key}" if many else "")
+                s = _pool(parts, agg, band, BUCKETS)
+                name = group_name(label, len(members)) + (f" {key}" if many else "")
                 lines.append({"label": name, "runs": [r["id"] for r in members], "key": key, **s})
     else:
         for run in runs:
@@ -220,31 +238,21 @@ def _compare(panel: Panel, runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _media(panel: Panel, rs: RunSet, runs: list[dict[str, Any]], source: Source) -> dict[str, Any]:
-    from wisp.reports._source import LocalSource
-
+    """Per run, the files logged under ``key`` at its last step within the bounds; images up
+    to 2 MiB inlined as ``data:`` URIs."""
     key = panel.options["key"]
-    want = panel.options.get("step")
     items: list[dict[str, Any]] = []
-    if not isinstance(source, LocalSource):
-        return {"key": key, "items": items, "note": "media are drawn from local runs only"}
     for run in runs:
-        data = source.backend._open(run["_dir"])
-        steps, files = data.media_files(key)
-        pairs = [
-            (s, f)
-            for s, f in zip(steps, files, strict=True)
-            if (rs.max_step is None or s <= rs.max_step) and (want is None or s <= want)
-        ]
-        if not pairs:
+        got = source.media(run, key, rs.max_step, panel.options.get("step"))
+        if got is None:
             continue
-        step, paths = pairs[-1]
-        for path in paths:
+        step, files = got
+        for name, data in files:
             item: dict[str, Any] = {"run": run["id"], "label": _label(run), "step": step}
-            item["name"] = os.path.basename(path)
-            mime = _IMAGE_TYPES.get(os.path.splitext(path)[1].lower())
-            if mime and os.path.getsize(path) <= _MAX_INLINE_IMAGE:
-                with open(path, "rb") as f:
-                    item["src"] = f"data:{mime};base64," + base64.b64encode(f.read()).decode()
+            item["name"] = name
+            mime = _IMAGE_TYPES.get(os.path.splitext(name)[1].lower())
+            if mime and data is not None:
+                item["src"] = f"data:{mime};base64," + base64.b64encode(data).decode()
             items.append(item)
     return {"key": key, "items": items}
 

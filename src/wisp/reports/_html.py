@@ -149,12 +149,22 @@ def _smooth(ys: list[float | None], alpha: float) -> list[float | None]:
 
 
 def _path(pts: list[tuple[float, float | None]], ax: _Axes) -> str:
-    d, pen = [], "M"
+    """SVG path data through the points (a gap where y is missing, not finite or, on a log
+    axis, not positive); the axes' mapping inlined, as this is the export's hot loop."""
+    log10, isfinite = math.log10, math.isfinite
+    sx = (W - PAD_L - PAD_R) / (ax.x1 - ax.x0)
+    sy = (H - PAD_T - PAD_B) / (ax.y1 - ax.y0)
+    x0, y0, bottom = ax.x0, ax.y0, H - PAD_B
+    lx, ly = ax.log_x, ax.log_y
+    d: list[str] = []
+    pen = "M"
     for x, y in pts:
-        if y is None or not math.isfinite(y) or (ax.log_y and y <= 0):
+        if y is None or not isfinite(y) or (ly and y <= 0) or (lx and x <= 0):
             pen = "M"
             continue
-        d.append(f"{pen}{ax.px(x):.1f},{ax.py(y):.1f}")
+        px = PAD_L + ((log10(x) if lx else x) - x0) * sx
+        py = bottom - ((log10(y) if ly else y) - y0) * sy
+        d.append(f"{pen}{px:.1f},{py:.1f}")
         pen = "L"
     return " ".join(d)
 

@@ -10,6 +10,8 @@ Both ride on ``wisp.Api``'s backends (``wisp.api._local`` / ``_server``).
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable
 from typing import Any
 
 from wisp.errors import NotFoundError
@@ -17,6 +19,9 @@ from wisp.errors import NotFoundError
 __all__ = ["Source", "source_of"]
 
 Series = dict[str, list[Any]]
+Media = tuple[int, list[tuple[str, bytes | None]]] | None
+MAX_INLINE_IMAGE = 2 << 20
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif")
 _TIME_AXES = ("time", "relative")
 _PAGE = 1000
 _IDS_PER_FILTER = 100
@@ -55,6 +60,26 @@ class Source:
     def metric_keys(self, run: dict[str, Any]) -> list[str]:
         raise NotImplementedError
 
+    def media(self, run: dict[str, Any], key: str, hi: int | None, want: int | None) -> Media:
+        """(step, [(file name, its bytes when an image of at most 2 MiB)]) of the last value
+        logged under ``key`` at a step <= ``hi`` and ``want``; None when there is none."""
+        raise NotImplementedError
+
+    def grouped(
+        self,
+        runs: list[dict[str, Any]],
+        keys: list[str],
+        group: list[str],
+        hi: int | None,
+        buckets: int,
+        agg: str,
+        band: str,
+    ) -> list[tuple[str, int, list[str], str, Series]] | None:
+        """Runs grouped by the values of ``group``, each key aggregated per group where the
+        runs are: ``(label, runs, run ids, key, {x, y, min, max})``; None where this source
+        cannot (the runs' series are then pooled here)."""
+        return None
+
     def select(self, project: str, runset: Any) -> tuple[list[dict[str, Any]], list[str]]:
         """(the runs of ``runset`` in ``project``, the ids it names that do not exist)."""
         if runset.runs is None:
@@ -67,6 +92,33 @@ class Source:
             for run in self.list_runs(project, expr):
                 found[run["id"]] = run
         return [found[r] for r in ids if r in found], [r for r in ids if r not in found]
+
+
+def last_media(
+    items: list[dict[str, Any]],
+    hi: int | None,
+    want: int | None,
+    fetch: Callable[[str, str], bytes | None],
+) -> Media:
+    """The files of the last media item (``{step, _type, path, sha256 | items}``, as the
+    server lists them) within the bounds, image bytes from ``fetch(sha256, suffix)``."""
+    ok = [
+        m for m in items if (hi is None or m["step"] <= hi) and (want is None or m["step"] <= want)
+    ]
+    if not ok:
+        return None
+    last = max(ok, key=lambda m: m["step"])
+    parts = last.get("items") if last.get("_type") == "images" else [last]
+    files: list[tuple[str, bytes | None]] = []
+    for part in parts or []:
+        if not isinstance(part, dict) or not isinstance(part.get("path"), str):
+            continue
+        name = os.path.basename(part["path"])
+        suffix = os.path.splitext(name)[1].lower()
+        sha = part.get("sha256")
+        data = fetch(sha, suffix) if isinstance(sha, str) and suffix in IMAGE_SUFFIXES else None
+        files.append((name, data))
+    return int(last["step"]), files
 
 
 def _downsample(xs: list[float], ys: list[float], buckets: int) -> Series:
@@ -158,6 +210,32 @@ class LocalSource(Source):
     def metric_keys(self, run: dict[str, Any]) -> list[str]:
         return sorted(self._load(run))
 
+    def media(self, run: dict[str, Any], key: str, hi: int | None, want: int | None) -> Media:
+        from wisp.errors import WispError
+
+        data = self.backend._open(run["_dir"])
+        try:
+            steps, paths = data.media_files(key)
+        except (WispError, KeyError, TypeError):  # not a media key in this run
+            return None
+        ok = [
+            (s, p)
+            for s, p in zip(steps, paths, strict=True)
+            if (hi is None or s <= hi) and (want is None or s <= want)
+        ]
+        if not ok:
+            return None
+        step, files = ok[-1]
+        out: list[tuple[str, bytes | None]] = []
+        for path in files:
+            small = os.path.exists(path) and os.path.getsize(path) <= MAX_INLINE_IMAGE
+            if small and os.path.splitext(path)[1].lower() in IMAGE_SUFFIXES:
+                with open(path, "rb") as f:
+                    out.append((os.path.basename(path), f.read()))
+            else:
+                out.append((os.path.basename(path), None))
+        return step, out
+
 
 class ServerSource(Source):
     """Runs of a wisp server: ``GET /projects/{p}/runs`` and ``GET /series``."""
@@ -213,3 +291,15 @@ class ServerSource(Source):
             return list(self.backend.metric_keys(str(run["key"])))
         except NotFoundError:
             return []
+
+    def media(self, run: dict[str, Any], key: str, hi: int | None, want: int | None) -> Media:
+        from wisp.api._http import q
+
+        http = self.backend.http
+        doc = http.json("GET", f"/runs/{q(str(run['key']))}/media", query={"key": key})
+
+        def fetch(sha: str, suffix: str) -> bytes | None:
+            data: bytes = http.raw(f"/media/{sha}{suffix}")
+            return data if len(data) <= MAX_INLINE_IMAGE else None
+
+        return last_media(list(doc.get("media", [])), hi, want, fetch)

@@ -21,7 +21,7 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from wisp.reports._source import Source
+from wisp.reports._source import MAX_INLINE_IMAGE, Media, Source, last_media
 from wisp.server.blobs.base import BlobStore
 from wisp.server.http.auth import principal_of
 from wisp.server.http.body import json_response
@@ -60,8 +60,9 @@ def _parse(markdown: str, project: str) -> Any:
 class StoreSource(Source):
     """``wisp.reports``' source of runs, read straight from the store (no HTTP)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, blobs: BlobStore) -> None:
         self.store = store
+        self.blobs = blobs
         self.where = "server"
 
     def list_runs(self, project: str, filters: str) -> list[dict[str, Any]]:
@@ -98,6 +99,66 @@ class StoreSource(Source):
         with self.store.engine.connect() as conn:
             return sorted(conn.execute(select(mk.key).where(mk.run_id == run["key"])).scalars())
 
+    def grouped(
+        self,
+        runs: list[dict[str, Any]],
+        keys: list[str],
+        group: list[str],
+        hi: int | None,
+        buckets: int,
+        agg: str,
+        band: str,
+    ) -> list[tuple[str, int, list[str], str, dict[str, list[Any]]]] | None:
+        """The workspace page's grouped series (``series.grouped``): one pass over the runs'
+        chunks, mean or median per group with its min/max or +-std band."""
+        from wisp.reports._data import group_label
+        from wisp.server.series.grouped import grouped_series
+
+        by_key = {str(r["key"]): r["id"] for r in runs}
+        stats = (agg, "std") if band == "std" else (agg, "min", "max")
+        got = grouped_series(
+            self.store,
+            runs[0]["project"],
+            keys=keys,
+            group_by=group,
+            runs=list(by_key),
+            hi=hi,
+            buckets=buckets,
+            stats=stats,
+        )
+        out = []
+        for g in got["groups"]:
+            label = group_label(group, g["values"])
+            members = [by_key.get(k, k) for k in g["runs"]]
+            for s in g["series"]:
+                y = s[agg]
+                if band == "std":
+                    lo = [
+                        None if m is None or d is None else m - d
+                        for m, d in zip(y, s["std"], strict=True)
+                    ]
+                    up = [
+                        None if m is None or d is None else m + d
+                        for m, d in zip(y, s["std"], strict=True)
+                    ]
+                else:
+                    lo, up = s["min"], s["max"]
+                line = {"x": s["x"], "y": y, "min": lo, "max": up}
+                out.append((label, len(members), members, s["key"], line))
+        return out
+
+    def media(self, run: dict[str, Any], key: str, hi: int | None, want: int | None) -> Media:
+        def fetch(sha: str, suffix: str) -> bytes | None:
+            info = self.blobs.head(sha)
+            if info is None or info.size > MAX_INLINE_IMAGE:
+                return None
+            with self.blobs.open(sha) as f:
+                data: bytes = f.read()
+            return data
+
+        items = self.store.media_items(str(run["key"]), key, 100_000)
+        return last_media(items, hi, want, fetch)
+
     def last_step(self, run: dict[str, Any], keys: list[str]) -> int | None:
         have = self.metric_keys(run)
         keys = [k for k in keys if k in have] or have
@@ -118,6 +179,7 @@ class ReportApi:
 
     def __init__(self, store: Store, settings: ServerSettings, blobs: BlobStore) -> None:
         self.store = store
+        self.blobs = blobs
         self.reports = ReportStore(store.db)
 
     def _need(self, project: str, rid: str, version: int | None = None) -> dict[str, Any]:
@@ -276,7 +338,7 @@ class ReportApi:
         report = _parse(doc["markdown"], project)
         if not report.project:
             report._doc.meta["project"] = project
-        return report, resolve(report, StoreSource(self.store))
+        return report, resolve(report, StoreSource(self.store, self.blobs))
 
     @endpoint(
         "GET",
@@ -332,7 +394,7 @@ class ReportApi:
             report = _parse(doc["markdown"], project)
             if not report.project:
                 report._doc.meta["project"] = project
-            freeze(report, StoreSource(self.store))
+            freeze(report, StoreSource(self.store, self.blobs))
             return str(report.markdown)
 
         markdown = await run_in_threadpool(pinned)
@@ -358,7 +420,7 @@ class ReportApi:
             report = _parse(b.markdown, project)
             if not report.project:
                 report._doc.meta["project"] = project
-            return render(report, resolve(report, StoreSource(self.store)))
+            return render(report, resolve(report, StoreSource(self.store, self.blobs)))
 
         page = await run_in_threadpool(draw)
         return Response(page, media_type="text/html; charset=utf-8")
