@@ -148,6 +148,14 @@ class Report:
         """The project whose runs the run sets select."""
         return str(self._doc.meta.get("project") or "")
 
+    @project.setter
+    def project(self, name: str) -> None:
+        problem = project_problem(name) if isinstance(name, str) else "must be text"
+        if problem is not None:
+            raise UsageError(f"project {problem}")
+        self._doc.meta["project"] = name
+        self._doc.raw_meta = None
+
     @property
     def description(self) -> str:
         return str(self._doc.meta.get("description") or "")

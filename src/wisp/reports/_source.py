@@ -55,6 +55,21 @@ class Source:
         raise NotImplementedError
 
     def last_step(self, run: dict[str, Any], keys: list[str]) -> int | None:
+        """The last step of ``keys`` (all the run's metrics when it has none of them): the
+        last bucket of a coarse series says where to look, ``tail`` reads the points from
+        there exactly."""
+        have = self.metric_keys(run)
+        keys = [k for k in keys if k in have] or have
+        if not keys:
+            return None
+        coarse = self.series([run], keys, "step", None, 64)
+        starts = [s["x"][-1] for s in coarse.values() if s["x"]]
+        if not starts:
+            return None
+        return self.tail(run, keys, int(max(starts)))
+
+    def tail(self, run: dict[str, Any], keys: list[str], start: int) -> int | None:
+        """The last step at or after ``start`` holding a value of ``keys``."""
         raise NotImplementedError
 
     def metric_keys(self, run: dict[str, Any]) -> list[str]:
@@ -272,17 +287,9 @@ class ServerSource(Source):
                 out[(run_id, s["key"])] = {k: s[k] for k in ("x", "y", "min", "max")}
         return out
 
-    def last_step(self, run: dict[str, Any], keys: list[str]) -> int | None:
-        have = self.metric_keys(run)
-        keys = [k for k in keys if k in have] or have
-        if not keys:
-            return None
-        got = self.series([run], keys, "step", None, 64)
-        starts = [s["x"][-1] for s in got.values() if s["x"]]
-        if not starts:
-            return None
+    def tail(self, run: dict[str, Any], keys: list[str], start: int) -> int | None:
         last = None
-        for row in self.backend.scan(str(run["key"]), keys, int(max(starts)), None, 10_000):
+        for row in self.backend.scan(str(run["key"]), keys, start, None, 10_000):
             last = row["_step"]
         return last
 

@@ -42,7 +42,7 @@ _JSON = {"application/json": {"type": "object"}}
 
 def _parse(markdown: str, project: str) -> Any:
     """The report in ``markdown``, checked (422 naming the fault); its project must be
-    ``project`` (an empty one is taken as it)."""
+    ``project`` (absent, it is set to it)."""
     from wisp.errors import UsageError
     from wisp.reports._report import Report
 
@@ -54,6 +54,8 @@ def _parse(markdown: str, project: str) -> Any:
         raise invalid(
             "markdown", f"front matter: project {report.project!r} is not this project {project!r}"
         )
+    if not report.project:
+        report.project = project
     return report
 
 
@@ -159,19 +161,11 @@ class StoreSource(Source):
         items = self.store.media_items(str(run["key"]), key, 100_000)
         return last_media(items, hi, want, fetch)
 
-    def last_step(self, run: dict[str, Any], keys: list[str]) -> int | None:
-        have = self.metric_keys(run)
-        keys = [k for k in keys if k in have] or have
-        if not keys:
-            return None
-        coarse = self.series([run], keys, "step", None, 64)
-        starts = [s["x"][-1] for s in coarse.values() if s["x"]]
-        if not starts:
-            return None
+    def tail(self, run: dict[str, Any], keys: list[str], start: int) -> int | None:
         from wisp.server.series.buckets import series
 
-        fine = series(self.store, [run["key"]], keys, lo=max(starts), buckets=100_000)
-        return max((int(s["x"][-1]) for s in fine if s["x"]), default=int(max(starts)))
+        fine = series(self.store, [run["key"]], keys, lo=start, buckets=100_000)
+        return max((int(s["x"][-1]) for s in fine if s["x"]), default=None)
 
 
 class ReportApi:
@@ -336,8 +330,6 @@ class ReportApi:
 
         doc = self._need(project, rid, version)
         report = _parse(doc["markdown"], project)
-        if not report.project:
-            report._doc.meta["project"] = project
         return report, resolve(report, StoreSource(self.store, self.blobs))
 
     @endpoint(
@@ -392,8 +384,6 @@ class ReportApi:
 
         def pinned() -> str:
             report = _parse(doc["markdown"], project)
-            if not report.project:
-                report._doc.meta["project"] = project
             freeze(report, StoreSource(self.store, self.blobs))
             return str(report.markdown)
 
@@ -418,8 +408,6 @@ class ReportApi:
 
         def draw() -> str:
             report = _parse(b.markdown, project)
-            if not report.project:
-                report._doc.meta["project"] = project
             return render(report, resolve(report, StoreSource(self.store, self.blobs)))
 
         page = await run_in_threadpool(draw)
