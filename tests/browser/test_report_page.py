@@ -97,3 +97,21 @@ def test_report_page_draws_the_selected_runs_and_saves_versions(
     page.wait_for_function("document.querySelector('#report-diff').textContent.includes('+')")
     diff = page.locator("#report-diff").inner_text()
     assert "-The slow learners." in diff and "+The slow ones." in diff
+
+
+def test_a_new_report_starts_from_a_template_and_is_listed(
+    ui: tuple[Dashboard, dict[str, float]], page: Any
+) -> None:
+    """ "New report" opens the editor on a template drawn live; saving lists it under reports."""
+    d, _ = ui
+    page.goto(f"{d.url}/#/p/rep/reports")
+    page.click("#new-report")
+    page.locator("#report-editor").wait_for()
+    page.frame_locator("#report-preview").locator("section.panel[data-type=runs]").wait_for()
+    page.click("#report-save")
+    page.locator("#report-meta").wait_for()
+    assert "version 1 of 1" in page.locator("#report-meta").inner_text()
+    page.goto(f"{d.url}/#/p/rep/reports")
+    page.locator("#reports tbody tr").nth(1).wait_for()
+    titles = page.locator("#reports tbody tr td:first-child").all_inner_texts()
+    assert sorted(titles) == ["New report", "Page test"]
