@@ -143,6 +143,13 @@ def test_panels_draw_the_runs_their_run_sets_select_and_freeze_pins_them(
     page = alice.get(f"{URL}/r1/html").text
     blob = re.search(r'id="wisp-report-data">(.*?)</script>', page, re.S)
     assert blob is not None and json.loads(blob.group(1)) == frozen
+    first = alice.get(f"{URL}/r1/html", params={"panels": 1}).text  # the page's first screen
+    assert first.count('class="panel"') == 1 and "more panels" not in first
+    two = REPORT + "\n```wisp-panel\ntype: runs\nrunset: picked\n```\n"
+    alice.put(f"{URL}/r2", json={"markdown": two})
+    first = alice.get(f"{URL}/r2/data", params={"panels": 1}).json()
+    assert len(first["panels"]) == 1 and list(first["runsets"]) == ["fast"]
+    assert "1 more panels" in alice.get(f"{URL}/r2/html", params={"panels": 1}).text
     preview = alice.post("/api/v1/projects/teamp/report-preview", json={"markdown": REPORT})
     assert preview.status_code == 200 and preview.text.count('class="line"') == 3
 

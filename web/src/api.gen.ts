@@ -3010,6 +3010,7 @@ export interface operations {
         parameters: {
             query?: {
                 version?: number | null;
+                panels?: number | null;
             };
             header?: never;
             path: {
@@ -3095,6 +3096,7 @@ export interface operations {
         parameters: {
             query?: {
                 version?: number | null;
+                panels?: number | null;
             };
             header?: never;
             path: {
@@ -3983,6 +3985,7 @@ export interface operations {
         parameters: {
             query?: {
                 version?: number | null;
+                panels?: number | null;
             };
             header?: never;
             path: {
@@ -4062,6 +4065,7 @@ export interface operations {
         parameters: {
             query?: {
                 version?: number | null;
+                panels?: number | null;
             };
             header?: never;
             path: {

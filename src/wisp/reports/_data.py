@@ -292,22 +292,28 @@ def panel_data(
     return out
 
 
-def resolve(report: Any, source: Source) -> dict[str, Any]:
-    """Every run set's runs and every panel's data (see the module's docstring)."""
+def resolve(report: Any, source: Source, limit: int | None = None) -> dict[str, Any]:
+    """Every run set's runs and every panel's data (see the module's docstring); with
+    ``limit``, the first ``limit`` panels only and the run sets they use (a page's first
+    screen, drawn before the rest)."""
     selected: dict[str, list[dict[str, Any]]] = {}
-    for name, rs in report.runsets.items():
-        selected[name], _ = source.select(report.project, rs)
+    if limit is None:
+        for name, rs in report.runsets.items():
+            selected[name], _ = source.select(report.project, rs)
     panels = []
-    for panel in report.panels:
+    for panel in report.panels[:limit]:
         if panel.type == "markdown":
             panels.append({"type": "markdown", "title": panel.title, **panel.options})
             continue
         name, rs = _runset_of(report, panel)
+        if name and name not in selected:
+            selected[name], _ = source.select(report.project, rs)
         runs = selected[name] if name else source.select(report.project, rs)[0]
         panels.append(panel_data(report, panel, runs, rs, source))
     runsets = {
         n: {**rs.to_yaml(), "selected": [r["id"] for r in selected[n]]}
         for n, rs in report.runsets.items()
+        if n in selected
     }
     return {"runsets": runsets, "panels": panels}
 

@@ -365,11 +365,16 @@ def render(report: Any, data: dict[str, Any]) -> str:
     panels = iter(data["panels"])
     from wisp.reports._format import TextBlock
 
+    left = len(report.panels) - len(data["panels"])  # a first screen: the rest comes later
     for block in report.blocks:
-        if isinstance(block, TextBlock):
-            body.append(to_html(block.text))
+        if not isinstance(block, TextBlock):
+            got = next(panels, None)
+            if got is None:
+                body.append(f'<p class="muted more">{left} more panels are being drawn…</p>')
+                break
+            body.append(_panel(got, cols))
         else:
-            body.append(_panel(next(panels), cols))
+            body.append(to_html(block.text))
     blob = json.dumps(_finite(data), allow_nan=False, default=str).replace("</", "<\\/")
     frozen = [n for n, rs in report.runsets.items() if rs.frozen]
     meta = f"project {report.project}" + (

@@ -61,7 +61,8 @@ export const reportApi = {
   get: (project: string, id: string, version?: number | null) => call<ReportDoc>("GET", base(project, id) + ver(version)),
   versions: (project: string, id: string) => call<{ versions: ReportVersion[] }>("GET", `${base(project, id)}/versions`),
   diff: (project: string, id: string, a: number, b: number) => call<{ diff: string }>("GET", `${base(project, id)}/diff?a=${a}&b=${b}`),
-  html: (project: string, id: string, version?: number | null) => call<string>("GET", `${base(project, id)}/html${ver(version)}`, undefined, true),
+  html: (project: string, id: string, version?: number | null, panels?: number) =>
+    call<string>("GET", `${base(project, id)}/html${ver(version)}${panels ? `${version ? "&" : "?"}panels=${panels}` : ""}`, undefined, true),
   htmlUrl: (project: string, id: string, version?: number | null) => `${base(project, id)}/html${ver(version)}`,
   preview: (project: string, markdown: string) => call<string>("POST", `${projectApi(project)}/report-preview`, { markdown }, true),
   save: (project: string, id: string, markdown: string, baseVersion?: number) =>

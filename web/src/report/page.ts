@@ -9,6 +9,7 @@ import { debounce, fmtTime, h } from "../util";
 import { newReportId, reportApi, type ReportDoc } from "./api";
 
 type Dispose = () => void;
+const FIRST = 3; // panels drawn before the rest of a report
 
 function template(project: string): string {
   return [
@@ -162,7 +163,8 @@ export function reportPage(app: HTMLElement, r: Route, project: string, id: stri
         stop = editor(app, project, id, doc);
         return;
       }
-      const html = await reportApi.html(project, id, version);
+      // the first screen first (FIRST panels), then the whole report in its place
+      let html = await reportApi.html(project, id, version, FIRST);
       const edit = h("button", { id: "report-edit" }, "Edit");
       edit.addEventListener("click", () => (location.hash = href(["p", project, "reports", id], { edit: "1" })));
       const freeze = h("button", { id: "report-freeze", title: "pin each run set to its runs and last step, as a new version" }, "Freeze");
@@ -171,14 +173,19 @@ export function reportPage(app: HTMLElement, r: Route, project: string, id: stri
       });
       const exp = h("button", { id: "report-export" }, "Export HTML");
       exp.addEventListener("click", () => download(`${id}-v${doc.version}.html`, html));
+      const view = frame("report-view", html);
       const meta = `version ${doc.version} of ${doc.latest} · ${doc.author ?? "—"} · ${fmtTime(doc.created_at)}`;
       const hist = h("section", { id: "report-history" });
       app.replaceChildren(
         h("div", { class: "report-toolbar" }, h("span", { class: "muted", id: "report-meta" }, meta), " ", edit, " ", freeze, " ", exp),
-        frame("report-view", html),
+        view,
         hist,
       );
       versions(hist, project, id, doc);
+      if (html.includes('class="muted more"')) {
+        html = await reportApi.html(project, id, version);
+        view.srcdoc = html;
+      }
     })
     .catch((e) => {
       if ((e as { status?: number }).status === 404 && r.params.get("edit")) stop = editor(app, project, id, null);

@@ -7,11 +7,12 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from wisp._protocol import ID_PATTERN, MAX_REPORT_BYTES
+from wisp._protocol import ID_PATTERN, MAX_REPORT_BYTES, MAX_REPORT_PANELS
 from wisp.server.schemas.runs import ProjectName
 
 __all__ = [
     "DiffQuery",
+    "DrawQuery",
     "PreviewBody",
     "ReportBody",
     "ReportDiff",
@@ -52,6 +53,13 @@ class RevertBody(msgspec.Struct, forbid_unknown_fields=True):
 
 class VersionQuery(msgspec.Struct):
     version: Version | None = None
+
+
+class DrawQuery(msgspec.Struct):
+    """``panels``: draw the first N panels only (the report page's first screen)."""
+
+    version: Version | None = None
+    panels: Annotated[int, Meta(ge=1, le=MAX_REPORT_PANELS)] | None = None
 
 
 class DiffQuery(msgspec.Struct):

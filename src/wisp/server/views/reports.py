@@ -325,12 +325,14 @@ class ReportApi:
         await run_in_threadpool(self.reports.delete, project, path.report_id)
         return json_response(doc)
 
-    def _drawn(self, project: str, rid: str, version: int | None) -> tuple[Any, dict[str, Any]]:
+    def _drawn(
+        self, project: str, rid: str, version: int | None, limit: int | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         from wisp.reports._data import resolve
 
         doc = self._need(project, rid, version)
         report = _parse(doc["markdown"], project)
-        return report, resolve(report, StoreSource(self.store, self.blobs))
+        return report, resolve(report, StoreSource(self.store, self.blobs), limit)
 
     @endpoint(
         "GET",
@@ -338,14 +340,14 @@ class ReportApi:
         scope="read",
         summary="Each panel's data, from the project's runs (as the export draws it)",
         path_params=T.ReportPath,
-        query=T.VersionQuery,
+        query=T.DrawQuery,
         responses={200: _JSON},
     )
     async def report_data(self, r: In) -> Response:
         path: T.ReportPath = r.path
         project = check_project(path.project, "project")
-        q: T.VersionQuery = r.query
-        _, data = await run_in_threadpool(self._drawn, project, path.report_id, q.version)
+        q: T.DrawQuery = r.query
+        _, data = await run_in_threadpool(self._drawn, project, path.report_id, q.version, q.panels)
         return json_response(data)
 
     @endpoint(
@@ -354,7 +356,7 @@ class ReportApi:
         scope="read",
         summary="The report as one self-contained HTML page (charts drawn, data inlined)",
         path_params=T.ReportPath,
-        query=T.VersionQuery,
+        query=T.DrawQuery,
         responses={200: _HTML},
     )
     async def report_html(self, r: In) -> Response:
@@ -362,8 +364,10 @@ class ReportApi:
 
         path: T.ReportPath = r.path
         project = check_project(path.project, "project")
-        q: T.VersionQuery = r.query
-        report, data = await run_in_threadpool(self._drawn, project, path.report_id, q.version)
+        q: T.DrawQuery = r.query
+        report, data = await run_in_threadpool(
+            self._drawn, project, path.report_id, q.version, q.panels
+        )
         page = await run_in_threadpool(render, report, data)
         return Response(page, media_type="text/html; charset=utf-8")
 
