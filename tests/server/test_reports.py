@@ -150,6 +150,11 @@ def test_panels_draw_the_runs_their_run_sets_select_and_freeze_pins_them(
     first = alice.get(f"{URL}/r2/data", params={"panels": 1}).json()
     assert len(first["panels"]) == 1 and list(first["runsets"]) == ["fast"]
     assert "1 more panels" in alice.get(f"{URL}/r2/html", params={"panels": 1}).text
+    by_id = REPORT.replace(
+        '{filter: "config.lr >= 0.01"}', '{filter: "config.lr >= 0.01", group: id}'
+    )
+    preview = alice.post("/api/v1/projects/teamp/report-preview", json={"markdown": by_id})
+    assert preview.status_code == 200 and preview.text.count('class="line"') == 3
     preview = alice.post("/api/v1/projects/teamp/report-preview", json={"markdown": REPORT})
     assert preview.status_code == 200 and preview.text.count('class="line"') == 3
 

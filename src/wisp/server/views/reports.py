@@ -118,16 +118,19 @@ class StoreSource(Source):
 
         by_key = {str(r["key"]): r["id"] for r in runs}
         stats = (agg, "std") if band == "std" else (agg, "min", "max")
-        got = grouped_series(
-            self.store,
-            runs[0]["project"],
-            keys=keys,
-            group_by=group,
-            runs=list(by_key),
-            hi=hi,
-            buckets=buckets,
-            stats=stats,
-        )
+        try:
+            got = grouped_series(
+                self.store,
+                runs[0]["project"],
+                keys=keys,
+                group_by=group,
+                runs=list(by_key),
+                hi=hi,
+                buckets=buckets,
+                stats=stats,
+            )
+        except Problem:  # a field the grouped series does not group by (id): pooled instead
+            return None
         out = []
         for g in got["groups"]:
             label = group_label(group, g["values"])
