@@ -40,6 +40,10 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "MAX_NOTES_LENGTH",
     "MAX_PROJECT_LENGTH",
+    "MAX_REPORT_BYTES",
+    "MAX_REPORT_PANELS",
+    "MAX_RUNSETS",
+    "MAX_RUNSET_RUNS",
     "MAX_SEQ",
     "MAX_STEP",
     "MAX_STREAM_LENGTH",
@@ -164,6 +168,14 @@ MAX_INT = 1 << 64
 REPLACEMENT = "\ufffd"
 #: The default of the ``max_value_bytes`` setting (bytes one logged value may store).
 DEFAULT_MAX_VALUE_BYTES = 4 * 1024 * 1024
+
+# -- reports (wisp.reports, docs/reports.md) ---------------------------------------------------
+
+#: A report file's size in UTF-8 bytes, its panels, run sets and the ids one run set names.
+MAX_REPORT_BYTES = 1 << 20
+MAX_REPORT_PANELS = 200
+MAX_RUNSETS = 50
+MAX_RUNSET_RUNS = 1000
 
 # -- ids ----------------------------------------------------------------------------------------
 

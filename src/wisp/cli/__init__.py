@@ -325,6 +325,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--root", default=".", help="the project folder to write into (default .)")
     sp.add_argument("--json", action="store_true", help="machine-readable output")
+    from wisp.cli._report_cmd import add_parser as add_report
+
+    add_report(sub)
 
     sp = add("doctor", "check this environment for common tracking problems")
     dir_opt(sp)
@@ -368,6 +371,7 @@ _COMMANDS = {
     "mcp": ("wisp.cli._agent_cmd", "cmd_mcp"),
     "query": ("wisp.cli._agent_cmd", "cmd_query"),
     "skills": ("wisp.cli._agent_cmd", "cmd_skills"),
+    "report": ("wisp.cli._report_cmd", "cmd_report"),
 }
 
 
