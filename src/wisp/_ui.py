@@ -25,7 +25,7 @@ from wisp._ui_local import INDEX_FILE, InProcessTransport, StatIndex, scan_runs
 from wisp._upload._sync import writer_gone
 from wisp._upload._transport import ApiClient
 from wisp._upload._uploader import Uploader
-from wisp.errors import ApiError, FatalApiError, UsageError
+from wisp.errors import ApiError, FatalApiError, UsageError, install_hint
 
 if TYPE_CHECKING:
     from wisp._ui_batch import BatchImporter, SmallRun
@@ -328,7 +328,7 @@ class _LocalServer:
             from wisp.server._store import open_store
         except ImportError as e:
             raise ImportError(
-                f"wisp ui needs the server extra: pip install 'wisp[server]' ({e})"
+                f"wisp ui needs the server extra: {install_hint('server')} ({e})"
             ) from e
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise UsageError(

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wisp.cli._term import EXIT, CliError, table
+from wisp.errors import install_hint
 
 __all__ = ["call_with", "cmd_keys", "cmd_login", "cmd_server", "cmd_sync", "cmd_ui", "http_get"]
 
@@ -28,7 +29,7 @@ def _function(module: str, name: str, what: str, extra: str) -> Callable[..., An
         if missing and not missing.startswith("wisp"):
             raise CliError(
                 f"{what} needs the package {missing!r}",
-                f"pip install 'wisp[{extra}]'",
+                install_hint(extra),
                 EXIT["missing_dependency"],
             ) from None
         raise CliError(
