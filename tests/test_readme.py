@@ -45,7 +45,9 @@ def test_make_demo_installs_the_runtime_extras_only(tmp_path: Path) -> None:
     """`make demo` installs wisp with the extras its example runs (server, numpy, video), never the dev stack, and the README says how to run `wisp` after it."""
     plan = _make_n("demo", tmp_path / "venv")
     installs = [line for line in plan.splitlines() if "pip install" in line and " -e " in line]
-    assert installs == [f"{tmp_path / 'venv'}/bin/python -m pip install -q -e '.[server,numpy,video]'"]
+    assert installs == [
+        f"{tmp_path / 'venv'}/bin/python -m pip install -q -e '.[server,numpy,video]'"
+    ]
     assert "examples/train.py" in plan and f"{tmp_path / 'venv'}/bin/wisp ui" in plan
     assert ".venv/bin/wisp ui" in README.read_text()  # no activation needed
 
