@@ -89,18 +89,10 @@ def _ignore_sigint() -> None:
 def test_sigint_tests_pass_when_the_suite_starts_with_sigint_ignored(tmp_path: Path) -> None:
     """The SIGINT tests pass when pytest itself was started from a shell that ignores SIGINT (tests/conftest.py restores it for the children)."""
     root = Path(__file__).resolve().parents[2]
+    test = f"{__file__}::test_exit_path_sets_run_state"
+    args = ["-q", "-p", "no:cacheprovider", "-k", "sigint", test, "--rootdir", str(root)]
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-k",
-            "sigint and not ignored",
-        ]
-        + [f"{__file__}::test_exit_path_sets_run_state", "--rootdir", str(root)],
+        [sys.executable, "-m", "pytest", *args],
         cwd=tmp_path,
         capture_output=True,
         text=True,
