@@ -153,8 +153,10 @@ def test_early_termination_stops_worse_trials_through_the_agent(tmp_path: Path) 
             "metric": {"name": "loss", "goal": "minimize"},
             "parameters": {
                 "x": {"values": [1.0, 3.0, 5.0, 7.0]},
+                # 10 s a trial: the agent reads a trailing trial's metric (flushed every
+                # second) and stops it long before its end, even on a loaded machine
                 "steps": {"value": 40},
-                "sleep": {"value": 0.1},
+                "sleep": {"value": 0.25},
             },
             "early_terminate": {"type": "hyperband", "min_iter": 2, "eta": 2},
         },
