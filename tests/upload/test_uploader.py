@@ -388,3 +388,59 @@ def test_a_run_finished_by_the_exit_hook_waits_exit_timeout_not_upload_timeout(
     assert took < 15, f"exit took {took:.1f}s: upload_timeout (300 s) was not bounded"
     (run_dir,) = (tmp_path / "wisp").glob("run-*")
     assert len(list(wisp.open_run(str(run_dir)).history())) == 100
+
+
+CTRL_C_SCRIPT = """
+import sys, wisp
+run = wisp.init(project="ctrlc", dir=sys.argv[1], settings={
+    "server_url": sys.argv[2], "api_key": sys.argv[4], "upload_timeout": 120.0,
+    "signals": sys.argv[3] == "on", "system_metrics": False, "console": "off", "git": False})
+print("registered", flush=True)
+sys.stdin.readline()  # the test froze the server
+for i in range(2000):
+    wisp.log({"loss": i * 0.5})
+run.finish()
+print("after finish", flush=True)
+"""
+
+
+@pytest.mark.parametrize("signals", ["on", "off"])
+def test_ctrl_c_while_finish_waits_says_one_calm_line(tmp_path: Path, signals: str) -> None:
+    """Ctrl-C while finish() waits for a server that stopped answering ends the wait with one line (the run is safe on disk, `wisp sync` finishes it), no traceback; the program goes on."""
+    import signal
+    import subprocess
+    import sys
+
+    need_server_package()
+    srv = Server(tmp_path, no_auth=True).start()
+    script = tmp_path / "train.py"
+    script.write_text(CTRL_C_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WISP_")}
+    cmd = [sys.executable, str(script), str(tmp_path), srv.url, signals, srv.key]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with subprocess.Popen(cmd, **pipes, text=True, env=env) as proc:  # type: ignore[call-overload]
+        try:
+            first = proc.stdout.readline()
+            assert first == "registered\n", first + proc.stderr.read()
+            os.kill(srv.proc.pid, signal.SIGSTOP)  # the server accepts and answers nothing
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+            said = ""  # init()'s lines, then the one said after a second of waiting in finish()
+            while "waiting up to" not in said and proc.poll() is None:
+                said += proc.stderr.readline()
+            assert "left, waiting up to 120s" in said, said
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            os.kill(srv.proc.pid, signal.SIGCONT)
+            srv.stop()
+    assert proc.returncode == 0, err
+    assert out == "after finish\n"
+    (run_dir,) = (tmp_path / "wisp").glob("run-*")
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "upload interrupted with" in lines[0]
+    assert f"the run is safe on disk, `wisp sync {run_dir}` finishes uploading it" in lines[0]
+    assert wisp.open_run(str(run_dir)).state == "finished"

@@ -205,24 +205,36 @@ def finish_upload(
     short = start + min(timeout, UNREACHABLE_WAIT)  # while the server has never answered
     tty = bool(getattr(out, "isatty", lambda: False)())
     shown = False
-    while up.thread.is_alive():
-        now = time.monotonic()
-        never = never_answered(up)
-        end = short if never else deadline
-        if now >= end:
-            break
-        up.thread.join(min(0.25, end - now))
-        if up.thread.is_alive() and not never and time.monotonic() - start > 1.0:
-            left = up.pending_bytes()
-            if tty:
-                out.write(f"\rwisp: uploading run {run.id}: {human_size(left)} left ...  ")
-                shown = True
-            elif not shown:
-                out.write(
-                    f"wisp: uploading run {run.id}: {human_size(left)} left, waiting up to "
-                    f"{timeout:.0f}s\n"
-                )
-                shown = True
+    try:
+        while up.thread.is_alive():
+            now = time.monotonic()
+            never = never_answered(up)
+            end = short if never else deadline
+            if now >= end:
+                break
+            up.thread.join(min(0.25, end - now))
+            if up.thread.is_alive() and not never and time.monotonic() - start > 1.0:
+                left = up.pending_bytes()
+                if tty:
+                    out.write(f"\rwisp: uploading run {run.id}: {human_size(left)} left ...  ")
+                    shown = True
+                elif not shown:
+                    out.write(
+                        f"wisp: uploading run {run.id}: {human_size(left)} left, waiting up to "
+                        f"{timeout:.0f}s\n"
+                    )
+                    shown = True
+    except KeyboardInterrupt:
+        # Ctrl-C stops the wait, not the program's ending: the run is closed on disk already
+        up.stop()
+        out.write(
+            f"{chr(10) if shown and tty else ''}wisp: run {run.id}: upload interrupted with "
+            f"{human_size(up.pending_bytes())} left; the run is safe on disk, "
+            f"`wisp sync {run.dir}` finishes uploading it\n"
+        )
+        with contextlib.suppress(OSError, ValueError):
+            out.flush()
+        return
     if shown and tty:
         out.write("\n")
     if up.rejected:
