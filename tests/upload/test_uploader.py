@@ -444,3 +444,42 @@ def test_ctrl_c_while_finish_waits_says_one_calm_line(tmp_path: Path, signals: s
     assert "upload interrupted with" in lines[0]
     assert f"the run is safe on disk, `wisp sync {run_dir}` finishes uploading it" in lines[0]
     assert wisp.open_run(str(run_dir)).state == "finished"
+
+
+def test_a_url_that_is_not_a_wisp_server_is_said_at_once_in_one_line(
+    tmp_path: Path, no_run: None
+) -> None:
+    """init() against a server that is not wisp (python -m http.server answers 501 HTML) fails in under 2 s with one line naming what answered, no HTML page."""
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet) as httpd:
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        t0 = time.monotonic()
+        with pytest.raises(FatalApiError) as err:
+            wisp.init(project="up", settings=_online(url, tmp_path, "k", init_timeout=30))
+        took = time.monotonic() - t0
+        httpd.shutdown()
+    msg = str(err.value)
+    assert took < 2, f"init() took {took:.1f}s to find out"
+    assert msg.startswith(f"{url} is not a wisp server: PUT /api/v1/runs/")
+    assert "answered HTTP 501 (text/html: Error response)" in msg
+    assert "\n" not in msg and "<" not in msg
+    assert "e.g. http://host:8080" in msg
+
+
+def test_a_url_ending_in_api_is_told_the_servers_address(
+    server: Server, tmp_path: Path, no_run: None
+) -> None:
+    """A server URL given with the API's path (`.../api`) is refused at once with the address to use instead."""
+    with pytest.raises(FatalApiError) as err:
+        wisp.init(project="up", settings=_online(f"{server.url}/api", tmp_path, server.key))
+    msg = str(err.value)
+    assert msg.startswith(f"{server.url}/api is not a wisp server: ")
+    assert "answered HTTP 405" in msg
+    assert msg.endswith(f"is the server's address without /api: {server.url}")

@@ -158,6 +158,8 @@ def _cause(exc: BaseException | None) -> str:
 
 def refusal(server_url: str, run_id: str, exc: FatalApiError) -> FatalApiError:
     """The error ``init()`` raises when the server refuses a run, with its reason and a fix."""
+    if " is not a wisp server: " in str(exc):  # what answered, and the fix, are said already
+        return FatalApiError(str(exc), status=exc.status)
     if exc.status in (403, 404) and "(field 'project')" in str(exc):
         hint = (
             "the key's user may not use this project: check init(project=..., entity=...) "
