@@ -483,3 +483,34 @@ def test_a_url_ending_in_api_is_told_the_servers_address(
     assert msg.startswith(f"{server.url}/api is not a wisp server: ")
     assert "answered HTTP 405" in msg
     assert msg.endswith(f"is the server's address without /api: {server.url}")
+
+
+def test_a_server_that_dies_mid_run_is_said_once_and_finish_stops_waiting_early(
+    tmp_path: Path,
+    no_run: None,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A server that stops mid-run is said once while training goes on; finish() then stops waiting within GONE_WAIT (not upload_timeout) and names `wisp sync`."""
+    from wisp._upload._live import GONE_WAIT
+
+    need_server_package()
+    srv = Server(tmp_path, no_auth=True).start()
+    run = wisp.init(project="up", settings=_online(srv.url, tmp_path, srv.key, upload_timeout=60))
+    _log_rows(50)
+    srv.stop()  # nothing listens there any more
+    for i in range(40):  # training goes on for a while
+        _log_rows(5, start=50 + 5 * i)
+        time.sleep(0.05)
+    t0 = time.monotonic()
+    run.finish()
+    took = time.monotonic() - t0
+    said = [r.getMessage() for r in caplog.records if "is failing" in r.getMessage()]
+    assert len(said) == 1, said
+    assert f"uploading run {run.id} to {srv.url} is failing" in said[0]
+    assert "uploads resume when the server answers again" in said[0]
+    assert took < GONE_WAIT + 2, f"finish() waited {took:.1f}s for a server that is gone"
+    err = capsys.readouterr().err
+    assert err.count("not uploaded") == 1
+    assert f"the server {srv.url} stopped answering during the run (ConnectionRefusedError" in err
+    assert f"`wisp sync {run.dir}` finishes uploading it" in err

@@ -36,6 +36,9 @@ log = logging.getLogger("wisp")
 #: Seconds ``finish()`` (and the exit hook) wait for uploads while the server has never
 #: answered: nothing could be uploaded, the run is on disk and ``wisp sync`` sends it later.
 UNREACHABLE_WAIT = 2.0
+#: at finish(), a server that answered before and has refused every attempt for this long
+#: (nothing listening: it died or was stopped) is not waited for any longer
+GONE_WAIT = 5.0
 
 
 # -- online runs: the hooks called by init() and Run.finish() --------------------------------
@@ -74,6 +77,20 @@ def never_answered(up: Uploader) -> bool:
     (a host that drops packets, a server that accepts and hangs): ``finish()`` then waits
     the short bound, as for nothing listening, not the request's whole timeout."""
     return unreachable(up) or (up.silent_at_init and not up.registered.is_set())
+
+
+def gone(up: Uploader) -> bool:
+    """True when a server that answered before has refused connections for ``GONE_WAIT``
+    s: nothing listens there any more, so nothing can be sent (``finish()`` stops waiting)."""
+    err, since = up.last_error, up.failing_since
+    return (
+        up.registered.is_set()
+        and since is not None
+        and isinstance(err, RetryableApiError)
+        and err.status is None
+        and isinstance(err.__cause__, ConnectionRefusedError)
+        and up.clock() - since >= GONE_WAIT
+    )
 
 
 def attach(run: Run) -> None:
@@ -207,12 +224,13 @@ def finish_upload(
     short = start + min(timeout, UNREACHABLE_WAIT)  # while the server has never answered
     tty = bool(getattr(out, "isatty", lambda: False)())
     shown = False
+    tries = up.retries
     try:
         while up.thread.is_alive():
             now = time.monotonic()
             never = never_answered(up)
             end = short if never else deadline
-            if now >= end:
+            if now >= end or (up.retries > tries and gone(up)):
                 break
             up.thread.join(min(0.25, end - now))
             if up.thread.is_alive() and not never and time.monotonic() - start > 1.0:
@@ -257,6 +275,15 @@ def finish_upload(
         return
     up.stop()
     left = up.pending_bytes()
+    if gone(up):
+        out.write(
+            f"wisp: run {run.id}: {human_size(left)} of {run.file_path} not uploaded: the server "
+            f"{up.client.server_url} stopped answering during the run ({_cause(up.last_error)}); "
+            f"it is safe on disk, `wisp sync {run.dir}` finishes uploading it\n"
+        )
+        with contextlib.suppress(OSError, ValueError):
+            out.flush()
+        return
     if never_answered(up):
         out.write(
             f"wisp: run {run.id} was not uploaded: the server {up.client.server_url} could not "
