@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.sweeps._helpers import create_sweep, env_for, run_cli, trials, wisp_cmd
+from tests.sweeps._helpers import (
+    create_sweep,
+    env_for,
+    run_cli,
+    trials,
+    wisp_cmd,
+    write_sweep,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -188,6 +195,16 @@ def test_cli_refuses_unknown_field_naming_it(tmp_path: Path) -> None:
     assert not (tmp_path / "wisp" / "sweeps").exists()
     res = run_cli("agent", "nosuch", base=tmp_path)
     assert res.returncode == 2 and "no sweep 'nosuch'" in res.stderr
+
+
+def test_cli_sweep_prints_its_id_and_the_agent_command_to_run_next(tmp_path: Path) -> None:
+    """`wisp sweep FILE` prints the id alone on stdout (for scripts) and the `wisp agent ID` line to run next on stderr."""
+    path = write_sweep(tmp_path, {"method": "random", "parameters": {"x": {"values": [1]}}})
+    res = run_cli("sweep", str(path), base=tmp_path)
+    assert res.returncode == 0, res.stderr
+    sweep_id = res.stdout.strip()
+    assert res.stdout == f"{sweep_id}\n"
+    assert f"wisp: run trials with: wisp agent {sweep_id}\n" in res.stderr
 
 
 def test_paused_sweep_makes_agents_wait_until_resumed(tmp_path: Path) -> None:

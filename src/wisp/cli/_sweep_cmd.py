@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 
 from wisp.cli._term import EXIT, CliError, table
 
@@ -28,7 +30,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not args.config:
         raise CliError("no sweep file given", "wisp sweep sweep.yaml [--project P]")
     sweep_id = sweeps.sweep(args.config, project=args.project, dir=args.dir)
-    print(sweep_id)
+    print(sweep_id)  # stdout: the id alone, for scripts; what to run next on stderr
+    default = os.environ.get("WISP_DIR") or "."  # what `wisp agent` finds by itself
+    where = "" if os.path.abspath(args.dir) == os.path.abspath(default) else f" --dir {args.dir}"
+    print(f"wisp: run trials with: wisp agent {sweep_id}{where}", file=sys.stderr)
     return EXIT["ok"]
 
 
