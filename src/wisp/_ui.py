@@ -48,6 +48,24 @@ def data_dir() -> str:
     return os.path.join(base, "wisp")
 
 
+def folder_data_dir(folder: str) -> str:
+    """Where ``wisp ui DIR`` keeps the database of one folder: only that folder's runs."""
+    import hashlib
+
+    path = os.path.realpath(folder)
+    return os.path.join(data_dir(), "folders", hashlib.sha256(path.encode()).hexdigest()[:16])
+
+
+def ui_roots(dir: str | None, only: bool = False) -> list[str]:  # noqa: A002
+    """The folders ``wisp ui`` follows: ``dir`` (default: here), and ``$WISP_DIR`` unless
+    ``only`` (``wisp ui DIR``: that folder alone)."""
+    roots = [os.path.abspath(dir or os.getcwd())]
+    env_dir = os.environ.get("WISP_DIR")
+    if env_dir and not only and os.path.abspath(env_dir) not in roots:
+        roots.append(os.path.abspath(env_dir))
+    return roots
+
+
 def _finished(up: Uploader, run_dir: str) -> Callable[[], bool]:
     return lambda: up.finish_seen or writer_gone(run_dir)
 
@@ -395,6 +413,7 @@ def ui(
     ready: Callable[[str], None] | None = None,
     progress: TextIO | None = None,
     first_budget: float | None = None,
+    only: bool = False,
 ) -> None:
     """Serve the dashboard on this machine until ``stop`` is set (or Ctrl-C).
 
@@ -402,6 +421,7 @@ def ui(
     shows runs as they arrive) while a large import goes on; ``progress`` gets a line
     about it.  ``ready(url)`` is called once the server is up and every local run is
     imported, or after ``first_budget`` seconds of importing (``wisp ui`` passes 2 s).
+    ``only``: follow ``dir`` alone, not ``$WISP_DIR`` too (:func:`ui_roots`).
     """
     store_dir = data or data_dir()
     os.makedirs(store_dir, exist_ok=True)
@@ -414,10 +434,7 @@ def ui(
         port or _free_port(host),
     )
     url = server.url
-    roots = [dir or os.getcwd()]
-    env_dir = os.environ.get("WISP_DIR")
-    if env_dir and env_dir not in roots:
-        roots.append(env_dir)
+    roots = ui_roots(dir, only)
     transport = InProcessTransport(server.app, url)
     index = StatIndex(os.path.join(store_dir, INDEX_FILE), fresh=fresh)
     importer = LocalImporter(

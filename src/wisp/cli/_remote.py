@@ -54,15 +54,35 @@ def call_with(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 def cmd_ui(args: argparse.Namespace) -> int:
     ui = _function("wisp._ui", "ui", "`wisp ui`", "server")
-    data = args.data or _function("wisp._ui", "data_dir", "`wisp ui`", "server")()
+    only = args.folder is not None  # `wisp ui DIR`: that folder's runs alone, its own database
+    folder = args.folder if only else args.dir
+    if only and not os.path.isdir(folder):
+        raise CliError(f"no folder {folder!r}", "wisp ui DIR shows the runs under DIR/wisp")
+    if args.data:
+        data = args.data
+    elif only:
+        data = _function("wisp._ui", "folder_data_dir", "`wisp ui`", "server")(folder)
+    else:
+        data = _function("wisp._ui", "data_dir", "`wisp ui`", "server")()
+    roots = _function("wisp._ui", "ui_roots", "`wisp ui`", "server")(folder, only)
 
     def ready(url: str) -> None:
-        print(f"wisp ui: database and media in {os.path.abspath(data)}", file=sys.stderr)
+        print(f"wisp ui: follows the runs under {' and '.join(roots)}", file=sys.stderr)
+        shared = (
+            ""
+            if only or args.data
+            else (
+                "; it keeps the runs of every folder `wisp ui` followed before "
+                "(`wisp ui DIR` shows one folder's runs only)"
+            )
+        )
+        print(f"wisp ui: database and media in {os.path.abspath(data)}{shared}", file=sys.stderr)
         print(f"wisp dashboard: {url}  (Ctrl-C stops it)", flush=True)
 
     call_with(
         ui,
-        dir=args.dir,
+        dir=folder,
+        only=only,
         host=args.host,
         port=args.port,
         open_browser=args.open,
