@@ -332,8 +332,9 @@ class Uploader:
                 failures += 1
                 self.retries += 1
                 self.last_error = exc
-                self._failing(failures, exc)
-                if give_up_after is not None and self.clock() - last_progress > give_up_after:
+                now = self.clock()
+                self._failing(failures, exc, now)
+                if give_up_after is not None and now - last_progress > give_up_after:
                     raise
                 self._sleep(self._delay(failures, exc.retry_after))
                 continue
@@ -349,10 +350,11 @@ class Uploader:
                 self._wake.clear()
         return False
 
-    def _failing(self, failures: int, exc: RetryableApiError) -> None:
-        """Note a failed attempt; say once that a server which answered before stopped."""
+    def _failing(self, failures: int, exc: RetryableApiError, now: float) -> None:
+        """Note a failed attempt at ``now``; say once that a server which answered before
+        stopped."""
         if self.failing_since is None:
-            self.failing_since = self.clock()
+            self.failing_since = now
         if failures >= 3 and self.registered.is_set() and not self._said_failing:
             self._said_failing = True  # a server that never answered is said by init()
             log.warning(

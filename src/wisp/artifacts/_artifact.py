@@ -247,8 +247,8 @@ class Artifact:
         )
         if own:  # the object is a JSON document (a table): it is the entry, not a copy of it
             path, _rel = saved.pop(own[0])
-            with open(path, "rb") as f:
-                data = f.read()
+            with open(path, "rb") as doc:
+                data = doc.read()
             os.unlink(path)
         with self.new_file(key, mode="wb" if overwrite else "xb") as f:
             f.write(data)
