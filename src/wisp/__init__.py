@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from wisp.api import Api
     from wisp.artifacts import Artifact
     from wisp.media import Audio, Histogram, Html, Image, Object3D, Table, Video
+    from wisp.reports import Report
     from wisp.sweeps import agent, sweep
 
 __version__ = "0.1.0"
@@ -45,6 +46,7 @@ __all__ = [
     "Image",
     "Metric",
     "Object3D",
+    "Report",
     "Run",
     "RunData",
     "RunStateError",
@@ -91,6 +93,7 @@ _LAZY = {
     "Settings": ("wisp._settings", "Settings"),
     "open_run": ("wisp._reader", "open_run"),
     "Api": ("wisp.api", "Api"),
+    "Report": ("wisp.reports", "Report"),
     "flush": ("wisp._hooks", "flush"),
     "RunData": ("wisp._reader", "RunData"),
     "doctor": ("wisp._doctor", "doctor"),

@@ -327,6 +327,10 @@ def start_run(
                 project = resumed.project
             config = resumed.merge_config(config)
     run_id = id or (_ranks.shared_run_id() if shared else new_run_id())
+    if id is not None and resumed is None and not shared and s.mode != "disabled":
+        from wisp._resume import refuse_live_twin
+
+        refuse_live_twin(os.path.abspath(s.dir or os.getcwd()), run_id)
     name = name or _default_name(run_id, shared=shared)
     if s.mode == "disabled":
         return Run(
