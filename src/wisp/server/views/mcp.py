@@ -16,8 +16,8 @@ from typing import Any
 
 from starlette.routing import Route
 
-from wisp.server.http.body import json_response
 from wisp.errors import install_hint
+from wisp.server.http.body import json_response
 from wisp.server.http.problem import Problem
 
 __all__ = ["McpEndpoint", "mcp_route"]
