@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from wisp.reports import Report
     from wisp.sweeps import agent, sweep
 
-__version__ = "0.1.0"
 
 __all__ = [
     "AlertLevel",
@@ -83,10 +82,16 @@ __all__ = [
     "watch",
 ]
 
-#: The current run (set by :func:`init`, cleared by :func:`finish`), or None.
-run: Run | None = None
+if TYPE_CHECKING:
+    #: The current run (set by :func:`init`, cleared by :func:`finish`), or None; kept in
+    #: ``wisp._current`` (the package's modules read it there) and read through ``__getattr__``.
+    run: Run | None
+    __version__: str
+
+_state: Any = None  # the module wisp._current, once loaded
 
 _LAZY = {
+    "__version__": ("wisp._version", "__version__"),
     "Run": ("wisp._run", "Run"),
     "Config": ("wisp._config", "Config"),
     "Summary": ("wisp._summary", "Summary"),
@@ -198,20 +203,28 @@ def init(
     if refused is not None:
         raise refused  # init() refused: the message below says why
     if how != "create_new":  # as in wandb: create_new leaves wisp.run alone
-        global run
-        run = new
+        (_state or _load_state()).run = new
     return new
 
 
-def _current(what: str) -> Run:
-    if run is None:
+def _load_state() -> Any:
+    global _state
+    from wisp import _current
+
+    _state = _current
+    return _current
+
+
+def _need_run(what: str) -> Run:
+    r: Run | None = (_state or _load_state()).run
+    if r is None:
         raise RunStateError(f"wisp.{what} needs a run: call wisp.init() first")
-    return run
+    return r
 
 
 def log(data: Mapping[str, Any], step: int | None = None, commit: bool | None = None) -> None:
     """Log ``data`` to the current run (see :meth:`Run.log`)."""
-    r = run
+    r = (_state or _load_state()).run
     if r is None:
         from wisp._hooks import log_without_run
 
@@ -230,23 +243,19 @@ def define_metric(
     overwrite: bool | None = None,
 ) -> Metric:
     """Describe metrics of the current run (see :meth:`Run.define_metric`)."""
-    return _current("define_metric()").define_metric(
+    return _need_run("define_metric()").define_metric(
         name, step_metric, step_sync, hidden, summary, goal, overwrite
     )
 
 
 def mark_preempting() -> None:
     """Record that the current run is about to be preempted (see :meth:`Run.mark_preempting`)."""
-    _current("mark_preempting()").mark_preempting()
+    _need_run("mark_preempting()").mark_preempting()
 
 
 def finish(exit_code: int = 0) -> None:
     """Finish the current run, if any.  Safe to call twice."""
-    global run
-    r = run
-    if r is not None:
-        run = None
-        r.finish(exit_code)
+    (_state or _load_state()).finish(exit_code)
 
 
 def log_artifact(
@@ -257,7 +266,7 @@ def log_artifact(
     tags: list[str] | None = None,
 ) -> Any:
     """Log an artifact to the current run (see :meth:`Run.log_artifact`)."""
-    return _current("log_artifact()").log_artifact(artifact_or_path, name, type, aliases, tags)
+    return _need_run("log_artifact()").log_artifact(artifact_or_path, name, type, aliases, tags)
 
 
 def use_artifact(
@@ -267,12 +276,14 @@ def use_artifact(
     use_as: str | None = None,
 ) -> Any:
     """Use an artifact version in the current run (see :meth:`Run.use_artifact`)."""
-    return _current("use_artifact()").use_artifact(artifact_or_name, type, aliases, use_as)
+    return _need_run("use_artifact()").use_artifact(artifact_or_name, type, aliases, use_as)
 
 
 def __getattr__(name: str) -> Any:
+    if name == "run":  # never cached here: it changes
+        return (_state or _load_state()).run
     if name in ("config", "summary"):
-        r = run
+        r = (_state or _load_state()).run
         if r is None:  # a placeholder that raises on use, as wandb's (hasattr() is safe)
             from wisp._preinit import placeholder
 
@@ -291,4 +302,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | {"__version__"})

@@ -299,10 +299,10 @@ def start_run(
     # a second init() in one process finishes the live runs first (notebook cells re-run),
     # unless reinit="create_new" keeps them
     if finish_previous:
-        import wisp
+        from wisp import _current
 
-        previous = [r for r in (wisp.run, *_run.live_runs()) if r is not None]
-        wisp.run = None
+        previous = [r for r in (_current.run, *_run.live_runs()) if r is not None]
+        _current.run = None
         for r in dict.fromkeys(previous):
             r.finish()
     if s.silent:

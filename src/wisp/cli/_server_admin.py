@@ -9,7 +9,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from wisp.cli._remote import _cell, _function, call_with
+from wisp.cli._parts import call_with
+from wisp.cli._parts import cell as _cell
+from wisp.cli._parts import function as _function
 from wisp.cli._term import EXIT, CliError, table
 
 __all__ = ["cmd_admin", "read_password"]

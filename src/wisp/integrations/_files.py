@@ -38,9 +38,9 @@ _POLICIES = ("now", "live", "end")
 
 
 def _current_run(run: Run | None = None) -> Run:
-    import wisp
+    from wisp import _current
 
-    run = run or wisp.run
+    run = run or _current.run
     if run is None:
         raise RunStateError("wisp.save() needs a run: call wisp.init() first")
     return run
@@ -226,12 +226,12 @@ def restore(
     working directory.  An existing file is kept unless ``replace``.  Raises
     UsageError when the run has no such saved file and none is at the destination.
     """
-    import wisp
+    from wisp import _current
     from wisp._rundir import find_by_id
     from wisp._settings import Settings
 
     rel = _safe_name(name)
-    current = wisp.run
+    current = _current.run
     if run_path is None:
         if current is None:
             raise UsageError("restore() needs run_path= when no run is active")
