@@ -74,13 +74,14 @@ def test_runs_carry_what_was_logged(world: World) -> None:
 
 
 def test_scan_history_returns_every_point_exactly(world: World) -> None:
-    """scan_history streams every logged point, NaN and ±inf included, with step bounds."""
+    """scan_history streams every logged point, NaN and ±inf included, with step bounds
+    (max_step exclusive, as in wandb)."""
     for api in _apis(world):
         for rid in world.ids:
             run = api.run(rid)
             _rows_equal(list(run.scan_history(page_size=17)), world.logged[rid])
             part = list(run.scan_history(keys=["loss"], min_step=5, max_step=9))
-            want = {s: {"loss": v["loss"]} for s, v in world.logged[rid].items() if 5 <= s <= 9}
+            want = {s: {"loss": v["loss"]} for s, v in world.logged[rid].items() if 5 <= s < 9}
             _rows_equal(part, want)
 
 

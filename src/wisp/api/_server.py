@@ -76,13 +76,53 @@ class ServerBackend:
             self.get_run(run_id)
         return self._keys[run_id]
 
+    def run_url(self, project: str, run_key: str) -> str:
+        from wisp._upload._live import run_page_url
+
+        return run_page_url(self.http.server_url, project, run_key)
+
+    def user_name(self) -> str | None:
+        """The user of the API key (``GET /auth/me``), None without one."""
+        try:
+            name = self.http.json("GET", "/auth/me").get("user")
+        except FatalApiError:
+            return None
+        return None if name is None else str(name)
+
     def edit(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """PATCH the run; a field the server answers without having saved it (a server that
+        predates editing it) is a UsageError naming it, never a silent loss."""
         try:
             doc = self.http.json("PATCH", f"/runs/{q(run_id)}", body=body)
         except FatalApiError as exc:
+            if exc.status == 422:
+                from wisp.errors import UsageError
+
+                raise UsageError(f"the server refused the edit of run {run_id!r}: {exc}") from None
             raise self._not_found(exc, f"run {run_id!r}") from None
         run: dict[str, Any] = doc["run"]
+        lost = [k for k in body if k not in run]
+        lost += [k for k in ("config", "group", "job_type") if k in body and run.get(k) != body[k]]
+        if lost:
+            from wisp.errors import UsageError
+
+            raise UsageError(
+                f"{self.http.server_url} did not save {', '.join(sorted(lost))} of run "
+                f"{run_id!r}: the server predates editing them (upgrade it); other fields "
+                "were saved"
+            )
         return run
+
+    def system(self, run_id: str, keys: list[str]) -> list[dict[str, Any]]:
+        """System samples in time order: ``{"_timestamp": s, "system/...": v}`` (the server
+        keeps them as points at step = time in ms)."""
+        if not keys:
+            return []
+        rows = []
+        for row in self.scan(run_id, keys, None, None, 10_000):
+            ms = row.pop("_step")
+            rows.append({"_timestamp": ms / 1000.0, **row})
+        return rows
 
     def delete(self, run_id: str) -> None:
         try:
