@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from wisp.api import Api
     from wisp.artifacts import Artifact
     from wisp.media import Audio, Histogram, Html, Image, Object3D, Table, Video
+    from wisp.plot import plot_table
     from wisp.sweeps import agent, sweep
 
 __version__ = "0.1.0"
@@ -70,6 +71,7 @@ __all__ = [
     "mark_preempting",
     "open_run",
     "plot",
+    "plot_table",
     "restore",
     "run",
     "save",
@@ -105,6 +107,7 @@ _LAZY = {
     "Html": ("wisp.media", "Html"),
     "Object3D": ("wisp.media", "Object3D"),
     "plot": ("wisp.plot", None),
+    "plot_table": ("wisp.plot", "plot_table"),
     # wandb-shaped helpers (src/wisp/integrations)
     "watch": ("wisp.integrations._watch", "watch"),
     "unwatch": ("wisp.integrations._watch", "unwatch"),
