@@ -148,7 +148,8 @@ def init(
     alone, ``"return_previous"`` (or False) returns the newest live run, and
     ``"finish_previous"``/``"default"``/True finish live runs first (wisp's default).
     ``entity`` (a user or team on the server) files the run under ``entity/project``.
-    Other arguments that only wandb knows (``save_code``, ...) are accepted and ignored
+    ``save_code=True`` saves the main script (a notebook's cells) into the run's files.
+    Other arguments that only wandb knows (``magic``, ...) are accepted and ignored
     with one warning, so ``import wisp as wandb`` works; any other unknown argument raises
     UsageError.
     """
@@ -193,6 +194,10 @@ def init(
         # the caller's mistake (a bad setting, a refused key): the message says it all, so
         # the traceback ends at this call, not deep inside wisp
         raise exc.with_traceback(None)  # noqa: B904 - the same exception, re-raised
+    if wandb_only.get("save_code") and new.mode != "disabled":
+        from wisp.integrations._files import save_code
+
+        save_code(new)
     if how != "create_new":  # as in wandb: create_new leaves wisp.run alone
         global run
         run = new

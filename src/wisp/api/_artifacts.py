@@ -53,9 +53,7 @@ def _split(api: Any, ref: str) -> tuple[str, str, str]:
             project = f"{api.settings['entity']}/{project}"
     if not project:
         raise UsageError(f"{ref!r}: which project? write 'project/name:alias'")
-    if api.server_url is not None:
-        project = resolve_project(api._backend, project)
-    return project, name, tag or "latest"
+    return resolve_project(api._backend, project), name, tag or "latest"
 
 
 def _client(api: Any) -> Any:
@@ -103,8 +101,8 @@ def versions(api: Any, type_: str | None, ref: str) -> list[Any]:
 
 def collections(api: Any, project: str, type_: str | None) -> list[ArtifactCollection]:
     """The named artifacts of ``project`` (of ``type_`` when given)."""
+    project = resolve_project(api._backend, project)
     if api.server_url is not None:
-        project = resolve_project(api._backend, project)
         doc = api._backend.http.json("GET", f"{project_path(project)}/artifacts")
         found = [(a["name"], a["type"]) for a in doc.get("artifacts", [])]
     else:

@@ -63,12 +63,14 @@ class File:
         """Write the file to ``<root>/<name>``; returns the path.
 
         An existing file is kept when ``exist_ok`` (the path is returned), overwritten with
-        ``replace``, else a ``UsageError`` (a ``ValueError``, as wandb raises) names it."""
+        ``replace``, else an ``ExistsError`` (a ``ValueError``, as wandb raises) names it."""
         path = os.path.join(root, self.name)
         if os.path.exists(path) and not replace:
             if exist_ok:
                 return path
-            raise UsageError(
+            from wisp.errors import ExistsError
+
+            raise ExistsError(
                 f"{path} exists: pass replace=True to overwrite it or exist_ok=True to keep it"
             )
         data = self._backend.file_bytes(self.run_id, self._info)
