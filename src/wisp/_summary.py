@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 else:
     _MappingBase = MutableMapping
 
-__all__ = ["Summary", "nested_get"]
+__all__ = ["Summary", "SummaryDict", "nested_get"]
 
 
 def nested_get(view: dict[str, Any], key: str) -> Any:
@@ -48,6 +48,46 @@ def nested_get(view: dict[str, Any], key: str) -> Any:
     if not out:
         raise KeyError(key)
     return out
+
+
+class SummaryDict(dict):  # type: ignore[type-arg]
+    """A stored summary as readers return it (``wisp.open_run``, ``wisp.Api``): a dict of
+    the stored keys that reads a prefix of them nested, as the live ``run.summary`` does
+    (``summary["eval"]["f1"]`` for ``eval/f1``); ``_json_dict`` is the plain dict."""
+
+    def __getitem__(self, key: str) -> Any:
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        return nested_get(dict(self), key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"summary has no key {name!r}") from None
+
+    def __delitem__(self, key: str) -> None:
+        if dict.__contains__(self, key):
+            dict.__delitem__(self, key)
+            return
+        under = [k for k in self if k.startswith(key + "/")]
+        if not under:
+            raise KeyError(key)
+        for k in under:
+            dict.__delitem__(self, k)
+
+    @property
+    def _json_dict(self) -> dict[str, Any]:
+        """The summary as a plain dict (what wandb's export loop collects)."""
+        return dict(self)
 
 
 class Summary(_MappingBase):
@@ -120,6 +160,11 @@ class Summary(_MappingBase):
 
     def __len__(self) -> int:
         return len(self._view())
+
+    @property
+    def _json_dict(self) -> dict[str, Any]:
+        """The summary as a plain dict, as wandb's ``summary._json_dict``."""
+        return dict(self._view())
 
     def __repr__(self) -> str:
         return f"Summary({self._view()!r})"

@@ -199,6 +199,7 @@ def test_download_files(docs: Docs) -> None:
     assert got["local"]["refused_existing"] is True
 
 
+@pytest.mark.slow
 def test_artifacts(docs: Docs) -> None:
     """api.artifact, api.artifacts, artifact_collections, run.logged_artifacts and
     run.used_artifacts, and Lightning's WandbLogger.download_artifact, agree on both."""

@@ -112,7 +112,7 @@ def _when(v: Any, where: str) -> Any:
     except ValueError:
         raise UsageError(f"filter: {where}: {v!r} is not an ISO 8601 time") from None
     if t.tzinfo is None:
-        t = t.replace(tzinfo=datetime.UTC)
+        t = t.replace(tzinfo=datetime.timezone.utc)
     return t.timestamp()
 
 

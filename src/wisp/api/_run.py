@@ -96,7 +96,7 @@ class Run:
         """Creation time as wandb gives it: ISO 8601 in UTC, without a zone suffix."""
         import datetime
 
-        when = datetime.datetime.fromtimestamp(self.created_at, datetime.UTC)
+        when = datetime.datetime.fromtimestamp(self.created_at, datetime.timezone.utc)
         return when.replace(tzinfo=None).isoformat(timespec="seconds")
 
     @property
