@@ -12,9 +12,10 @@ producer, consumer = os.environ["PRODUCER"], os.environ["CONSUMER"]
 
 artifact = api.artifact(f"{entity}/{project}/model:best")
 root = artifact.download(root="best")
-files = {
-    f: open(os.path.join(root, f), "rb").read().hex() for f in sorted(os.listdir(root))
-}
+files = {}
+for f in sorted(os.listdir(root)):
+    with open(os.path.join(root, f), "rb") as fh:
+        files[f] = fh.read().hex()
 versions = [a.version for a in api.artifacts(type_name="model", name=f"{entity}/{project}/model")]
 collections = [
     (c.name, c.type) for c in api.artifact_collections(project_name=project, type_name="model")

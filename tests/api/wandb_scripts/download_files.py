@@ -22,9 +22,13 @@ try:
 except ValueError:
     refused = True
 
+contents = {}
+for n in sorted(names):
+    with open(os.path.join("downloads", n), "rb") as fh:
+        contents[n] = fh.read().hex()
 seen = {
     "names": sorted(names),
-    "bytes": {n: open(os.path.join("downloads", n), "rb").read().hex() for n in sorted(names)},
+    "bytes": contents,
     "refused_existing": refused,
 }
 print("RESULT " + json.dumps(seen))

@@ -4,7 +4,6 @@ import json
 import os
 
 import pandas as pd
-
 import wandb
 
 api = wandb.Api()

@@ -29,9 +29,8 @@ seen = {
     "system_rows": len(system) > 0,
     "system_columns": sorted(c for c in system.columns if not c.startswith("system/")),
     "system_keys": all(c.startswith(("system/", "_")) for c in system.columns),
-    "system_metrics": sorted(run.system_metrics) == sorted(
-        c for c in system.columns if c.startswith("system/")
-    ),
+    "system_metrics": sorted(run.system_metrics)
+    == sorted(c for c in system.columns if c.startswith("system/")),
     "last_step": run.lastHistoryStep,
 }
 print("RESULT " + json.dumps(seen))

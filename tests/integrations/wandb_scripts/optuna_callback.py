@@ -2,13 +2,11 @@
 run per trial (as_multirun) and one study in a single run."""
 
 import json
-
 import warnings
 
 import optuna
-from optuna_integration.wandb import WeightsAndBiasesCallback
-
 import wandb
+from optuna_integration.wandb import WeightsAndBiasesCallback
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 warnings.simplefilter("ignore", FutureWarning)  # the callback is deprecated since optuna 4.9
