@@ -204,9 +204,7 @@ def test_artifacts(docs: Docs) -> None:
     """api.artifact, api.artifacts, artifact_collections, run.logged_artifacts and
     run.used_artifacts, and Lightning's WandbLogger.download_artifact, agree on both."""
     pytest.importorskip("lightning")
-    got = _both(
-        docs, "artifacts", PRODUCER=docs.ids["v1-alpha"], CONSUMER=docs.ids["v2-beta"]
-    )
+    got = _both(docs, "artifacts", PRODUCER=docs.ids["v1-alpha"], CONSUMER=docs.ids["v2-beta"])
     assert got["local"] == got["server"]
     seen = got["local"]
     assert seen["best_version"] == "v1"
@@ -214,3 +212,17 @@ def test_artifacts(docs: Docs) -> None:
     assert seen["versions"] == ["v0", "v1"] and seen["logged"] == ["v0", "v1"]
     assert seen["collections"] == [["model", "model"]] and seen["used"] == ["v1"]
     assert seen["lightning_files"] == ["weights.bin"]
+
+
+def test_histories_leave_system_metrics_out(docs: Docs) -> None:
+    """runs.histories() and to_parquet() hold the logged metrics only: system metrics (kept
+    by the server as points at step = time in ms) are Run.history(stream="system")."""
+    for api in (wisp.Api(docs.server.url, docs.server.key), wisp.Api(dir=docs.local)):
+        with api:
+            runs = api.runs("docs", filters={"display_name": "v1-alpha"})
+            table = runs.histories(format="arrow")
+            assert table.column_names == ["run_id", "step", "acc", "loss"]
+            assert table.column("step").to_pylist() == list(range(10))
+            frame = runs.histories()
+            assert list(frame.columns) == ["run_id", "step", "acc", "loss"] and len(frame) == 10
+            assert runs.to_parquet(str(docs.base / "h.parquet")) == 10
