@@ -26,9 +26,8 @@ def _rows() -> list[str]:
         if line.startswith("#"):
             section = line
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("|") and len(cells) >= 3 and cells[1] in _STATUSES:
-            out.append(line)
-        elif section == "### What differs" and line.startswith("- "):
+        row = line.startswith("|") and len(cells) >= 3 and cells[1] in _STATUSES
+        if row or (section == "### What differs" and line.startswith("- ")):
             out.append(line)
         elif section == "### What differs" and line.startswith("  ") and out:
             out[-1] += " " + line.strip()  # a bullet's continuation lines
@@ -79,6 +78,5 @@ def test_local_history_x_axis_is_the_step(tmp_path: Path) -> None:
     run = wisp.init(project="diff", dir=str(tmp_path))
     run.log({"loss": 0.5})
     run.finish()
-    with wisp.Api(dir=tmp_path) as api:
-        with pytest.raises(wisp.UsageError, match="_step"):
-            api.run(f"diff/{run.id}").history(x_axis="_timestamp")
+    with wisp.Api(dir=tmp_path) as api, pytest.raises(wisp.UsageError, match="_step"):
+        api.run(f"diff/{run.id}").history(x_axis="_timestamp")
