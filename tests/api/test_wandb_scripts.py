@@ -226,3 +226,24 @@ def test_histories_leave_system_metrics_out(docs: Docs) -> None:
             frame = runs.histories()
             assert list(frame.columns) == ["run_id", "step", "acc", "loss"] and len(frame) == 10
             assert runs.to_parquet(str(docs.base / "h.parquet")) == 10
+
+
+def test_api_settings_projects_and_entity(docs: Docs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """wisp.Api() finds the server through WANDB_BASE_URL/WANDB_API_KEY (never wandb's own
+    cloud), takes wandb's overrides, and lists projects by entity."""
+    monkeypatch.setenv("WANDB_BASE_URL", docs.server.url)
+    monkeypatch.setenv("WANDB_API_KEY", docs.server.key)
+    with wisp.Api() as api:
+        assert api.server_url == docs.server.url
+        assert [p.name for p in api.projects()] == ["docs"]
+        assert api.projects(entity="nobody") == []
+        assert api.project("docs").run_count == 3 and len(api.project("docs").runs()) == 3
+    monkeypatch.setenv("WANDB_BASE_URL", "https://api.wandb.ai")
+    monkeypatch.setenv("WANDB_ENTITY", "team")
+    with wisp.Api({"project": "docs"}) as api:
+        assert api.server_url is None and api.default_entity == "team"
+        assert api.settings == {"project": "docs"}
+    monkeypatch.setenv("WISP_CACHE_DIR", str(docs.cache))
+    with wisp.Api(dir=docs.local, overrides={"entity": "me", "project": "docs"}) as api:
+        assert api.default_entity == "me"
+        assert api.artifact("model:v0").version == "v0"  # in the overrides' project
