@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from wisp.media import Audio, Histogram, Html, Image, Object3D, Table, Video
     from wisp.plot import plot_table
     from wisp.sweeps import agent, sweep
+    from wisp.wandb_compat._tee import tee_wandb
 
 __version__ = "0.1.0"
 
@@ -78,6 +79,7 @@ __all__ = [
     "summary",
     "sweep",
     "sync",
+    "tee_wandb",
     "unwatch",
     "use_artifact",
     "watch",
@@ -122,6 +124,7 @@ _LAZY = {
     "sweep": ("wisp.sweeps", "sweep"),
     # `import wandb` resolving to wisp (src/wisp/wandb_compat)
     "install_as_wandb": ("wisp.wandb_compat", "install"),
+    "tee_wandb": ("wisp.wandb_compat._tee", "tee_wandb"),
     "agent": ("wisp.sweeps", "agent"),
 }
 
