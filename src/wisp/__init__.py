@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from wisp.media import Audio, Histogram, Html, Image, Object3D, Table, Video
     from wisp.plot import plot_table
     from wisp.sweeps import agent, sweep
-    from wisp.wandb_compat._tee import tee_wandb
+    from wisp.wandb_compat._tee import tee_wandb, untee_wandb
 
 __version__ = "0.1.0"
 
@@ -80,6 +80,7 @@ __all__ = [
     "sweep",
     "sync",
     "tee_wandb",
+    "untee_wandb",
     "unwatch",
     "use_artifact",
     "watch",
@@ -125,6 +126,7 @@ _LAZY = {
     # `import wandb` resolving to wisp (src/wisp/wandb_compat)
     "install_as_wandb": ("wisp.wandb_compat", "install"),
     "tee_wandb": ("wisp.wandb_compat._tee", "tee_wandb"),
+    "untee_wandb": ("wisp.wandb_compat._tee", "untee_wandb"),
     "agent": ("wisp.sweeps", "agent"),
 }
 

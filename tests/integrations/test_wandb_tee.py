@@ -74,3 +74,4 @@ def test_tee_records_the_same_run_in_wandb_and_wisp(tmp_path: Path) -> None:
     assert mine.summary["best"] == theirs.summary["best"] == 0.9
     assert mine.summary["loss"] == theirs.summary["loss"] == 0.2
     assert mine.state == "finished"
+    assert result["teed"] and result["restored"]  # untee_wandb() gives wandb.init back

@@ -8,6 +8,7 @@ import wandb
 
 import wisp
 
+original = wandb.init
 wisp.tee_wandb()
 run = wandb.init(
     project="tee",
@@ -25,5 +26,13 @@ run.log({"hist": wandb.Histogram(np.arange(10.0))}, step=7)
 run.config.update({"epochs": 5})
 run.summary["best"] = 0.9
 wandb.finish()
-print("RESULT " + json.dumps({"id": run.id, "wisp_dir": run._wisp_tee.dir}))
+teed = wandb.init is not original
+wisp.untee_wandb()
+seen = {
+    "id": run.id,
+    "wisp_dir": run._wisp_tee.dir,
+    "teed": teed,
+    "restored": wandb.init is original,
+}
+print("RESULT " + json.dumps(seen))
 sys.stdout.flush()
