@@ -50,6 +50,26 @@ def nested_get(view: dict[str, Any], key: str) -> Any:
     return out
 
 
+def _attr(summary: Any, name: str) -> Any:
+    """``summary.name``: the key ``name`` (AttributeError for private names or no key)."""
+    if name.startswith("_"):
+        raise AttributeError(name)
+    try:
+        return summary[name]
+    except KeyError:
+        raise AttributeError(f"summary has no key {name!r}") from None
+
+
+def _under(keys: Any, key: str) -> tuple[str, ...]:
+    """The stored keys ``del summary[key]`` removes: ``key``, else those nested under it."""
+    if key in keys:
+        return (key,)
+    found = tuple(k for k in keys if k.startswith(key + "/"))
+    if not found:
+        raise KeyError(key)
+    return found
+
+
 class SummaryDict(dict):  # type: ignore[type-arg]
     """A stored summary as readers return it (``wisp.open_run``, ``wisp.Api``): a dict of
     the stored keys that reads a prefix of them nested, as the live ``run.summary`` does
@@ -67,21 +87,10 @@ class SummaryDict(dict):  # type: ignore[type-arg]
             return default
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(f"summary has no key {name!r}") from None
+        return _attr(self, name)
 
     def __delitem__(self, key: str) -> None:
-        if dict.__contains__(self, key):
-            dict.__delitem__(self, key)
-            return
-        under = [k for k in self if k.startswith(key + "/")]
-        if not under:
-            raise KeyError(key)
-        for k in under:
+        for k in _under(dict.keys(self), key):
             dict.__delitem__(self, k)
 
     @property
@@ -127,22 +136,10 @@ class Summary(_MappingBase):
         self._run.summary_set(row)
 
     def __delitem__(self, key: str) -> None:
-        view = self._view()
-        if key in view:
-            keys: tuple[str, ...] = (key,)
-        else:
-            keys = tuple(k for k in view if k.startswith(key + "/"))
-            if not keys:
-                raise KeyError(key)
-        self._run.summary_set({}, keys)
+        self._run.summary_set({}, _under(self._view(), key))
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(f"summary has no key {name!r}") from None
+        return _attr(self, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_"):

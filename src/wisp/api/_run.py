@@ -24,6 +24,19 @@ _X_AXES = {"_step": "step", "step": "step", "_timestamp": "time", "_runtime": "r
 _EDITABLE = ("name", "tags", "notes", "group", "job_type")
 
 
+def _optional_text(name: str, doc: str) -> Any:
+    """A property for an editable text field of the run that may be None."""
+
+    def get(self: Run) -> str | None:
+        v = self._field(name)
+        return None if v is None else str(v)
+
+    def put(self: Run, value: str | None) -> None:
+        self._set_text(name, value)
+
+    return property(get, put, doc=doc)
+
+
 class Run:
     """One run: attributes, histories, files, artifacts, and edits saved with :meth:`update`."""
 
@@ -178,23 +191,8 @@ class Run:
     def notes(self, value: str) -> None:
         self._set_text("notes", value)
 
-    @property
-    def group(self) -> str | None:
-        v = self._field("group")
-        return None if v is None else str(v)
-
-    @group.setter
-    def group(self, value: str | None) -> None:
-        self._set_text("group", value)
-
-    @property
-    def job_type(self) -> str | None:
-        v = self._field("job_type")
-        return None if v is None else str(v)
-
-    @job_type.setter
-    def job_type(self, value: str | None) -> None:
-        self._set_text("job_type", value)
+    group = _optional_text("group", "The run's group; set it and call update() to save it.")
+    job_type = _optional_text("job_type", "The run's job type; set it and call update().")
 
     @property
     def tags(self) -> list[str]:
