@@ -237,11 +237,19 @@ class LocalBackend:
         return out
 
     def scan(
-        self, run_id: str, keys: list[str], lo: int | None, hi: int | None, page: int
+        self,
+        run_id: str,
+        keys: list[str],
+        lo: int | None,
+        hi: int | None,
+        page: int,
+        complete: bool = False,
     ) -> Iterator[dict[str, Any]]:
         pts = self._points(run_id, keys, lo, hi)
         for s in sorted(pts):
-            yield {"_step": s, **{k: pts[s][k] for k in keys if k in pts[s]}}
+            got = pts[s]
+            if not complete or len(got) == len(keys):
+                yield {"_step": s, **{k: got[k] for k in keys if k in got}}
 
     def export(
         self,

@@ -380,11 +380,10 @@ class Run:
         if not isinstance(page_size, int) or page_size < 1:
             raise UsageError(f"page_size must be a positive int, got {page_size!r}")
         hi = None if max_step is None else int(max_step) - 1
-        rows: Iterator[dict[str, Any]] = self._backend.scan(self.key, ks, min_step, hi, page_size)
-        if keys is None:
-            return rows
-        n = len(ks) + 1
-        return (r for r in rows if len(r) == n)
+        rows: Iterator[dict[str, Any]] = self._backend.scan(
+            self.key, ks, min_step, hi, page_size, complete=keys is not None
+        )
+        return rows
 
     # -- files and artifacts -------------------------------------------------------------------
 

@@ -217,17 +217,27 @@ class ServerBackend:
             yield from self._export_stream(run_ids[i : i + batch], keys, lo, hi)
 
     def scan(
-        self, run_id: str, keys: list[str], lo: int | None, hi: int | None, page: int
+        self,
+        run_id: str,
+        keys: list[str],
+        lo: int | None,
+        hi: int | None,
+        page: int,
+        complete: bool = False,
     ) -> Iterator[dict[str, Any]]:
+        """Rows ``{"_step", key: value}`` in step order; ``complete``: only rows holding
+        every key."""
         page_points = max(1000, page * max(1, len(keys)))
+        width = len(keys) + 1
         for part in self._export_stream([run_id], keys, lo, hi, page_points):
             if isinstance(part, list):
                 for row in part:
                     row.pop("run_id", None)
                     row["_step"] = row.pop("step")
-                    yield row
+                    if not complete or len(row) == width:
+                        yield row
                 continue
-            yield from _batch_rows(part, keys)
+            yield from _batch_rows(part, keys, complete)
 
     # -- files ---------------------------------------------------------------------------------
 
@@ -258,8 +268,9 @@ def _rows(stream: Any, chunk: int = 10_000) -> Iterator[list[dict[str, Any]]]:
         yield buf
 
 
-def _batch_rows(batch: Any, keys: list[str]) -> Iterator[dict[str, Any]]:
-    """Row dicts ``{"_step", key: value}`` of a record batch, absent values left out."""
+def _batch_rows(batch: Any, keys: list[str], complete: bool) -> Iterator[dict[str, Any]]:
+    """Row dicts ``{"_step", key: value}`` of a record batch, absent values left out (with
+    ``complete``, rows lacking a key left out)."""
     steps = batch.column(1).to_pylist()
     cols = [batch.column(i + 2) for i in range(len(keys))]
     if all(c.null_count == 0 for c in cols):
@@ -275,4 +286,5 @@ def _batch_rows(batch: Any, keys: list[str]) -> Iterator[dict[str, Any]]:
             v = col[i]
             if v is not None:
                 row[k] = v
-        yield row
+        if not complete or len(row) == len(keys) + 1:
+            yield row
