@@ -104,7 +104,9 @@ def test_plot_table_as_ultralytics_calls_it(tmp_path: Path) -> None:
 def test_molecule_and_graph_are_logged(tmp_path: Path) -> None:
     """A Molecule file is stored byte for byte with its format; a Graph inline."""
     pdb = tmp_path / "water.pdb"
-    pdb.write_text("HETATM    1  O   HOH A   1       0.000   0.000   0.000  1.00  0.00           O\n")
+    pdb.write_text(
+        "HETATM    1  O   HOH A   1       0.000   0.000   0.000  1.00  0.00           O\n"
+    )
     run = wisp.init(project="media")
     graph = wandb.Graph(format="torch")
     a = graph.add_node(name="fc1", class_name="Linear")

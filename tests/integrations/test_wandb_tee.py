@@ -45,7 +45,11 @@ def test_tee_records_the_same_run_in_wandb_and_wisp(tmp_path: Path) -> None:
         WISP_CONSOLE="off",
     )
     out = subprocess.run(
-        [sys.executable, str(SCRIPT)], cwd=tmp_path, env=env, capture_output=True, text=True,
+        [sys.executable, str(SCRIPT)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=240,
     )
     assert out.returncode == 0, out.stderr[-4000:]

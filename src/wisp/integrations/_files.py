@@ -315,4 +315,3 @@ def _notebook_cells() -> list[str]:
     if history is None:
         return []
     return [str(c) for c in history.input_hist_raw[1:] if str(c).strip()]
-
