@@ -4,10 +4,7 @@ both give the same, expected values."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,10 +13,9 @@ from typing import Any
 import pytest
 
 import wisp
+from tests.integrations.integrations_support import WANDB_COMPAT_PATH, run_result
 
-ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).resolve().parent / "wandb_scripts"
-PATH = os.pathsep.join([str(ROOT / "compat" / "wandb" / "src"), str(ROOT / "src")])
 
 
 class Docs:
@@ -100,30 +96,19 @@ def _run(docs: Docs, script: str, backend: str, **env: str) -> dict[str, Any]:
     """Run ``wandb_scripts/<script>.py`` against ``backend`` ("local" or "server")."""
     cwd = docs.base / f"{script}-{backend}"
     cwd.mkdir(exist_ok=True)
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("WISP_", "WANDB_"))}
-    clean.update(
-        PYTHONPATH=PATH,
-        WISP_CONFIG=str(docs.base / "no-user-config.json"),
-        WISP_CACHE_DIR=str(docs.cache),
-        ENTITY="team",
-        PROJECT="docs",
+    extra = {
+        "PYTHONPATH": WANDB_COMPAT_PATH,
+        "WISP_CACHE_DIR": str(docs.cache),
+        "ENTITY": "team",
+        "PROJECT": "docs",
         **env,
-    )
+    }
     if backend == "server":
-        clean.update(WANDB_BASE_URL=docs.server.url, WANDB_API_KEY=docs.server.key)
+        extra.update(WANDB_BASE_URL=docs.server.url, WANDB_API_KEY=docs.server.key)
     else:
-        clean["WISP_DIR"] = str(docs.local)
-    out = subprocess.run(
-        [sys.executable, str(SCRIPTS / f"{script}.py")],
-        cwd=cwd,
-        env=clean,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-4000:]
-    line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    result: dict[str, Any] = json.loads(line[len("RESULT ") :])
+        extra["WISP_DIR"] = str(docs.local)
+    result = run_result([str(SCRIPTS / f"{script}.py")], cwd, extra, timeout=300)
+    del result["_stderr"]
     return result
 
 

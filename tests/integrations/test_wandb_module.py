@@ -4,10 +4,6 @@ optuna-integration's callback run unmodified through ``import wandb``."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,31 +12,16 @@ import pytest
 import wisp
 from wisp import wandb_compat as wandb
 
-ROOT = Path(__file__).resolve().parents[2]
+from .integrations_support import WANDB_COMPAT_PATH, run_result
+
 SCRIPTS = Path(__file__).resolve().parent / "wandb_scripts"
 
 
 def run_as_wandb(code: str, cwd: Path, script: Path | None = None) -> dict[str, Any]:
     """Run ``code`` (or ``script``) where ``import wandb`` is the compatibility module;
     returns its ``RESULT`` object."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("WISP_", "WANDB_"))}
-    path = [str(ROOT / "compat" / "wandb" / "src"), str(ROOT / "src")]
-    env.update(
-        PYTHONPATH=os.pathsep.join(path),
-        WISP_DIR=str(cwd),
-        WISP_CONFIG=str(cwd / "no-user-config.json"),
-        WISP_GIT="false",
-        WISP_SYSTEM_METRICS="false",
-        WISP_CONSOLE="off",
-    )
     args = [str(script)] if script is not None else ["-c", code]
-    out = subprocess.run(
-        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=240
-    )
-    assert out.returncode == 0, out.stderr[-4000:]
-    line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    result: dict[str, Any] = json.loads(line[len("RESULT ") :])
-    return result
+    return run_result(args, cwd, {"PYTHONPATH": WANDB_COMPAT_PATH})
 
 
 def test_submodules_resolve_as_attributes(tmp_path: Path) -> None:
@@ -60,6 +41,7 @@ seen["same"] = wandb.errors is __import__("sys").modules["wandb.errors"]
 print("RESULT " + json.dumps(seen))
 """
     seen = run_as_wandb(code, tmp_path)
+    del seen["_stderr"]
     assert seen == {
         "run_class": True,
         "api": True,

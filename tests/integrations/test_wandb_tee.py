@@ -3,11 +3,7 @@ and both record the same rows, config and summary."""
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +13,8 @@ import wisp
 from tests.compat._wandb_file import WandbOffline
 from tests.compat.conftest import unflatten
 
-ROOT = Path(__file__).resolve().parents[2]
+from .integrations_support import run_result
+
 SCRIPT = Path(__file__).resolve().parent / "wandb_scripts" / "tee.py"
 
 
@@ -33,27 +30,8 @@ def test_tee_records_the_same_run_in_wandb_and_wisp(tmp_path: Path) -> None:
     (a wandb Histogram as a wisp histogram of the same counts), and config, tags, notes and
     the user's summary value agree."""
     pytest.importorskip("wandb")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("WISP_", "WANDB_"))}
-    env.update(
-        PYTHONPATH=str(ROOT / "src"),
-        WANDB_DIR=str(tmp_path),
-        WANDB_SILENT="true",
-        WISP_DIR=str(tmp_path),
-        WISP_CONFIG=str(tmp_path / "none.json"),
-        WISP_GIT="false",
-        WISP_SYSTEM_METRICS="false",
-        WISP_CONSOLE="off",
-    )
-    out = subprocess.run(
-        [sys.executable, str(SCRIPT)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert out.returncode == 0, out.stderr[-4000:]
-    result = json.loads(next(ln for ln in out.stdout.splitlines() if ln.startswith("RESULT "))[7:])
+    extra = {"WANDB_DIR": str(tmp_path), "WANDB_SILENT": "true"}
+    result = run_result([str(SCRIPT)], tmp_path, extra)
     theirs = WandbOffline(str(tmp_path))
     mine = wisp.open_run(result["wisp_dir"])
     assert mine.id == result["id"] and mine.project == "tee" and mine.name == "both"
