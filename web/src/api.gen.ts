@@ -699,7 +699,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Mark a run as alive */
+        /** Mark a run as alive (the answer says whether it was asked to stop) */
         post: operations["heartbeat"];
         delete?: never;
         options?: never;
@@ -752,6 +752,23 @@ export interface paths {
         put?: never;
         /** Append a batch of run-file records exactly once */
         post: operations["post_records"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ask a live run's process to finish (its owner or a project admin) */
+        post: operations["stop"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1009,6 +1026,14 @@ export interface components {
         /** Ack */
         Ack: {
             acked_seq: number;
+            /** @default false */
+            stop?: boolean;
+        };
+        /** Alive */
+        Alive: {
+            ok: boolean;
+            /** @default false */
+            stop?: boolean;
         };
         /**
          * ArtifactAliasBody
@@ -1392,10 +1417,6 @@ export interface components {
             name: string;
             /** @default null */
             password?: string | null;
-        };
-        /** Ok */
-        Ok: {
-            ok: boolean;
         };
         /**
          * PanelSpec
@@ -3574,7 +3595,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Ok"];
+                    "application/json": components["schemas"]["Alive"];
                 };
             };
             "4XX": components["responses"]["Error"];
@@ -3664,6 +3685,29 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SeqConflict"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    stop: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Alive"];
                 };
             };
             "4XX": components["responses"]["Error"];

@@ -1,5 +1,6 @@
 // Entry: routes hash URLs to pages; asks for an API key when the server wants one.
 import "uplot/dist/uPlot.min.css";
+import "./design.css";
 import "./style.css";
 import "./media_kinds";
 import { accountPage } from "./account";
@@ -65,9 +66,11 @@ function render(): void {
     if (b === "w") parts.push(" / workspace");
   }
   if (a === "sweeps") {
+    // the header's own "Sweeps" link is on the right; the trail names the sweep
     parts.push(" / ", h("a", { href: href(["sweeps"]) }, "sweeps"));
     if (project) parts.push(" / ", h("span", {}, project));
   }
+  document.getElementById("nav-sweeps")?.toggleAttribute("aria-current", a === "sweeps");
   crumbs.replaceChildren(...parts);
   lineage.replaceChildren();
   if (a === "account") {
@@ -101,8 +104,10 @@ window.addEventListener("wisp-auth", () => {
   }, 0);
 });
 document.addEventListener("keydown", (e) => {
-  if (e.key === "/" && !(e.target instanceof HTMLInputElement)) {
-    const s = document.querySelector<HTMLInputElement>("#key-search, #filter");
+  const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement;
+  if (e.key === "/" && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) {
+    // the page's filter: runs table, workspace, metric search (run page, compare)
+    const s = document.querySelector<HTMLInputElement>("#filter, #ws-filter, #key-search");
     if (s) {
       e.preventDefault();
       s.focus();

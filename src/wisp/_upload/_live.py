@@ -76,6 +76,17 @@ def never_answered(up: Uploader) -> bool:
     return unreachable(up) or (up.silent_at_init and not up.registered.is_set())
 
 
+def stop_requested(run: Run) -> None:
+    """Someone asked the server to stop this run (``wisp.Api`` ``run.stop()``, the MCP tool
+    ``stop_run``, the dashboard): say so, and interrupt the main thread as Ctrl+C would, so
+    the program's own handlers run and the run finishes as ``killed`` (wandb's remote stop
+    does the same)."""
+    import _thread
+
+    log.warning("wisp: run %s was asked to stop from the server; stopping it (as Ctrl+C)", run.id)
+    _thread.interrupt_main()
+
+
 def attach(run: Run) -> None:
     """Start uploading a new online run; wait at most ``init_timeout`` for it to register.
 
@@ -91,6 +102,7 @@ def attach(run: Run) -> None:
     client = ApiClient(s.server_url, s.api_key, timeout=10.0)
     up = Uploader(run.dir, client, heartbeat_interval=s.heartbeat_interval)
     up.defer_refusal = True  # a refusal while init() waits is raised here, not logged
+    up.on_stop = lambda: stop_requested(run)
     refused = False
 
     def stop() -> None:

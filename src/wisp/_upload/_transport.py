@@ -159,6 +159,8 @@ class ApiClient:
         self.transport: Transport = transport or HttpTransport(self.server_url)
         self.timeout = timeout
         self.plain_uploads = False  # True once the server said it takes blob bytes itself
+        #: set once the server answered that someone asked for the run to stop
+        self.stop_requested = False
         self._headers = {"User-Agent": "wisp-uploader/1", "Accept": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -237,6 +239,7 @@ class ApiClient:
             "POST", f"/runs/{quote(run_id, safe='')}/records", body, gzip=gzip, ok=(409,)
         )
         doc = self._json(resp)
+        self._note_stop(doc)
         acked = doc.get("acked_seq")
         if type(acked) is not int:
             if resp.status == 409:  # not a seq conflict: the run is not ours (run_owned, ...)
@@ -268,4 +271,11 @@ class ApiClient:
         upload_blob(self, "media", sha256, len(data), data, direct)
 
     def heartbeat(self, run_id: str) -> None:
-        self.call("POST", f"/runs/{quote(run_id, safe='')}/heartbeat", b"{}")
+        resp = self.call("POST", f"/runs/{quote(run_id, safe='')}/heartbeat", b"{}")
+        self._note_stop(self._json(resp))
+
+    def _note_stop(self, doc: dict[str, Any]) -> None:
+        """Someone asked the server to stop this run (``POST /runs/{id}/stop``): its answers
+        to heartbeats and record batches say ``"stop": true`` from then on."""
+        if doc.get("stop") is True:
+            self.stop_requested = True

@@ -186,6 +186,8 @@ class Uploader:
         self.defer_refusal = False  # set while init() waits: it raises a refusal, not we
         self.silent_at_init = False  # set when init() waited init_timeout without an answer
         self.crashed = False  # set by sync for a dead process: register the run as crashed
+        #: called once when the server says someone asked the run to stop (live runs)
+        self.on_stop: Callable[[], None] | None = None
         # progress and outcome, read by finish()/sync
         self.records_sent = 0
         self.bytes_sent = 0
@@ -336,6 +338,7 @@ class Uploader:
                 continue
             failures = 0
             last_progress = self.clock()
+            self._check_stop()
             if progressed:
                 if on_progress is not None:
                     on_progress(self)
@@ -378,6 +381,13 @@ class Uploader:
         if self.clock() - self._last_contact >= hb:
             self.client.heartbeat(self.key)
             self._last_contact = self.clock()
+        self._check_stop()
+
+    def _check_stop(self) -> None:
+        """Call ``on_stop`` (once) when the server said the run was asked to stop."""
+        if self.client.stop_requested and self.on_stop is not None:
+            on_stop, self.on_stop = self.on_stop, None
+            on_stop()
 
     def _mark_done(self) -> None:
         assert self.key is not None

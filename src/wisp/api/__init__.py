@@ -36,7 +36,10 @@ def _env_server() -> tuple[str | None, str | None]:
 
 class Api:
     """Runs of a wisp server (``server_url``/``api_key``, default from settings and
-    ``wisp login``) or of a local folder (``dir``, or the current one with no server)."""
+    ``wisp login``) or of a local folder (``dir``, or the current one with no server).
+
+    ``transport`` replaces the HTTP connection to the server (an object with the
+    ``request``/``close`` methods of ``wisp._upload._transport.Transport``)."""
 
     def __init__(
         self,
@@ -47,6 +50,7 @@ class Api:
         timeout: float | None = 60.0,
         retries: int = 6,
         overrides: dict[str, Any] | None = None,
+        transport: Any = None,
     ) -> None:
         if isinstance(server_url, dict):  # wandb.Api({"entity": ...}): wandb's overrides
             overrides, server_url = server_url, None
@@ -83,7 +87,13 @@ class Api:
             self.server_url = server_url.rstrip("/")
             self.dir = None
             self._backend = ServerBackend(
-                HttpApi(self.server_url, api_key, timeout=timeout or 60.0, retries=retries)
+                HttpApi(
+                    self.server_url,
+                    api_key,
+                    timeout=timeout or 60.0,
+                    retries=retries,
+                    transport=transport,
+                )
             )
 
     def close(self) -> None:

@@ -171,6 +171,19 @@ class LocalBackend:
     def user_name(self) -> None:
         return None
 
+    def stop(self, run_id: str) -> None:
+        raise UsageError(
+            "stopping a run needs a server: the run's process learns of it through its uploads"
+        )
+
+    def alerts(self, run_id: str) -> list[dict[str, Any]]:
+        return [dict(a) for a in self._find(run_id).records.get("alert", ())]
+
+    def console_lines(self, run_id: str) -> Iterator[str]:
+        for rec in self._find(run_id).records.get("console", ()):
+            for line in rec.get("lines") or ():
+                yield str(line[2])
+
     def edit(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
         """Append the new config and summary to the run file; refuse what a local run
         cannot take, naming why (nothing is written then)."""

@@ -88,8 +88,13 @@ class Run:
         ``Api.run()`` takes; the entity is ``""`` for a project named without one)."""
         return [self.entity, self.project, self.id]
 
-    def _where(self) -> str:
+    @property
+    def run_path(self) -> str:
+        """``entity/project/run_id`` (``project/run_id`` without an entity) as one string."""
         return f"{self.project_path}/{self.id}"
+
+    def _where(self) -> str:
+        return self.run_path
 
     @property
     def url(self) -> str | None:
@@ -384,6 +389,26 @@ class Run:
             self.key, ks, min_step, hi, page_size, complete=keys is not None
         )
         return rows
+
+    def metric_keys(self) -> list[str]:
+        """The keys of the run's logged numeric metrics, sorted (system metrics are
+        ``history(stream="system")``)."""
+        return self._all_keys()
+
+    def stop(self) -> None:
+        """Ask the run's process to finish (a live run uploading to a server): it sees the
+        request with its next heartbeat or batch and stops as on Ctrl+C, state ``killed``."""
+        self._backend.stop(self.key)
+
+    def alerts(self) -> list[dict[str, Any]]:
+        """The alerts the run raised (``wisp.alert``): title, text, level, ts, step."""
+        found: list[dict[str, Any]] = self._backend.alerts(self.key)
+        return found
+
+    def console_lines(self) -> Iterator[str]:
+        """The captured console output (stdout and stderr), one line at a time, in order."""
+        lines: Iterator[str] = self._backend.console_lines(self.key)
+        return lines
 
     # -- files and artifacts -------------------------------------------------------------------
 

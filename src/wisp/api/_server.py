@@ -89,6 +89,24 @@ class ServerBackend:
             return None
         return None if name is None else str(name)
 
+    def stop(self, run_id: str) -> None:
+        try:
+            self.http.json("POST", f"/runs/{q(run_id)}/stop", body={})
+        except FatalApiError as exc:
+            raise self._not_found(exc, f"run {run_id!r}") from None
+
+    def console_lines(self, run_id: str, page: int = 10_000) -> Iterator[str]:
+        after = -1
+        while True:
+            got = self.http.json(
+                "GET", f"/runs/{q(run_id)}/console", query={"after": after, "limit": page}
+            )["lines"]
+            for line in got:
+                yield str(line["text"])
+            if len(got) < page:
+                return
+            after = int(got[-1]["id"])
+
     def edit(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
         """PATCH the run; a field the server answers without having saved it (a server that
         predates editing it) is a UsageError naming it, never a silent loss."""

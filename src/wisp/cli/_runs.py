@@ -288,8 +288,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
         n = export_media(data, args.media, keys)
         print(f"wrote {n} media files to {args.media}", file=sys.stderr)
+        args.out.data(run=data.id, media_files=n, written=args.media)
         return EXIT["ok"]
     out_path = args.output or f"{data.name or data.id}.{fmt}"
+    if args.json and out_path == "-":
+        raise CliError("--json answers on stdout: the rows need a file", "give one with -o FILE")
     if fmt == "parquet" and out_path == "-":
         raise CliError("parquet cannot be written to stdout", "give a file with -o")
     rows = data.history(keys)
@@ -320,6 +323,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 stream.close()
     if out_path != "-":
         print(f"wrote {count} rows to {out_path}", file=sys.stderr)
+    args.out.data(run=data.id, rows=count, written=out_path, format=fmt)
     return EXIT["ok"]
 
 
@@ -358,11 +362,17 @@ def cmd_gc(args: argparse.Namespace) -> int:
         else:
             kept += 1
             if args.verbose:
-                print(f"keep   {os.path.basename(d)}: {why}")
+                args.out.say(f"keep   {os.path.basename(d)}: {why}")
     total = sum(s for _, s in doomed)
     verb = "would delete" if args.dry_run else "delete"
     for d, size in doomed:
-        print(f"{verb} {os.path.basename(d)} ({_size(size)})")
+        args.out.say(f"{verb} {os.path.basename(d)} ({_size(size)})")
+    args.out.data(
+        deleted=[os.path.basename(d) for d, _ in doomed],
+        bytes=total,
+        kept=kept,
+        dry_run=bool(args.dry_run),
+    )
     if not args.dry_run:
         failed = 0
         for d, _ in Progress(len(doomed), "deleting").iter(doomed):
@@ -374,5 +384,5 @@ def cmd_gc(args: argparse.Namespace) -> int:
         if failed:
             return EXIT["failed"]
     done = "would free" if args.dry_run else "freed"
-    print(f"{len(doomed)} fully synced run(s), {done} {_size(total)}; kept {kept} run(s)")
+    args.out.say(f"{len(doomed)} fully synced run(s), {done} {_size(total)}; kept {kept} run(s)")
     return EXIT["ok"]
