@@ -12,6 +12,7 @@ import { current, href } from "./router";
 import { runsPage } from "./runs/page";
 import { sweepPage, sweepsPage } from "./sweep";
 import { workspacePage } from "./workspace/page";
+import { reportPage, reportsPage } from "./report/page";
 import { h } from "./util";
 
 const app = document.getElementById("app")!;
@@ -64,6 +65,8 @@ function render(): void {
     if (b !== "artifacts") parts.push(" · ", h("a", { href: href(["p", project, "artifacts"]), id: "artifacts-link" }, "artifacts"));
     if (b === "compare") parts.push(" / compare");
     if (b === "w") parts.push(" / workspace");
+    if (b === "reports") parts.push(" / ", h("a", { href: href(["p", project, "reports"]) }, "reports"));
+    else parts.push(" · ", h("a", { href: href(["p", project, "reports"]), id: "reports-link" }, "reports"));
   }
   if (a === "sweeps") {
     // the header's own "Sweeps" link is on the right; the trail names the sweep
@@ -88,6 +91,8 @@ function render(): void {
   } else if (a === "p" && project && b === "artifacts") dispose = artifactsPage(app, r, project, id);
   else if (a === "p" && project && b === "compare") dispose = comparePage(app, r, project);
   else if (a === "p" && project && b === "w") dispose = workspacePage(app, r, project, id);
+  else if (a === "p" && project && b === "reports" && id) dispose = reportPage(app, r, project, id);
+  else if (a === "p" && project && b === "reports") dispose = reportsPage(app, project);
   else if (a === "p" && project) dispose = runsPage(app, r, project);
   else dispose = projectsPage(app);
 }

@@ -167,6 +167,41 @@ class Api:
         source, post = split_filters(filters)
         return Runs(self._backend, project, source, order, per_page, post)
 
+    def report(self, path: str, version: int | None = None) -> Any:
+        """A report kept on the server, ``"project/ID"`` (its latest version unless
+        ``version``): a ``ReportRef`` with ``markdown``, ``versions()``, ``diff()``,
+        ``revert()`` and ``report`` (a ``wisp.Report``); docs/reports.md."""
+        from wisp.reports._client import get
+
+        return get(self, path, version)
+
+    def reports(self, project: str) -> list[dict[str, Any]]:
+        """The reports of a project on the server: ``{id, title, version, author, ...}``."""
+        from wisp.reports._client import reports_of
+
+        return reports_of(self, project)
+
+    def push_report(
+        self,
+        report: Any,
+        project: str | None = None,
+        id: str | None = None,  # noqa: A002 - the report's id
+        base: int | None = None,
+    ) -> Any:
+        """Upload a report (a ``wisp.Report``, a file path or Markdown text) as a new version
+        of report ``id``, or as a new report; returns its ``ReportRef``."""
+        from wisp.reports._client import push
+        from wisp.reports._report import Report
+
+        if isinstance(report, str) and report.startswith("---"):
+            report = Report.from_markdown(report)
+        elif not isinstance(report, Report):
+            report = Report.load(report)
+        target = project or report.project
+        if not target:
+            raise UsageError("push_report() needs a project (none in the report either)")
+        return push(self, target, report.markdown, id, base)
+
     def run(self, path: str | list[str] | tuple[str, ...]) -> Run:
         """One run by ``"entity/project/run_id"`` (``run.path``), ``"project/run_id"`` (run ids
         are unique per project) or ``"run_key"`` (the server's key of a run, ``Run.key``)."""

@@ -11,6 +11,8 @@ import importlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from wisp.errors import install_hint
+
 __all__ = ["SYSTEM_PREFIX", "arrow_available", "build", "by_run_id", "need", "to_batch"]
 
 #: Keys of system metrics: the server keeps them as points at step = time in ms.
@@ -18,7 +20,7 @@ SYSTEM_PREFIX = "system/"
 
 _HINTS = {
     "pandas": "pip install pandas",
-    "pyarrow": "pip install pyarrow  (or: pip install 'wisp[export]')",
+    "pyarrow": f"pip install pyarrow  (or: {install_hint('export')})",
     "polars": "pip install polars",
 }
 

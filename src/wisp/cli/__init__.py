@@ -40,6 +40,14 @@ def _parser() -> argparse.ArgumentParser:
         )
 
     sp = add("ui", "open the dashboard on the runs of a directory (local server)")
+    sp.add_argument(
+        "folder",
+        nargs="?",
+        metavar="DIR",
+        default=None,
+        help="show only this folder's runs (a database of its own); without it, the dashboard "
+        "keeps the runs of every folder it followed",
+    )
     dir_opt(sp)
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=8642, help="0 picks a free port (default 8642)")
@@ -325,6 +333,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--root", default=".", help="the project folder to write into (default .)")
     sp.add_argument("--json", action="store_true", help="machine-readable output")
+    from wisp.cli._report_cmd import add_parser as add_report
+
+    add_report(sub)
 
     sp = add("doctor", "check this environment for common tracking problems")
     dir_opt(sp)
@@ -368,6 +379,7 @@ _COMMANDS = {
     "mcp": ("wisp.cli._agent_cmd", "cmd_mcp"),
     "query": ("wisp.cli._agent_cmd", "cmd_query"),
     "skills": ("wisp.cli._agent_cmd", "cmd_skills"),
+    "report": ("wisp.cli._report_cmd", "cmd_report"),
 }
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wisp.cli._term import EXIT, CliError, table
+from wisp.errors import install_hint
 
 __all__ = ["call_with", "cmd_keys", "cmd_login", "cmd_server", "cmd_sync", "cmd_ui", "http_get"]
 
@@ -28,7 +29,7 @@ def _function(module: str, name: str, what: str, extra: str) -> Callable[..., An
         if missing and not missing.startswith("wisp"):
             raise CliError(
                 f"{what} needs the package {missing!r}",
-                f"pip install 'wisp[{extra}]'",
+                install_hint(extra),
                 EXIT["missing_dependency"],
             ) from None
         raise CliError(
@@ -53,16 +54,36 @@ def call_with(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 def cmd_ui(args: argparse.Namespace) -> int:
     ui = _function("wisp._ui", "ui", "`wisp ui`", "server")
-    data = args.data or _function("wisp._ui", "data_dir", "`wisp ui`", "server")()
+    only = args.folder is not None  # `wisp ui DIR`: that folder's runs alone, its own database
+    folder = args.folder if only else args.dir
+    if only and not os.path.isdir(folder):
+        raise CliError(f"no folder {folder!r}", "wisp ui DIR shows the runs under DIR/wisp")
+    if args.data:
+        data = args.data
+    elif only:
+        data = _function("wisp._ui", "folder_data_dir", "`wisp ui`", "server")(folder)
+    else:
+        data = _function("wisp._ui", "data_dir", "`wisp ui`", "server")()
+    roots = _function("wisp._ui", "ui_roots", "`wisp ui`", "server")(folder, only)
 
     def ready(url: str) -> None:
-        args.out.say(f"wisp ui: database and media in {os.path.abspath(data)}", err=True)
+        args.out.say(f"wisp ui: follows the runs under {' and '.join(roots)}", err=True)
+        shared = (
+            ""
+            if only or args.data
+            else (
+                "; it keeps the runs of every folder `wisp ui` followed before "
+                "(`wisp ui DIR` shows one folder's runs only)"
+            )
+        )
+        args.out.say(f"wisp ui: database and media in {os.path.abspath(data)}{shared}", err=True)
         args.out.say(f"wisp dashboard: {url}  (Ctrl-C stops it)")
         args.out.event("ready", url=url, data=os.path.abspath(data))
 
     call_with(
         ui,
-        dir=args.dir,
+        dir=folder,
+        only=only,
         host=args.host,
         port=args.port,
         open_browser=args.open,
