@@ -30,8 +30,10 @@ if TYPE_CHECKING:
     from wisp.api import Api
     from wisp.artifacts import Artifact
     from wisp.media import Audio, Histogram, Html, Image, Object3D, Table, Video
+    from wisp.plot import plot_table
     from wisp.reports import Report
     from wisp.sweeps import agent, sweep
+    from wisp.wandb_compat._tee import tee_wandb, untee_wandb
 
 
 __all__ = [
@@ -71,12 +73,15 @@ __all__ = [
     "mark_preempting",
     "open_run",
     "plot",
+    "plot_table",
     "restore",
     "run",
     "save",
     "summary",
     "sweep",
     "sync",
+    "tee_wandb",
+    "untee_wandb",
     "unwatch",
     "use_artifact",
     "watch",
@@ -113,6 +118,7 @@ _LAZY = {
     "Html": ("wisp.media", "Html"),
     "Object3D": ("wisp.media", "Object3D"),
     "plot": ("wisp.plot", None),
+    "plot_table": ("wisp.plot", "plot_table"),
     # wandb-shaped helpers (src/wisp/integrations)
     "watch": ("wisp.integrations._watch", "watch"),
     "unwatch": ("wisp.integrations._watch", "unwatch"),
@@ -127,6 +133,8 @@ _LAZY = {
     "sweep": ("wisp.sweeps", "sweep"),
     # `import wandb` resolving to wisp (src/wisp/wandb_compat)
     "install_as_wandb": ("wisp.wandb_compat", "install"),
+    "tee_wandb": ("wisp.wandb_compat._tee", "tee_wandb"),
+    "untee_wandb": ("wisp.wandb_compat._tee", "untee_wandb"),
     "agent": ("wisp.sweeps", "agent"),
 }
 
@@ -153,7 +161,8 @@ def init(
     alone, ``"return_previous"`` (or False) returns the newest live run, and
     ``"finish_previous"``/``"default"``/True finish live runs first (wisp's default).
     ``entity`` (a user or team on the server) files the run under ``entity/project``.
-    Other arguments that only wandb knows (``save_code``, ...) are accepted and ignored
+    ``save_code=True`` saves the main script (a notebook's cells) into the run's files.
+    Other arguments that only wandb knows (``magic``, ...) are accepted and ignored
     with one warning, so ``import wisp as wandb`` works; any other unknown argument raises
     UsageError.
     """
@@ -202,6 +211,10 @@ def init(
         refused = exc.with_traceback(None)
     if refused is not None:
         raise refused  # init() refused: the message below says why
+    if wandb_only.get("save_code") and new.mode != "disabled":
+        from wisp.integrations._files import save_code
+
+        save_code(new)
     if how != "create_new":  # as in wandb: create_new leaves wisp.run alone
         (_state or _load_state()).run = new
     return new

@@ -31,7 +31,8 @@ __all__ = ["WANDB_ONLY_ARGS", "start_run", "wandb_only_args"]
 
 #: ``wandb.init()`` arguments wisp accepts and ignores (one warning lists them), so
 #: ``import wisp as wandb`` keeps working.  ``config_exclude_keys``,
-#: ``config_include_keys``, ``entity`` and ``reinit`` are honoured rather than ignored.
+#: ``config_include_keys``, ``entity``, ``reinit`` and ``save_code`` are honoured rather than
+#: ignored.
 WANDB_ONLY_ARGS = frozenset(
     {
         "entity",
@@ -50,7 +51,7 @@ WANDB_ONLY_ARGS = frozenset(
         "resume_from",
     }
 )
-_HONOURED = ("config_exclude_keys", "config_include_keys", "entity", "reinit")
+_HONOURED = ("config_exclude_keys", "config_include_keys", "entity", "reinit", "save_code")
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 _ADJECTIVES = [
