@@ -185,6 +185,8 @@ def init(
             ranks=ranks,
             finish_previous=how == "finish_previous",
             entity=entity,
+            fork_from=wandb_only.get("fork_from"),
+            resume_from=wandb_only.get("resume_from"),
         )
     except (UsageError, FatalApiError) as exc:
         # the caller's mistake (a bad setting, a refused key): the message says it all, so

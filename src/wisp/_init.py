@@ -50,7 +50,14 @@ WANDB_ONLY_ARGS = frozenset(
         "resume_from",
     }
 )
-_HONOURED = ("config_exclude_keys", "config_include_keys", "entity", "reinit")
+_HONOURED = (
+    "config_exclude_keys",
+    "config_include_keys",
+    "entity",
+    "reinit",
+    "fork_from",  # wisp._lineage
+    "resume_from",
+)
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 _ADJECTIVES = [
@@ -216,6 +223,8 @@ def start_run(
     ranks: str | None,
     finish_previous: bool = True,
     entity: str | None = None,
+    fork_from: str | None = None,
+    resume_from: str | None = None,
 ) -> Run:
     """A new run.  ``finish_previous`` (reinit): finish this process's live runs first.
 
@@ -285,6 +294,13 @@ def start_run(
             raise UsageError(f"init() config must be a dict, got {type(config).__name__}")
     if resume not in (None, False, True, "allow", "must", "never", "auto"):
         raise UsageError(f"init() resume must be 'allow', 'must' or 'never', got {resume!r}")
+    fork = back = None
+    if fork_from is not None or resume_from is not None:
+        from wisp._lineage import check_branch_args
+
+        fork, back = check_branch_args(fork_from, resume_from, resume, id)
+        if back is not None:  # a rewind resumes the run it names
+            id, resume = back.run_id, "must"  # noqa: A001
 
     # a second init() in one process finishes the live runs first (notebook cells re-run),
     # unless reinit="create_new" keeps them
@@ -306,11 +322,28 @@ def start_run(
     if rank is not None and rank.rank != 0 and s.ranks == "zero":
         s = s.replace(mode="disabled")  # only rank 0 records unless ranks="all"
     shared = rank is not None and s.ranks == "all" and s.mode != "disabled"
-    resumed = None
+    if shared and (fork or back):
+        raise UsageError("init(ranks='all') cannot fork_from or resume_from a run")
+    resumed = forked = None
+    if fork is not None and s.mode != "disabled":
+        from wisp._lineage import find_fork
+
+        forked = find_fork(os.path.abspath(s.dir or os.getcwd()), fork)
+        if project_entity(project)[1] == "uncategorized" and forked.parent_project:
+            project = forked.parent_project
+        config = forked.merge_config(config)
     if resume not in (None, False) and s.mode != "disabled" and not shared:
         from wisp._resume import find_resumable
 
+        if back is not None:
+            from wisp._lineage import check_rewind
+
+            check_rewind(os.path.abspath(s.dir or os.getcwd()), back)
         resumed = find_resumable(os.path.abspath(s.dir or os.getcwd()), id, resume)
+        if resumed is not None and back is not None:
+            from wisp._lineage import rewind
+
+            resumed = rewind(back, resumed)
         if resumed is not None:
             name = name or resumed.name
             if project_entity(project)[1] == "uncategorized" and resumed.project:
@@ -371,6 +404,12 @@ def start_run(
     if resumed is not None:
         resumed.apply(run)
         run.mark_resumed()
+        if back is not None:
+            from wisp._lineage import note_rewind
+
+            note_rewind(run, back.step)
+    if forked is not None:
+        forked.apply(run)
     if s.mode == "online":
         from wisp._upload._live import attach
         from wisp.errors import FatalApiError

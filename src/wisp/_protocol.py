@@ -85,7 +85,8 @@ class RecordType:
     FILE = 9  # a file saved into the run directory
     ALERT = 10  # a user alert
     WARNING = 11  # a background failure, counted
-    RESUME = 12  # a resumed segment continues an earlier run
+    RESUME = 12  # a resumed segment continues an earlier run (or rewinds it: wisp._lineage)
+    LINEAGE = 13  # a run forked from another run at a step (wisp._lineage)
 
     NAMES = {
         1: "run",
@@ -100,6 +101,7 @@ class RecordType:
         10: "alert",
         11: "warning",
         12: "resume",
+        13: "lineage",
     }
 
 

@@ -11,6 +11,10 @@ one run file per rank in its directory (``run.wisp`` for rank 0,
 prefixed ``rank<N>/`` (every rank, 0 included) so per-rank series stay
 distinct; ``RunData.ranks`` maps each rank to its own, unprefixed RunData.
 
+A fork of another run (``init(fork_from=...)``) reads as its parent's rows up to the
+fork step, then its own; rows a rewind (``init(resume_from=...)``) set aside are left
+out of the history and listed in ``RunData.set_aside`` (``wisp._lineage``).
+
 Rows that forked child processes logged to the run are in segment files of their
 own (``run.fork<PID>.wisp``); ``open_run(dir)`` yields them after the run's own
 rows, child by child, with their keys unchanged; ``RunData.forks`` maps each pid
@@ -57,7 +61,9 @@ def find_run_file(path: str | os.PathLike[str]) -> str:
 class RunData:
     """A run read from disk.  Records are read once, at open; ``history()`` decodes lazily."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, limit: int | None = None, depth: int = 0) -> None:
+        """``limit``: read the file's first ``limit`` bytes only (a fork's view of its parent);
+        ``depth``: how many forks down from the run opened (a loop guard)."""
         self.path = path
         self.dir = os.path.dirname(os.path.abspath(path))
         #: rank -> that rank's RunData, for a run recorded by several ranks (else empty)
@@ -72,8 +78,14 @@ class RunData:
         self._history_payloads: list[bytes] = []
         self._extra_rows: list[Any] | None = None
         self.forks: dict[int, RunData] = {}
+        #: the fork's LINEAGE record, or None (``parent``: the parent it names, found or not)
+        self.lineage: dict[str, Any] | None = None
+        self._rewinds: list[tuple[int, dict[str, Any]]] = []
+        self._depth = depth
+        self._own: tuple[list[Any], list[dict[str, Any]]] | None = None
+        self._parent: RunData | None = None
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read() if limit is None else f.read(limit)
         info = scan(data)
         self.record_count = info.records
         self.ignored_bytes = info.ignored
@@ -99,7 +111,73 @@ class RunData:
             elif t == RecordType.FINISH:
                 self.finish = obj
             else:
+                if t == RecordType.LINEAGE and obj.get("kind") == "fork" and not self.lineage:
+                    self.lineage = obj
+                elif t == RecordType.RESUME and isinstance(obj.get("rewind"), dict):
+                    self._rewinds.append((len(self._history_payloads), obj["rewind"]))
                 self.records.setdefault(RecordType.NAMES.get(t, str(t)), []).append(obj)
+        self.own_metrics = self.metrics
+        if self.lineage is not None:
+            self._open_parent()
+
+    # -- lineage (wisp._lineage) -------------------------------------------------------------
+
+    def _open_parent(self) -> None:
+        from wisp._lineage_read import load_parent, summarize
+
+        self._parent = load_parent(self, RunData)
+        if self._parent is None:
+            return  # not on this machine: the run's own rows only (``parent["found"]``)
+        self.metrics = [*self._parent.metrics, *self.own_metrics]
+        self.summary = summarize(
+            self.view_rows(), self.metrics, self.summary, self.own_rows(), self.own_metrics
+        )
+
+    @property
+    def parent(self) -> dict[str, Any] | None:
+        """A fork's parent: ``{"run_id", "project", "step", "dir", "found"}``; else None."""
+        lin = self.lineage
+        if lin is None:
+            return None
+        p = self._parent
+        return {
+            "run_id": lin.get("parent_id"),
+            "project": lin.get("parent_project"),
+            "step": lin.get("step"),
+            "dir": None if p is None else p.dir,
+            "found": p is not None,
+        }
+
+    def _split(self) -> tuple[list[Any], list[dict[str, Any]]]:
+        if self._own is None:
+            from wisp._lineage_read import own_rows
+
+            self._own = own_rows(self._history_payloads, self._rewinds)
+        return self._own
+
+    def own_rows(self) -> list[Any]:
+        """This file's own rows, (step, timestamp, values), without those set aside."""
+        return self._split()[0]
+
+    @property
+    def set_aside(self) -> list[dict[str, Any]]:
+        """Rows rewinds set aside, oldest rewind first: ``{"rewind": i, "step": N,
+        "rows": [(step, timestamp, values), ...]}`` (kept in the file, never in history)."""
+        return self._split()[1]
+
+    def view_rows(self) -> Iterator[Any]:
+        """The run's history as readers see it: a fork's parent's rows up to the fork step,
+        then this file's own rows (without those set aside)."""
+        if self._parent is not None and self.lineage is not None:
+            step = self.lineage.get("step")
+            for row in self._parent.view_rows():
+                if type(step) is int and row[0] <= step:
+                    yield row
+        if not self._rewinds:
+            for payload in self._history_payloads:
+                yield from decode_history(payload)
+            return
+        yield from self.own_rows()
 
     # -- identity ----------------------------------------------------------------------------
 
@@ -142,23 +220,31 @@ class RunData:
                 for step, ts, values in self.ranks[rank]._rows():
                     yield step, ts, {f"rank{rank}/{k}": v for k, v in values.items()}
             return
-        for payload in self._history_payloads:
-            yield from decode_history(payload)
+        yield from self.view_rows()
 
-    def history(self, keys: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    def history(
+        self, keys: list[str] | None = None, *, set_aside: bool = False
+    ) -> Iterator[dict[str, Any]]:
         """Rows in logged order: ``{"_step": s, "_timestamp": t, key: value, ...}``.
 
         A merged multi-rank run yields rank 0's rows, then rank 1's, and so on.
+        ``set_aside``: then the rows rewinds set aside, each with ``"_rewind": i``.
         """
         want = set(keys) if keys is not None else None
-        for step, ts, values in self._rows():
-            if want is not None:
-                values = {k: v for k, v in values.items() if k in want}
-                if not values:
-                    continue
-            row = {"_step": step, "_timestamp": ts}
-            row.update(values)
-            yield row
+        parts = [(None, self._rows())]
+        if set_aside:
+            parts += [(p["rewind"], iter(p["rows"])) for p in self.set_aside]
+        for rewind, rows in parts:
+            for step, ts, values in rows:
+                if want is not None:
+                    values = {k: v for k, v in values.items() if k in want}
+                    if not values:
+                        continue
+                row = {"_step": step, "_timestamp": ts}
+                if rewind is not None:
+                    row["_rewind"] = rewind
+                row.update(values)
+                yield row
 
     def scalars(self, key: str, x: str | None = None) -> tuple[list[Any], list[Any]]:
         """(steps, values) of one metric.
