@@ -57,6 +57,7 @@ __all__ = [
     "find_fork",
     "parse_moment",
     "note_rewind",
+    "restore_set_aside",
     "rewind",
 ]
 
@@ -285,3 +286,72 @@ def note_rewind(run: Run, step: int) -> None:
     past = list(earlier) if isinstance(earlier, list) else []
     run.lineage_meta["rewinds"] = [*past, {"step": step, "at": time.time()}]
     run.refresh_meta()
+
+
+def restore_set_aside(run_dir: str, new_id: str, index: int = -1) -> str:
+    """Bring back the rows rewind ``index`` of the run in ``run_dir`` set aside, as a new
+    run next to it: a fork of the run at the rewind's step whose own rows are those rows
+    (wandb keeps a rewound run's original history as an archived run).  Returns its
+    directory; the rewound run itself is left as it is."""
+    from wisp._reader import open_run
+    from wisp._rundir import META_FILE, RUN_FILE, dir_name, write_meta
+    from wisp._runfile import HEADER, encode_history, encode_record
+
+    data = open_run(run_dir)
+    parts = data.set_aside
+    if not parts:
+        raise UsageError(f"run {data.id!r} has no rows set aside by a rewind")
+    try:
+        part = parts[index]
+    except (IndexError, TypeError):
+        raise UsageError(
+            f"rewind index {index!r} out of range: run {data.id!r} has {len(parts)} rewind(s)"
+        ) from None
+    now = time.time()
+    stamp = time.strftime("%Y%m%d_%H%M%S")
+    new_dir = os.path.join(os.path.dirname(run_dir), dir_name(stamp, new_id))
+    os.makedirs(new_dir)
+    name = f"{data.name}-rewind{part['rewind']}"
+    run = {**data.metadata, "run_id": new_id, "name": name, "writer_id": os.urandom(8).hex()}
+    run["created_at"] = now
+    rows = [list(r) for r in part["rows"]]
+    last = rows[-1][0] if rows else part["step"]
+    fork = {
+        "kind": "fork",
+        "parent_id": data.id,
+        "parent_project": data.project,
+        "step": part["step"],
+        "parent_dir": os.path.relpath(run_dir, new_dir),
+        "parent_bytes": os.path.getsize(os.path.join(run_dir, RUN_FILE)),
+        "forked_at": now,
+        "restored_rewind": part["rewind"],
+    }
+    finish = {"state": "finished", "exit_code": 0, "finished_at": now, "last_step": last}
+    records = [
+        (RecordType.RUN, run),
+        (RecordType.LINEAGE, fork),
+        (RecordType.CONFIG, {"config": data.config}),
+        (RecordType.FINISH, finish),
+    ]
+    blob = [HEADER]
+    for rtype, obj in records:
+        if rtype == RecordType.FINISH and rows:
+            blob.append(encode_record(RecordType.HISTORY, encode_history(rows)))
+        blob.append(encode_record(rtype, json.dumps(obj).encode("utf-8")))
+    with open(os.path.join(new_dir, RUN_FILE), "wb") as f:
+        f.write(b"".join(blob))
+    meta = {
+        "id": new_id,
+        "project": data.project,
+        "name": name,
+        "state": "finished",
+        "created_at": now,
+        "file": RUN_FILE,
+        "format_version": 1,
+        "exit_code": 0,
+        "last_step": last,
+        "config": data.config,
+        "fork_from": {"run_id": data.id, "project": data.project, "step": part["step"]},
+    }
+    write_meta(new_dir, meta, META_FILE)
+    return new_dir

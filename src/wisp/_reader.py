@@ -300,7 +300,7 @@ class RunData:
         from wisp.media._read import image_paths
 
         steps, values = self.scalars(key)
-        return steps, [image_paths(self.dir, key, v) for v in values]
+        return steps, [self._located(image_paths(self.dir, key, v)) for v in values]
 
     def media_files(self, key: str) -> tuple[list[int], list[list[str]]]:
         """(steps, [absolute file paths]) of any media stored as files (audio, video, html,
@@ -308,14 +308,27 @@ class RunData:
         from wisp.media._read import media_files
 
         steps, values = self.scalars(key)
-        return steps, [media_files(self.dir, key, v) for v in values]
+        return steps, [self._located(media_files(self.dir, key, v)) for v in values]
+
+    def _located(self, paths: list[str]) -> list[str]:
+        """Media of a fork's parent part live in the parent's directory (or further up)."""
+        out = []
+        for path in paths:
+            rel, parent = os.path.relpath(path, self.dir), self._parent
+            while not os.path.exists(path) and parent is not None:
+                if os.path.exists(os.path.join(parent.dir, rel)):
+                    path = os.path.join(parent.dir, rel)
+                parent = parent._parent
+            out.append(path)
+        return out
 
     def table(self, key: str, step: int | None = None) -> list[dict[str, Any]]:
         """The rows of the table (or wisp.plot chart) logged at ``step`` (default: the last),
         image cells as paths."""
         from wisp.media._read import read_table
 
-        columns, rows = read_table(self.dir, key, self._value_at(key, step))
+        value = self._value_at(key, step)
+        columns, rows = read_table(self._media_dir(value), key, value)
         return [dict(zip(columns, row, strict=True)) for row in rows]
 
     def table_frame(self, key: str, step: int | None = None) -> Any:
@@ -328,8 +341,16 @@ class RunData:
             ) from exc
         from wisp.media._read import read_table
 
-        columns, rows = read_table(self.dir, key, self._value_at(key, step))
+        value = self._value_at(key, step)
+        columns, rows = read_table(self._media_dir(value), key, value)
         return pd.DataFrame(rows, columns=columns)
+
+    def _media_dir(self, value: Any) -> str:
+        """The directory a typed value's ``path`` is in: this run's, or a fork's parent's."""
+        path = value.get("path") if isinstance(value, dict) else None
+        if not isinstance(path, str):
+            return self.dir
+        return os.path.dirname(self._located([os.path.join(self.dir, path)])[0][: -len(path)])
 
     def _value_at(self, key: str, step: int | None) -> Any:
         steps, values = self.scalars(key)

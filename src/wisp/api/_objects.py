@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from wisp._protocol import project_entity
+from wisp.api._lineage import LineageMixin
 from wisp.errors import UsageError
 
 __all__ = ["File", "Project", "Run", "Runs"]
@@ -58,8 +59,10 @@ class File:
         return f"<File {self.name} size={self.size}>"
 
 
-class Run:
-    """One run: attributes, histories, files, and edits saved with :meth:`update`."""
+class Run(LineageMixin):
+    """One run: attributes, histories, files, and edits saved with :meth:`update`.
+
+    Lineage (``parent``, ``forks()``, rows set aside by rewinds): ``wisp.api._lineage``."""
 
     def __init__(self, backend: Any, data: dict[str, Any]) -> None:
         self._backend = backend

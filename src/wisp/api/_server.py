@@ -9,7 +9,7 @@ from typing import Any
 from wisp._protocol import project_path
 from wisp.api._http import HttpApi, q
 from wisp.api._tables import arrow_available
-from wisp.errors import FatalApiError, NotFoundError
+from wisp.errors import FatalApiError, NotFoundError, UsageError
 
 __all__ = ["ServerBackend"]
 
@@ -191,6 +191,18 @@ class ServerBackend:
 
     # -- files ---------------------------------------------------------------------------------
 
+    def lineage(self, run_id: str) -> dict[str, Any]:
+        raise _no_lineage()
+
+    def forks(self, run_id: str) -> list[dict[str, Any]]:
+        raise _no_lineage()
+
+    def scan_set_aside(self, run_id: str, rewind: int | None) -> Iterator[dict[str, Any]]:
+        raise _no_lineage()
+
+    def restore_set_aside(self, run_id: str, rewind: int) -> dict[str, Any]:
+        raise _no_lineage()
+
     def files(self, run_id: str) -> list[dict[str, Any]]:
         try:
             return list(self.http.json("GET", f"/runs/{q(run_id)}/files").get("files", []))
@@ -236,3 +248,11 @@ def _batch_rows(batch: Any, keys: list[str]) -> Iterator[dict[str, Any]]:
             if v is not None:
                 row[k] = v
         yield row
+
+
+def _no_lineage() -> UsageError:
+    """Lineage is read from run files for now (docs/fork.md: what the server does not do yet)."""
+    return UsageError(
+        "a run's lineage (parent, forks, rows set aside) is read from local run files for now: "
+        "wisp.Api(dir=<the folder holding wisp/>)"
+    )
