@@ -55,8 +55,8 @@ __all__ = [
     "check_branch_args",
     "check_rewind",
     "find_fork",
-    "parse_moment",
     "note_rewind",
+    "parse_moment",
     "restore_set_aside",
     "rewind",
 ]

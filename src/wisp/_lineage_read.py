@@ -40,7 +40,9 @@ def own_rows(
             step = rw.get("step")
             if type(step) is not int:
                 continue
-            aside.append({"rewind": len(aside), "step": step, "rows": [r for r in rows if r[0] > step]})
+            aside.append(
+                {"rewind": len(aside), "step": step, "rows": [r for r in rows if r[0] > step]}
+            )
             rows = [r for r in rows if r[0] <= step]
 
     for i, payload in enumerate(payloads):
@@ -89,7 +91,7 @@ def _spec_for(metrics: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
     for m in reversed(metrics):
         name = m.get("name")
         if isinstance(name, str) and fnmatchcase(key, name):
-            return m
+            return dict(m)
     return None
 
 

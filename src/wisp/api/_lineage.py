@@ -20,7 +20,10 @@ class LineageMixin:
     ``restore_set_aside()`` of a run."""
 
     _backend: Any
-    key: str
+
+    @property
+    def key(self) -> str:  # pragma: no cover - Run's own
+        raise NotImplementedError
 
     def __init__(self, backend: Any, data: dict[str, Any]) -> None:  # pragma: no cover
         raise NotImplementedError  # Run's own __init__; declared here for type(self)(...)

@@ -242,9 +242,12 @@ class LocalBackend:
         out = []
         for d in self._dirs():  # run.json names a fork's parent: no run file is read
             parent = read_meta(d).get("fork_from")
-            if isinstance(parent, dict) and parent.get("run_id") == run_id:
-                if parent.get("project") in (None, data.project):
-                    out.append(self._dict(self._open(d)))
+            if (
+                isinstance(parent, dict)
+                and parent.get("run_id") == run_id
+                and parent.get("project") in (None, data.project)
+            ):
+                out.append(self._dict(self._open(d)))
         return sorted(out, key=lambda r: r["created_at"])
 
     def scan_set_aside(self, run_id: str, rewind: int | None) -> Iterator[dict[str, Any]]:
