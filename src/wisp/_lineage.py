@@ -172,19 +172,21 @@ def _scan_state(path: str) -> tuple[dict[str, Any], int | None]:
 
     config: dict[str, Any] = {}
     last: int | None = None
+    history: bytes | None = None  # steps never go back: the last batch holds the last step
     tail = RecordTail(path)
     while recs := tail.read():
         for rec in recs:
             if rec.type == RecordType.CONFIG:
                 config = json.loads(rec.payload).get("config", {})
             elif rec.type == RecordType.HISTORY:
-                rows = decode_history(rec.payload)
-                if rows and type(rows[-1][0]) is int:
-                    last = rows[-1][0] if last is None else max(last, rows[-1][0])
+                history = rec.payload
             elif rec.type == RecordType.RESUME:
                 back = json.loads(rec.payload).get("rewind")
                 if isinstance(back, dict) and type(back.get("step")) is int:
-                    last = back["step"]
+                    last, history = back["step"], None
+    rows = [] if history is None else decode_history(history)
+    if rows and type(rows[-1][0]) is int:
+        last = rows[-1][0] if last is None else max(last, rows[-1][0])
     return config, last
 
 
@@ -271,8 +273,10 @@ def rewind(moment: Moment, resumed: Resumed) -> Resumed:
         )
     kept = data.own_rows()
     rows = sum(1 for r in kept if r[0] > step)
-    view = (r for r in data.view_rows() if r[0] <= step)
-    summary = summarize(view, data.metrics, resumed.summary, kept, data.own_metrics)
+    view = data.view_rows() if data.parent is not None else iter(kept)
+    summary = summarize(
+        (r for r in view if r[0] <= step), data.metrics, resumed.summary, kept, data.own_metrics
+    )
     extra = {"rewind": {"step": step, "previous_last_step": resumed.last_step, "rows": rows}}
     return resumed._replace(last_step=step, summary=summary, extra=extra)
 

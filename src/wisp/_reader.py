@@ -71,7 +71,8 @@ class RunData:
         self._state: str | None = None  # set on merged multi-rank runs
         self.metadata: dict[str, Any] = {}
         self.config: dict[str, Any] = {}
-        self.summary: dict[str, Any] = {}
+        self._summary: dict[str, Any] = {}
+        self._summary_view = False  # a fork's summary is computed over its view when read
         self.metrics: list[dict[str, Any]] = []
         self.finish: dict[str, Any] | None = None
         self.records: dict[str, list[Any]] = {}
@@ -105,7 +106,7 @@ class RunData:
             elif t == RecordType.CONFIG:
                 self.config = obj["config"]
             elif t == RecordType.SUMMARY:
-                self.summary = obj["summary"]
+                self._summary = obj["summary"]
             elif t == RecordType.METRIC:
                 self.metrics.append(obj)
             elif t == RecordType.FINISH:
@@ -123,15 +124,29 @@ class RunData:
     # -- lineage (wisp._lineage) -------------------------------------------------------------
 
     def _open_parent(self) -> None:
-        from wisp._lineage_read import load_parent, summarize
+        from wisp._lineage_read import load_parent
 
         self._parent = load_parent(self, RunData)
         if self._parent is None:
             return  # not on this machine: the run's own rows only (``parent["found"]``)
         self.metrics = [*self._parent.metrics, *self.own_metrics]
-        self.summary = summarize(
-            self.view_rows(), self.metrics, self.summary, self.own_rows(), self.own_metrics
-        )
+        self._summary_view = True
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The last SUMMARY record; a fork's is recomputed over its view (first read)."""
+        if self._summary_view:
+            from wisp._lineage_read import summarize
+
+            self._summary_view = False
+            self._summary = summarize(
+                self.view_rows(), self.metrics, self._summary, self.own_rows(), self.own_metrics
+            )
+        return self._summary
+
+    @summary.setter
+    def summary(self, value: dict[str, Any]) -> None:
+        self._summary, self._summary_view = value, False
 
     @property
     def parent(self) -> dict[str, Any] | None:
@@ -170,9 +185,10 @@ class RunData:
         then this file's own rows (without those set aside)."""
         if self._parent is not None and self.lineage is not None:
             step = self.lineage.get("step")
-            for row in self._parent.view_rows():
-                if type(step) is int and row[0] <= step:
-                    yield row
+            for row in self._parent.view_rows():  # steps never go back in a run's view
+                if type(step) is not int or row[0] > step:
+                    break
+                yield row
         if not self._rewinds:
             for payload in self._history_payloads:
                 yield from decode_history(payload)
