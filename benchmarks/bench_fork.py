@@ -44,7 +44,10 @@ def _big_run(base: Path, points: int) -> tuple[str, str]:
         f.write(encode_record(RecordType.CONFIG, json.dumps({"config": {"lr": 0.1}}).encode()))
         batch = 65_536
         for lo in range(0, points, batch):
-            rows = [[s, now + s * 1e-3, {"loss": 1.0 / (1 + s)}] for s in range(lo, min(points, lo + batch))]
+            rows = [
+                [s, now + s * 1e-3, {"loss": 1.0 / (1 + s)}]
+                for s in range(lo, min(points, lo + batch))
+            ]
             f.write(encode_record(RecordType.HISTORY, encode_history(rows)))
         fin = {"state": "finished", "exit_code": 0, "finished_at": now, "last_step": points - 1}
         f.write(encode_record(RecordType.FINISH, json.dumps(fin).encode()))
@@ -93,7 +96,9 @@ def main() -> None:
             return r.dir
 
         def fork() -> str | None:
-            r = wisp.init(fork_from=f"{run_id}?_step={mid}", dir=d, mode="offline", settings=settings)
+            r = wisp.init(
+                fork_from=f"{run_id}?_step={mid}", dir=d, mode="offline", settings=settings
+            )
             r.finish()
             return r.dir
 
@@ -113,7 +118,9 @@ def main() -> None:
         back = int(args.points * 0.9)
 
         def rewind() -> None:
-            wisp.init(resume_from=f"{run_id}?_step={back}", dir=d, mode="offline", settings=settings).finish()
+            wisp.init(
+                resume_from=f"{run_id}?_step={back}", dir=d, mode="offline", settings=settings
+            ).finish()
 
         rew_s, _ = _timed(rewind, 1)
         print(f"init(resume_from=...)+finish() at 90%: {rew_s:.2f} s (reads the file once)")

@@ -59,6 +59,7 @@ __all__ = [
     "parse_moment",
     "restore_set_aside",
     "rewind",
+    "with_parents",
 ]
 
 LINEAGE_VERSION = 1
@@ -359,3 +360,26 @@ def restore_set_aside(run_dir: str, new_id: str, index: int = -1) -> str:
     }
     write_meta(new_dir, meta, META_FILE)
     return new_dir
+
+
+def with_parents(run_dirs: list[str]) -> list[str]:
+    """``run_dirs`` with every fork's parents (found next to it, by ``run.json``'s
+    ``fork_from``) before it, added when missing: a server gets a parent before its forks."""
+    from wisp._rundir import find_by_id, read_meta
+
+    out: dict[str, None] = {}
+
+    def add(run_dir: str, depth: int) -> None:
+        if run_dir in out:
+            return
+        parent = read_meta(run_dir).get("fork_from")
+        if isinstance(parent, dict) and isinstance(parent.get("run_id"), str) and depth < 64:
+            base = os.path.dirname(os.path.dirname(run_dir))
+            found = find_by_id(base, parent["run_id"])
+            if found:
+                add(found[-1], depth + 1)
+        out[run_dir] = None
+
+    for d in run_dirs:
+        add(os.path.abspath(d), 0)
+    return list(out)

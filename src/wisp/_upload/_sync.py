@@ -38,9 +38,12 @@ class SyncResult(NamedTuple):
 
 
 def find_run_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """Run directories in ``paths``: each a run dir, a ``run.wisp``, or a folder holding them."""
+    """Run directories in ``paths``: each a run dir, a ``run.wisp``, or a folder holding them;
+    a fork's parents come before it (added when not named: ``wisp._lineage.with_parents``)."""
+    from wisp._lineage import with_parents
+
     try:
-        return run_dirs_under(paths)
+        return with_parents(run_dirs_under(paths))
     except ValueError as exc:
         raise UsageError(f"sync(): {exc}") from None
 
