@@ -105,8 +105,10 @@ def main() -> None:
         base_s, _ = _timed(plain, args.repeat)
         fork_s, fork_dir = _timed(fork, args.repeat)
         print(f"init()+finish(), a new run:          {base_s * 1e3:8.1f} ms")
-        print(f"init(fork_from=...)+finish():        {fork_s * 1e3:8.1f} ms "
-              f"(+{(fork_s - base_s) * 1e3:.1f} ms); fork dir {_du(str(fork_dir)):,} bytes")  # fmt: skip
+        extra = (fork_s - base_s) * 1e3
+        size = _du(str(fork_dir))
+        print(f"init(fork_from=...)+finish():        {fork_s * 1e3:8.1f} ms (+{extra:.1f} ms)")
+        print(f"  the fork's directory on disk: {size:,} bytes")
         meta_path = os.path.join(run_dir, "run.json")
         meta = json.loads(Path(meta_path).read_text())
         Path(meta_path).write_text(json.dumps({**meta, "state": "running", "pid": None}))
