@@ -167,25 +167,37 @@ def _same_project(asked: str, project: str) -> bool:
 
 
 def _scan_state(path: str) -> tuple[dict[str, Any], int | None]:
-    """(config, last step) of a run file read record by record (a parent still running or
-    one that crashed: its ``run.json`` has neither)."""
-    from wisp._runfile import RecordTail, decode_history
+    """(config, last step) of a run file (a parent still running or one that crashed: its
+    ``run.json`` has neither), hopping over payloads: only config and resume records and the
+    last history batch are read (steps never go back, so it holds the last step)."""
+    from wisp._runfile import _FRAME, FRAME_SIZE, HEADER_SIZE, decode_history
 
     config: dict[str, Any] = {}
     last: int | None = None
-    history: bytes | None = None  # steps never go back: the last batch holds the last step
-    tail = RecordTail(path)
-    while recs := tail.read():
-        for rec in recs:
-            if rec.type == RecordType.CONFIG:
-                config = json.loads(rec.payload).get("config", {})
-            elif rec.type == RecordType.HISTORY:
-                history = rec.payload
-            elif rec.type == RecordType.RESUME:
-                back = json.loads(rec.payload).get("rewind")
-                if isinstance(back, dict) and type(back.get("step")) is int:
+    history: tuple[int, int] | None = None
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        pos = HEADER_SIZE
+        f.seek(pos)
+        while pos + FRAME_SIZE <= size:
+            n, _crc, rtype = _FRAME.unpack(f.read(FRAME_SIZE))
+            if pos + FRAME_SIZE + n > size:
+                break  # a record still being written (or torn)
+            if rtype == RecordType.HISTORY:
+                history = (pos + FRAME_SIZE, n)
+            elif rtype in (RecordType.CONFIG, RecordType.RESUME):
+                obj = json.loads(f.read(n))
+                back = obj.get("rewind")
+                if rtype == RecordType.CONFIG:
+                    config = obj.get("config", {})
+                elif isinstance(back, dict) and type(back.get("step")) is int:
                     last, history = back["step"], None
-    rows = [] if history is None else decode_history(history)
+            pos += FRAME_SIZE + n
+            f.seek(pos)
+        rows: list[Any] = []
+        if history is not None:
+            f.seek(history[0])
+            rows = decode_history(f.read(history[1]))
     if rows and type(rows[-1][0]) is int:
         last = rows[-1][0] if last is None else max(last, rows[-1][0])
     return config, last
