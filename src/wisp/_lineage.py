@@ -267,7 +267,7 @@ def find_fork(base: str, moment: Moment) -> Fork:
 def rewind(moment: Moment, resumed: Resumed) -> Resumed:
     """``resumed`` taken back to ``moment.step``: its later rows set aside, its summary
     recomputed over the rows kept (user-set summary keys stay), steps going on at N + 1."""
-    from wisp._lineage_read import summarize
+    from wisp._lineage_read import Replay, user_set
     from wisp._reader import open_run
 
     if moment.project and resumed.project and not _same_project(moment.project, resumed.project):
@@ -284,12 +284,21 @@ def rewind(moment: Moment, resumed: Resumed) -> Resumed:
             f"{data.parent['run_id']!r} at step {data.parent['step']}; rewind it to that step "
             "or later, or fork its parent at the step you want"
         )
-    kept = data.own_rows()
-    rows = sum(1 for r in kept if r[0] > step)
-    view = data.view_rows() if data.parent is not None else iter(kept)
-    summary = summarize(
-        (r for r in view if r[0] <= step), data.metrics, resumed.summary, kept, data.own_metrics
-    )
+    own, upto = Replay(data.own_metrics), Replay(data.metrics)
+    fork = data.parent
+    if fork is not None:  # the parent's part: steps up to the fork step, all kept
+        for row in data.view_rows():
+            if row[0] > fork["step"]:
+                break
+            upto.add(row[2])
+    rows = 0  # one pass over the file's own rows (streamed)
+    for row in data.iter_own():
+        own.add(row[2])
+        if row[0] <= step:
+            upto.add(row[2])
+        else:
+            rows += 1
+    summary = {**upto.summary, **user_set(own, resumed.summary)}
     extra = {"rewind": {"step": step, "previous_last_step": resumed.last_step, "rows": rows}}
     return resumed._replace(last_step=step, summary=summary, extra=extra)
 

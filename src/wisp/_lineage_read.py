@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need 
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["MAX_DEPTH", "load_parent", "own_rows", "summarize"]
+__all__ = ["MAX_DEPTH", "Replay", "load_parent", "own_rows", "summarize", "user_set"]
 
 #: forks of forks deeper than this are refused (a loop of hand-made files ends here)
 MAX_DEPTH = 64
@@ -95,39 +95,52 @@ def _spec_for(metrics: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
     return None
 
 
-def _replay(rows: Iterable[Any], metrics: list[dict[str, Any]]) -> dict[str, Any]:
-    """The summary the writer computes over ``rows`` (its rules: ``wisp._metric``)."""
-    from wisp._metric import update_summary
+class Replay:
+    """The summary the writer computes over the rows :meth:`add` is given (its rules:
+    ``wisp._metric``), row by row."""
 
-    summary: dict[str, Any] = {}
-    aggs: dict[str, Any] = {}
-    specs: dict[str, dict[str, Any] | None] = {}
-    for _step, _ts, values in rows:
+    def __init__(self, metrics: list[dict[str, Any]]) -> None:
+        self.metrics = metrics
+        self.summary: dict[str, Any] = {}
+        self._aggs: dict[str, Any] = {}
+        self._specs: dict[str, dict[str, Any] | None] = {}
+
+    def add(self, values: dict[str, Any]) -> None:
+        from wisp._metric import update_summary
+
+        summary, specs = self.summary, self._specs
         for key, value in values.items():
             if key not in specs:
-                specs[key] = _spec_for(metrics, key)
+                specs[key] = _spec_for(self.metrics, key)
             spec = specs[key]
             how = spec.get("summary", "last") if spec else "last"
             if how == "last":
                 summary[key] = value
             elif how != "none" and spec is not None:
-                update_summary(summary, aggs, key, value, spec)
-    return summary
+                update_summary(summary, self._aggs, key, value, spec)
+
+
+def _replay(rows: Iterable[Any], metrics: list[dict[str, Any]]) -> Replay:
+    out = Replay(metrics)
+    for row in rows:
+        out.add(row[2])
+    return out
+
+
+def user_set(computed: Replay, recorded: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of a SUMMARY record (``recorded``) the user set: those that replaying the
+    run's own rows (``computed``) does not give."""
+    got = computed.summary
+    return {k: v for k, v in recorded.items() if k not in got or got[k] != v}
 
 
 def summarize(
     view: Iterable[Any],
     metrics: list[dict[str, Any]],
     recorded: Mapping[str, Any],
-    own: list[Any],
+    own: Iterable[Any],
     own_metrics: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """The summary over ``view``'s rows, plus the keys the user set in ``recorded`` (the
-    run's SUMMARY record over its ``own`` rows): those that replaying ``own`` does not
-    give."""
-    computed = _replay(own, own_metrics)
-    out = _replay(view, metrics)
-    for key, value in recorded.items():
-        if key not in computed or computed[key] != value:
-            out[key] = value
-    return out
+    run's SUMMARY record over its ``own`` rows)."""
+    return {**_replay(view, metrics).summary, **user_set(_replay(own, own_metrics), recorded)}

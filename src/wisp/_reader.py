@@ -140,7 +140,7 @@ class RunData:
 
             self._summary_view = False
             self._summary = summarize(
-                self.view_rows(), self.metrics, self._summary, self.own_rows(), self.own_metrics
+                self.view_rows(), self.metrics, self._summary, self.iter_own(), self.own_metrics
             )
         return self._summary
 
@@ -174,6 +174,14 @@ class RunData:
         """This file's own rows, (step, timestamp, values), without those set aside."""
         return self._split()[0]
 
+    def iter_own(self) -> Iterator[Any]:
+        """:meth:`own_rows`, streamed when no rewind set rows aside (one batch in memory)."""
+        if self._rewinds:
+            yield from self.own_rows()
+            return
+        for payload in self._history_payloads:
+            yield from decode_history(payload)
+
     @property
     def set_aside(self) -> list[dict[str, Any]]:
         """Rows rewinds set aside, oldest rewind first: ``{"rewind": i, "step": N,
@@ -189,11 +197,7 @@ class RunData:
                 if type(step) is not int or row[0] > step:
                     break
                 yield row
-        if not self._rewinds:
-            for payload in self._history_payloads:
-                yield from decode_history(payload)
-            return
-        yield from self.own_rows()
+        yield from self.iter_own()
 
     # -- identity ----------------------------------------------------------------------------
 
