@@ -410,6 +410,8 @@ def start_run(
             note_rewind(run, back.step)
     if forked is not None:
         forked.apply(run)
+        if s.mode == "online":
+            forked.upload_parent(s)
     if s.mode == "online":
         from wisp._upload._live import attach
         from wisp.errors import FatalApiError

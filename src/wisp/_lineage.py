@@ -59,7 +59,6 @@ __all__ = [
     "parse_moment",
     "restore_set_aside",
     "rewind",
-    "with_parents",
 ]
 
 LINEAGE_VERSION = 1
@@ -226,6 +225,36 @@ class Fork:
         """The parent's config updated with the one given to ``init()``."""
         return {**self.config, **(config or {})}
 
+    def upload_parent(self, settings: Any) -> None:
+        """Online: the parent (and its own parents) reaches the server before the fork.  One
+        the server cannot take now is left to ``wisp sync``, which sends parents first."""
+        from wisp._rundir import sync_status
+
+        server = str(settings.server_url).rstrip("/")
+        if sync_status(self.parent_dir, server)[0]:
+            return
+        from wisp._upload._sync import sync
+        from wisp.errors import ApiError
+
+        try:
+            sync(
+                [self.parent_dir],
+                follow=False,
+                server_url=server,
+                api_key=settings.api_key,
+                give_up_after=settings.init_timeout,
+                progress=False,
+            )
+        except ApiError as exc:
+            import logging
+
+            logging.getLogger("wisp").warning(
+                "wisp: the parent of this fork (%s) could not be uploaded now (%s); "
+                "`wisp sync` uploads it before the fork",
+                self.parent_dir,
+                exc,
+            )
+
     def apply(self, run: Run) -> None:
         """Start the run's steps after the fork step and write the LINEAGE record."""
         assert run.dir is not None
@@ -381,26 +410,3 @@ def restore_set_aside(run_dir: str, new_id: str, index: int = -1) -> str:
     }
     write_meta(new_dir, meta, META_FILE)
     return new_dir
-
-
-def with_parents(run_dirs: list[str]) -> list[str]:
-    """``run_dirs`` with every fork's parents (found next to it, by ``run.json``'s
-    ``fork_from``) before it, added when missing: a server gets a parent before its forks."""
-    from wisp._rundir import find_by_id, read_meta
-
-    out: dict[str, None] = {}
-
-    def add(run_dir: str, depth: int) -> None:
-        if run_dir in out:
-            return
-        parent = read_meta(run_dir).get("fork_from")
-        if isinstance(parent, dict) and isinstance(parent.get("run_id"), str) and depth < 64:
-            base = os.path.dirname(os.path.dirname(run_dir))
-            found = find_by_id(base, parent["run_id"])
-            if found:
-                add(found[-1], depth + 1)
-        out[run_dir] = None
-
-    for d in run_dirs:
-        add(os.path.abspath(d), 0)
-    return list(out)

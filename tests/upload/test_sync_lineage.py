@@ -50,3 +50,26 @@ def test_a_synced_run_rewound_offline_uploads_its_new_segment(server: Any, tmp_p
     assert res.done and res.error is None and res.records > 0
     got = dict(server.points(run.id, "loss"))
     assert [got[s] for s in range(81, 91)] == [1000.0 + s for s in range(81, 91)]
+
+
+def test_an_online_fork_of_an_offline_run_uploads_the_parent_first(
+    server: Any, tmp_path: Path
+) -> None:
+    """init(fork_from=...) online, from a run only on this machine: the parent is uploaded
+    before the fork's own upload starts."""
+    d = str(tmp_path)
+    parent = wisp.init(project="lin", dir=d, mode="offline")
+    for i in range(20):
+        parent.log({"loss": float(i)})
+    parent.finish()
+    fork = wisp.init(
+        fork_from=f"{parent.id}?_step=10",
+        dir=d,
+        mode="online",
+        settings={"server_url": server.url, "api_key": server.key},
+    )
+    assert server.points(parent.id, "loss") == [(s, float(s)) for s in range(20)]
+    fork.log({"loss": -1.0})
+    fork.finish()
+    assert server.points(fork.id, "loss") == [(11, -1.0)]
+    assert server.get(f"/runs/{parent.id}")["state"] == "finished"
