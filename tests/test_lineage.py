@@ -123,8 +123,11 @@ def test_fork_arguments_are_checked_as_wandb_checks_them(tmp_path: Path) -> None
     for bad in ("nope", f"{parent.id}?step=3", f"{parent.id}?_step=x", "a/b/c/d?_step=1", 5):
         with pytest.raises(UsageError, match="Could not parse passed run moment"):
             wisp.init(fork_from=bad, dir=d)
-    with pytest.raises(UsageError, match="whole number"):
-        wisp.init(fork_from=f"{parent.id}?_step=1.5", dir=d)
+    for bad in ("1.5", "-3", "1e400", "nan"):
+        with pytest.raises(UsageError, match="whole number"):
+            wisp.init(fork_from=f"{parent.id}?_step={bad}", dir=d)
+    with pytest.raises(UsageError, match="must be >= 0 and < 2"):
+        wisp.init(fork_from=f"{parent.id}?_step={2**64}", dir=d)
     with pytest.raises(UsageError, match="mutually exclusive"):
         wisp.init(fork_from=f"{parent.id}?_step=1", resume="allow", dir=d)
     with pytest.raises(UsageError, match="mutually exclusive"):

@@ -34,11 +34,12 @@ finished run reads two small files, whatever its size).
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Mapping
 
-from wisp._protocol import RecordType, is_valid_id
+from wisp._protocol import RecordType, is_valid_id, step_problem
 from wisp.errors import NotFoundError, UsageError
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
@@ -95,8 +96,10 @@ def parse_moment(value: Any, arg: str) -> Moment:
         number = float(raw) if not raw.isdigit() else int(raw)
     except ValueError:
         raise bad from None
-    if number != number or number < 0 or number != int(number):
+    if not math.isfinite(number) or number < 0 or number != int(number):
         raise UsageError(f"{arg}={value!r}: the step must be a whole number >= 0, got {raw}")
+    if step_problem(int(number)) is not None:
+        raise UsageError(f"{arg}={value!r}: step {step_problem(int(number))}")
     parts = path.split("/")
     if len(parts) > 3 or not is_valid_id(parts[-1]) or not all(parts[:-1]):
         raise bad
