@@ -265,3 +265,15 @@ def test_a_fork_whose_parent_is_gone_reads_its_own_rows(tmp_path: Path) -> None:
     shutil.rmtree(parent.dir)  # type: ignore[arg-type]
     data = wisp.open_run(fork.dir)  # type: ignore[arg-type]
     assert _steps(fork.dir) == [(3, 9.0)] and data.parent["found"] is False  # type: ignore[index]
+
+
+def test_init_says_what_it_forked_or_rewound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """init() adds a line naming the parent and step of a fork, and what a rewind set aside."""
+    parent = _parent(tmp_path, 10)
+    capsys.readouterr()
+    wisp.init(fork_from=f"{parent.id}?_step=4", dir=str(tmp_path)).finish()
+    assert f"wisp: forked from run {parent.id} at step 4\n" in capsys.readouterr().err
+    wisp.init(resume_from=f"{parent.id}?_step=6", dir=str(tmp_path)).finish()
+    assert "wisp: rewound to step 6: 3 later row(s) set aside\n" in capsys.readouterr().err

@@ -422,7 +422,13 @@ def start_run(
             _discard(run, keep_dir=resumed is not None or shared)
             raise
     if not s.silent and (rank is None or rank.rank == 0):
-        _announce(run, base, resumed=resumed is not None)
+        note = None
+        if forked is not None:
+            note = f"forked from run {forked.moment.run_id} at step {forked.moment.step}"
+        elif back is not None and resumed is not None and resumed.extra:
+            aside = resumed.extra["rewind"]["rows"]
+            note = f"rewound to step {back.step}: {aside} later row(s) set aside"
+        _announce(run, base, resumed=resumed is not None, note=note)
     from wisp import _extras
 
     _extras.start(run)  # after the message: console capture does not record it
@@ -438,13 +444,15 @@ def _discard(run: Run, *, keep_dir: bool) -> None:
         shutil.rmtree(run.dir, ignore_errors=True)
 
 
-def _announce(run: Run, base: str, *, resumed: bool) -> None:
+def _announce(run: Run, base: str, *, resumed: bool, note: str | None = None) -> None:
     """Where the run is written and how to see it: two ``wisp:`` lines on stderr, as wandb
-    prints at init (``silent`` turns them off)."""
+    prints at init (``silent`` turns them off); a fork or a rewind says so in a line between."""
     import sys
 
     what = "resumed run" if resumed else ("offline run" if run.url is None else "run")
     lines = [f"wisp: {what} {run.name} ({run.id}) is written to {run.dir}\n"]
+    if note:
+        lines.append(f"wisp: {note}\n")
     if run.url is not None:
         lines.append(f"wisp: view it at {run.url}\n")
     else:
