@@ -9,7 +9,7 @@ replaying rows with the writer's rules (``wisp._metric``).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from wisp._runfile import decode_history
 from wisp.errors import RunFileError
@@ -18,7 +18,15 @@ TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need 
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["MAX_DEPTH", "Replay", "load_parent", "own_rows", "summarize", "user_set"]
+__all__ = [
+    "MAX_DEPTH",
+    "LineageView",
+    "Replay",
+    "load_parent",
+    "own_rows",
+    "summarize",
+    "user_set",
+]
 
 #: forks of forks deeper than this are refused (a loop of hand-made files ends here)
 MAX_DEPTH = 64
@@ -144,3 +152,110 @@ def summarize(
     """The summary over ``view``'s rows, plus the keys the user set in ``recorded`` (the
     run's SUMMARY record over its ``own`` rows)."""
     return {**_replay(view, metrics).summary, **user_set(_replay(own, own_metrics), recorded)}
+
+
+class LineageView:
+    """What ``wisp._reader.RunData`` adds for lineage: a fork's view through its parent, the
+    rows rewinds set aside, and a summary over the view.  RunData sets the attributes."""
+
+    dir: str
+    path: str
+    lineage: dict[str, Any] | None
+    metrics: list[dict[str, Any]]
+    own_metrics: list[dict[str, Any]]
+    _summary: dict[str, Any]
+    _summary_view: bool
+    _parent: Any
+    _depth: int
+    _own: tuple[list[Any], list[dict[str, Any]]] | None
+    _rewinds: list[tuple[int, dict[str, Any]]]
+    _history_payloads: list[bytes]
+
+    def _open_parent(self, opener: Callable[..., Any]) -> None:
+        self._parent = load_parent(self, opener)
+        if self._parent is None:
+            return  # not on this machine: the run's own rows only (``parent["found"]``)
+        self.metrics = [*self._parent.metrics, *self.own_metrics]
+        self._summary_view = True
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The last SUMMARY record; a fork's is recomputed over its view (first read)."""
+        if self._summary_view:
+            self._summary_view = False
+            self._summary = summarize(
+                self.view_rows(), self.metrics, self._summary, self.iter_own(), self.own_metrics
+            )
+        return self._summary
+
+    @summary.setter
+    def summary(self, value: dict[str, Any]) -> None:
+        self._summary, self._summary_view = value, False
+
+    @property
+    def parent(self) -> dict[str, Any] | None:
+        """A fork's parent: ``{"run_id", "project", "step", "dir", "found"}``; else None."""
+        lin = self.lineage
+        if lin is None:
+            return None
+        p = self._parent
+        return {
+            "run_id": lin.get("parent_id"),
+            "project": lin.get("parent_project"),
+            "step": lin.get("step"),
+            "dir": None if p is None else p.dir,
+            "found": p is not None,
+        }
+
+    def _split(self) -> tuple[list[Any], list[dict[str, Any]]]:
+        if self._own is None:
+            self._own = own_rows(self._history_payloads, self._rewinds)
+        return self._own
+
+    def own_rows(self) -> list[Any]:
+        """This file's own rows, (step, timestamp, values), without those set aside."""
+        return self._split()[0]
+
+    def iter_own(self) -> Iterator[Any]:
+        """:meth:`own_rows`, streamed when no rewind set rows aside (one batch in memory)."""
+        if self._rewinds:
+            yield from self.own_rows()
+            return
+        for payload in self._history_payloads:
+            yield from decode_history(payload)
+
+    @property
+    def set_aside(self) -> list[dict[str, Any]]:
+        """Rows rewinds set aside, oldest rewind first: ``{"rewind": i, "step": N,
+        "rows": [(step, timestamp, values), ...]}`` (kept in the file, never in history)."""
+        return self._split()[1]
+
+    def view_rows(self) -> Iterator[Any]:
+        """The run's history as readers see it: a fork's parent's rows up to the fork step,
+        then this file's own rows (without those set aside)."""
+        if self._parent is not None and self.lineage is not None:
+            step = self.lineage.get("step")
+            for row in self._parent.view_rows():  # steps never go back in a run's view
+                if type(step) is not int or row[0] > step:
+                    break
+                yield row
+        yield from self.iter_own()
+
+    def _located(self, paths: list[str]) -> list[str]:
+        """Media of a fork's parent part live in the parent's directory (or further up)."""
+        out = []
+        for path in paths:
+            rel, parent = os.path.relpath(path, self.dir), self._parent
+            while not os.path.exists(path) and parent is not None:
+                if os.path.exists(os.path.join(parent.dir, rel)):
+                    path = os.path.join(parent.dir, rel)
+                parent = parent._parent
+            out.append(path)
+        return out
+
+    def _media_dir(self, value: Any) -> str:
+        """The directory a typed value's ``path`` is in: this run's, or a fork's parent's."""
+        path = value.get("path") if isinstance(value, dict) else None
+        if not isinstance(path, str):
+            return self.dir
+        return os.path.dirname(self._located([os.path.join(self.dir, path)])[0][: -len(path)])

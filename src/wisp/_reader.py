@@ -27,9 +27,10 @@ import json
 import os
 from collections.abc import Iterator
 
+from wisp._lineage_read import LineageView
 from wisp._meta import process_alive
 from wisp._rundir import RUN_FILE, fork_files, rank_files
-from wisp._runfile import RecordType, decode_history, iter_records, scan
+from wisp._runfile import RecordType, iter_records, scan
 from wisp.errors import RunFileError
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
@@ -58,7 +59,7 @@ def find_run_file(path: str | os.PathLike[str]) -> str:
     return p
 
 
-class RunData:
+class RunData(LineageView):
     """A run read from disk.  Records are read once, at open; ``history()`` decodes lazily."""
 
     def __init__(self, path: str, *, limit: int | None = None, depth: int = 0) -> None:
@@ -119,85 +120,7 @@ class RunData:
                 self.records.setdefault(RecordType.NAMES.get(t, str(t)), []).append(obj)
         self.own_metrics = self.metrics
         if self.lineage is not None:
-            self._open_parent()
-
-    # -- lineage (wisp._lineage) -------------------------------------------------------------
-
-    def _open_parent(self) -> None:
-        from wisp._lineage_read import load_parent
-
-        self._parent = load_parent(self, RunData)
-        if self._parent is None:
-            return  # not on this machine: the run's own rows only (``parent["found"]``)
-        self.metrics = [*self._parent.metrics, *self.own_metrics]
-        self._summary_view = True
-
-    @property
-    def summary(self) -> dict[str, Any]:
-        """The last SUMMARY record; a fork's is recomputed over its view (first read)."""
-        if self._summary_view:
-            from wisp._lineage_read import summarize
-
-            self._summary_view = False
-            self._summary = summarize(
-                self.view_rows(), self.metrics, self._summary, self.iter_own(), self.own_metrics
-            )
-        return self._summary
-
-    @summary.setter
-    def summary(self, value: dict[str, Any]) -> None:
-        self._summary, self._summary_view = value, False
-
-    @property
-    def parent(self) -> dict[str, Any] | None:
-        """A fork's parent: ``{"run_id", "project", "step", "dir", "found"}``; else None."""
-        lin = self.lineage
-        if lin is None:
-            return None
-        p = self._parent
-        return {
-            "run_id": lin.get("parent_id"),
-            "project": lin.get("parent_project"),
-            "step": lin.get("step"),
-            "dir": None if p is None else p.dir,
-            "found": p is not None,
-        }
-
-    def _split(self) -> tuple[list[Any], list[dict[str, Any]]]:
-        if self._own is None:
-            from wisp._lineage_read import own_rows
-
-            self._own = own_rows(self._history_payloads, self._rewinds)
-        return self._own
-
-    def own_rows(self) -> list[Any]:
-        """This file's own rows, (step, timestamp, values), without those set aside."""
-        return self._split()[0]
-
-    def iter_own(self) -> Iterator[Any]:
-        """:meth:`own_rows`, streamed when no rewind set rows aside (one batch in memory)."""
-        if self._rewinds:
-            yield from self.own_rows()
-            return
-        for payload in self._history_payloads:
-            yield from decode_history(payload)
-
-    @property
-    def set_aside(self) -> list[dict[str, Any]]:
-        """Rows rewinds set aside, oldest rewind first: ``{"rewind": i, "step": N,
-        "rows": [(step, timestamp, values), ...]}`` (kept in the file, never in history)."""
-        return self._split()[1]
-
-    def view_rows(self) -> Iterator[Any]:
-        """The run's history as readers see it: a fork's parent's rows up to the fork step,
-        then this file's own rows (without those set aside)."""
-        if self._parent is not None and self.lineage is not None:
-            step = self.lineage.get("step")
-            for row in self._parent.view_rows():  # steps never go back in a run's view
-                if type(step) is not int or row[0] > step:
-                    break
-                yield row
-        yield from self.iter_own()
+            self._open_parent(RunData)
 
     # -- identity ----------------------------------------------------------------------------
 
@@ -330,18 +253,6 @@ class RunData:
         steps, values = self.scalars(key)
         return steps, [self._located(media_files(self.dir, key, v)) for v in values]
 
-    def _located(self, paths: list[str]) -> list[str]:
-        """Media of a fork's parent part live in the parent's directory (or further up)."""
-        out = []
-        for path in paths:
-            rel, parent = os.path.relpath(path, self.dir), self._parent
-            while not os.path.exists(path) and parent is not None:
-                if os.path.exists(os.path.join(parent.dir, rel)):
-                    path = os.path.join(parent.dir, rel)
-                parent = parent._parent
-            out.append(path)
-        return out
-
     def table(self, key: str, step: int | None = None) -> list[dict[str, Any]]:
         """The rows of the table (or wisp.plot chart) logged at ``step`` (default: the last),
         image cells as paths."""
@@ -364,13 +275,6 @@ class RunData:
         value = self._value_at(key, step)
         columns, rows = read_table(self._media_dir(value), key, value)
         return pd.DataFrame(rows, columns=columns)
-
-    def _media_dir(self, value: Any) -> str:
-        """The directory a typed value's ``path`` is in: this run's, or a fork's parent's."""
-        path = value.get("path") if isinstance(value, dict) else None
-        if not isinstance(path, str):
-            return self.dir
-        return os.path.dirname(self._located([os.path.join(self.dir, path)])[0][: -len(path)])
 
     def _value_at(self, key: str, step: int | None) -> Any:
         steps, values = self.scalars(key)
