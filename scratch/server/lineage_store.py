@@ -19,7 +19,7 @@ import hashlib
 import time
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Float, Integer, MetaData, String, Table
+from sqlalchemy import BigInteger, Column, Float, Index, Integer, MetaData, String, Table
 from sqlalchemy import PrimaryKeyConstraint, select, update
 
 metadata = MetaData()
@@ -27,10 +27,12 @@ metadata = MetaData()
 run_lineage = Table(
     "run_lineage",
     metadata,
-    Column("run_id", String(64), primary_key=True),
-    Column("parent_id", String(64), nullable=False, index=True),
-    Column("step", BigInteger, nullable=False),
+    Column("run_id", String(64), primary_key=True),  # the fork's run key
+    Column("parent_project", String(128), nullable=False),
+    Column("parent_given_id", String(64), nullable=False),  # resolved when read: a fork may
+    Column("step", BigInteger, nullable=False),  # arrive before its parent
     Column("created_at", Float, nullable=False),
+    Index("ix_run_lineage_parent", "parent_project", "parent_given_id"),
 )
 
 set_aside = Table(
@@ -48,18 +50,33 @@ MAX_STEP = (1 << 63) - 1
 MAX_DEPTH = 64
 
 
-def view_segments(conn: Any, run_id: str, lo: int = 0, hi: int = MAX_STEP) -> list[tuple[str, int, int]]:
+def parent_of(conn: Any, S: Any, run_id: str) -> tuple[str | None, int] | None:
+    """(the parent's run key, or None while it is not on the server; the fork step), or None
+    for a run that is not a fork."""
+    lin, r = run_lineage.c, S.runs.c
+    row = conn.execute(
+        select(r.id, lin.step)
+        .select_from(run_lineage.outerjoin(
+            S.runs, (r.project == lin.parent_project) & (r.given_id == lin.parent_given_id)
+        ))
+        .where(lin.run_id == run_id)
+    ).first()
+    return None if row is None else (row[0], int(row[1]))
+
+
+def view_segments(
+    conn: Any, S: Any, run_id: str, lo: int = 0, hi: int = MAX_STEP
+) -> list[tuple[str, int, int]]:
     """``[(run key, lo, hi), ...]``, oldest ancestor first: where the points of ``run_id``'s
     view in ``[lo, hi]`` are (one segment for a run that is not a fork)."""
-    lin = run_lineage.c
     out: list[tuple[str, int, int]] = []
     cur, top = run_id, hi
     for _ in range(MAX_DEPTH):
-        row = conn.execute(select(lin.parent_id, lin.step).where(lin.run_id == cur)).first()
-        if row is None:
-            out.append((cur, lo, top))
+        got = parent_of(conn, S, cur)
+        if got is None or got[0] is None:
+            out.append((cur, lo if got is None else max(lo, got[1] + 1), top))
             break
-        parent, step = str(row[0]), int(row[1])
+        parent, step = got
         if step < top:
             out.append((cur, max(lo, step + 1), top))
         top = min(top, step)
@@ -113,3 +130,39 @@ def move_after(conn: Any, dialect: Any, S: Any, run_id: str, step: int) -> str:
         [{"run_id": run_id, "rewind": rewind, "step": step, "shadow_id": shadow, "created_at": time.time()}],
     )
     return shadow
+
+
+def fork_step_series(
+    conn: Any, dialect: Any, S: Any, segs: list[tuple[str, int, int]], key: str,
+    a: int, b: int, buckets: int,
+) -> dict[str, Any] | None:
+    """One key of a fork against x=step: the points of each segment of its view in ``[a, b]``
+    (decoded: the parent's chunk aggregates do not stop at the fork step), bucketed with the
+    rules of the Python path; None when no segment has the key."""
+    import numpy as np
+
+    from wisp.server._points_read import read_chunks
+    from wisp.server._series import _NONNUMERIC, _py_downsample  # noqa: F401
+
+    mk = S.metric_keys.c
+    steps, values = [], []
+    for run_key, lo, hi in segs:
+        lo, hi = max(lo, a), min(hi, b)
+        if lo > hi:
+            continue
+        kid = conn.execute(select(mk.id).where(mk.run_id == run_key, mk.key == key)).scalar()
+        if kid is None:
+            continue
+        _k, st, _t, vs = read_chunks(dialect, conn, [int(kid)], lo, hi)
+        steps.append(st)
+        values.append(vs)
+    if not steps:
+        return None
+    st, vs = np.concatenate(steps), np.concatenate(values)
+    fin = np.isfinite(vs)
+    nf = np.where(fin, 0, np.where(np.isnan(vs), 1, np.where(vs > 0, 2, 3)))
+    pts = [
+        (float(x), float(y) if f else None, int(c))
+        for x, y, f, c in zip(st.tolist(), vs.tolist(), fin.tolist(), nf.tolist(), strict=True)
+    ]
+    return _py_downsample(pts, buckets)
