@@ -1,0 +1,174 @@
+"""Runs' lineage on the server: forks read through their parents, rewinds set rows aside.
+
+Two tables (Alembic ``0009_lineage``; the records are ``wisp._lineage``'s, docs/fork.md):
+
+* ``run_lineage`` ``(run_id, parent_project, parent_given_id, step, created_at)``: run key
+  ``run_id`` was forked from the run ``parent_given_id`` of ``parent_project`` at ``step``
+  (from its LINEAGE record).  The parent is resolved when read, so a fork may arrive before
+  its parent; its history is the parent's view up to ``step`` then its own
+  (:func:`view_segments`).
+* ``set_aside`` ``(run_id, rewind, step, shadow_id, created_at)``: rewind number ``rewind``
+  of the run (a RESUME record with a ``rewind`` member) moved its points, extras and media
+  items past ``step`` to the key ``shadow_id``; no ``runs`` row has that key, so nothing
+  lists or reads them until they are asked for.
+
+Bound parameters only; every statement names the run by its key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    Index,
+    Integer,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    select,
+    update,
+)
+from sqlalchemy.engine import Connection
+
+from wisp.server.store import schema as S
+
+__all__ = ["MAX_DEPTH", "is_rewind", "record_fork", "run_lineage", "set_aside", "set_aside_after", "view_segments"]
+
+run_lineage = Table(
+    "run_lineage",
+    S.metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("parent_project", String(128), nullable=False),
+    Column("parent_given_id", String(64), nullable=False),
+    Column("step", BigInteger, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_run_lineage_parent", "parent_project", "parent_given_id"),
+)
+
+set_aside = Table(
+    "set_aside",
+    S.metadata,
+    Column("run_id", String(64), nullable=False),
+    Column("rewind", Integer, nullable=False),
+    Column("step", BigInteger, nullable=False),
+    Column("shadow_id", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+    PrimaryKeyConstraint("run_id", "rewind"),
+)
+
+MAX_STEP = (1 << 63) - 1
+#: forks of forks deeper than this are read down to here only (a loop ends here)
+MAX_DEPTH = 64
+
+
+def record_fork(conn: Connection, run_id: str, data: dict[str, Any], now: float) -> None:
+    """Note a LINEAGE record's fork (the first one of the run counts)."""
+    pid, project, step = data.get("parent_id"), data.get("parent_project"), data.get("step")
+    if not (isinstance(pid, str) and isinstance(project, str) and type(step) is int):
+        return  # not a fork this server understands: kept as an event, read as a plain run
+    if conn.execute(select(run_lineage.c.run_id).where(run_lineage.c.run_id == run_id)).first():
+        return
+    conn.execute(
+        run_lineage.insert(),
+        [{"run_id": run_id, "parent_project": project[:128], "parent_given_id": pid[:64],
+          "step": step, "created_at": now}],
+    )  # fmt: skip
+
+
+def parent_of(conn: Connection, run_id: str) -> tuple[str | None, int] | None:
+    """(the parent's run key, None while it is not on this server; the fork step), or None
+    for a run that is not a fork."""
+    lin, r = run_lineage.c, S.runs.c
+    on = (r.project == lin.parent_project) & (r.given_id == lin.parent_given_id)
+    row = conn.execute(
+        select(r.id, lin.step).select_from(run_lineage.outerjoin(S.runs, on)).where(
+            lin.run_id == run_id
+        )
+    ).first()
+    return None if row is None else (row[0], int(row[1]))
+
+
+def view_segments(
+    conn: Connection, run_id: str, lo: int = 0, hi: int = MAX_STEP
+) -> list[tuple[str, int, int]]:
+    """``[(run key, lo, hi), ...]``, oldest ancestor first: where the points of ``run_id``'s
+    view in ``[lo, hi]`` are (``[(run_id, lo, hi)]`` for a run that is not a fork)."""
+    out: list[tuple[str, int, int]] = []
+    cur, top = run_id, hi
+    for _ in range(MAX_DEPTH):
+        got = parent_of(conn, cur)
+        if got is None or got[0] is None:
+            out.append((cur, lo if got is None else max(lo, got[1] + 1), top))
+            break
+        parent, step = got
+        if step < top:
+            out.append((cur, max(lo, step + 1), top))
+        top = min(top, step)
+        cur = parent
+        if top < lo:
+            break
+    return [s for s in reversed(out) if s[1] <= s[2]]
+
+
+def is_rewind(text: str) -> int | None:
+    """The step of a RESUME record's ``rewind`` (its stored JSON text), or None."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    back = obj.get("rewind") if isinstance(obj, dict) else None
+    step = back.get("step") if isinstance(back, dict) else None
+    return step if type(step) is int and step >= 0 else None
+
+
+def _shadow_key(run_id: str, rewind: int) -> str:
+    raw = f"{run_id}~{rewind}"  # "~" is in no run key: never a run's
+    if len(raw) <= 64:
+        return raw
+    return "~" + hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
+
+
+def set_aside_after(conn: Connection, dialect: Any, run_id: str, step: int, now: float) -> str:
+    """Set aside the points, extras and media items of ``run_id`` past ``step`` (a rewind):
+    the chunk holding ``step`` is split, later chunks change key; returns the shadow key."""
+    from wisp.server.series.chunks import chunk_row, decode, pieces
+
+    sa = set_aside.c
+    last = conn.execute(
+        select(sa.rewind).where(sa.run_id == run_id).order_by(sa.rewind.desc()).limit(1)
+    ).scalar()
+    rewind = 0 if last is None else int(last) + 1
+    shadow = _shadow_key(run_id, rewind)
+    mk, ch = S.metric_keys.c, S.chunks.c
+    keys = conn.execute(select(mk.id, mk.key).where(mk.run_id == run_id)).all()
+    new_ids: dict[str, int] = {}
+    if keys:
+        rows = [{"run_id": shadow, "key": k} for _i, k in keys]
+        dialect.insert_ignore(conn, S.metric_keys, rows, ["run_id", "key"])
+        new_ids = dict(conn.execute(select(mk.key, mk.id).where(mk.run_id == shadow)).all())
+    split = []
+    for kid, key in keys:
+        skid = new_ids[key]
+        conn.execute(update(S.chunks).where(ch.key_id == kid, ch.s0 > step).values(key_id=skid))
+        for _k, s0, s1, _n, data in dialect.fetch_chunks(conn, [(kid, step, step)], "merge"):
+            if s0 <= step < s1:
+                st, tm, vs = decode(bytes(data))
+                keep = st <= step
+                split.append(chunk_row(kid, st[keep], tm[keep], vs[keep]))
+                split.extend(pieces(skid, st[~keep], tm[~keep], vs[~keep]))
+    if split:
+        dialect.write_chunks(conn, split, [])
+    for table in (S.extras, S.media_items):
+        c = table.c
+        conn.execute(update(table).where(c.run_id == run_id, c.step > step).values(run_id=shadow))
+    conn.execute(
+        set_aside.insert(),
+        [{"run_id": run_id, "rewind": rewind, "step": step, "shadow_id": shadow,
+          "created_at": now}],
+    )  # fmt: skip
+    return shadow
