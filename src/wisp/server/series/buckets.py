@@ -33,6 +33,7 @@ from sqlalchemy import func, or_, select
 from wisp.server.series.chunks import decode_many
 from wisp.server.series.read import MAX as _MAX
 from wisp.server.series.read import read_chunks
+from wisp.server.store import lineage
 from wisp.server.store import schema as S
 
 __all__ = [
@@ -428,6 +429,10 @@ def series(
     d = store.dialect
     with store.engine.connect() as conn:
         for run_id in runs:
+            segs = lineage.view_segments(conn, run_id)
+            if x == "step" and segs != [(run_id, 0, lineage.MAX_STEP)]:  # a fork: its view
+                out.extend(_fork_series(conn, d, run_id, segs, keys, lo, hi, after, buckets))
+                continue
             want = [*keys, x] if x not in ("step", "time", "relative") else keys
             ids = _key_ids(conn, run_id, want)
             offset = 0.0
@@ -453,6 +458,38 @@ def series(
                         continue
                     s = _other_series(conn, d, kid, xid, x, 0.0, lo, hi, after, buckets, hk)
                 out.append({"run": run_id, "key": key, **s})
+    return out
+
+
+def _fork_series(
+    conn: Any,
+    dialect: Any,
+    run_id: str,
+    segs: list[tuple[str, int, int]],
+    keys: list[str],
+    lo: float | None,
+    hi: float | None,
+    after: float | None,
+    buckets: int,
+) -> list[dict[str, Any]]:
+    """A fork's keys against x=step through its view (``store.lineage``): the points of each
+    segment, bucketed in Python (the parent's chunk aggregates run past the fork step)."""
+    import numpy as np
+
+    a, b = step_range(lo, hi, after)
+    out = []
+    for key in keys:
+        got = lineage.fork_points(conn, dialect, segs, key, a, b) if a <= b else None
+        if got is None:
+            continue
+        st, vs = got
+        fin = np.isfinite(vs)
+        nf = np.where(fin, 0, np.where(np.isnan(vs), 1, np.where(vs > 0, 2, 3)))
+        pts = [
+            (x, y if f else None, c)
+            for x, y, f, c in zip(st.tolist(), vs.tolist(), fin.tolist(), nf.tolist(), strict=True)
+        ]
+        out.append({"run": run_id, "key": key, **_py_downsample(pts, buckets)})
     return out
 
 

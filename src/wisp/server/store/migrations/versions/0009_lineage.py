@@ -25,9 +25,7 @@ def upgrade() -> None:
         sa.Column("created_at", sa.Float(), nullable=False),
         sa.PrimaryKeyConstraint("run_id"),
     )
-    op.create_index(
-        "ix_run_lineage_parent", "run_lineage", ["parent_project", "parent_given_id"]
-    )
+    op.create_index("ix_run_lineage_parent", "run_lineage", ["parent_project", "parent_given_id"])
     op.create_table(
         "set_aside",
         sa.Column("run_id", sa.String(length=64), nullable=False),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from typing import Any
 
 from sqlalchemy import (
@@ -35,9 +36,21 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
+from wisp._protocol import RecordType
+from wisp.server.http.problem import invalid
+from wisp.server.rights.matrix import ACTOR, can_read_project
 from wisp.server.store import schema as S
 
-__all__ = ["MAX_DEPTH", "is_rewind", "record_fork", "run_lineage", "set_aside", "set_aside_after", "view_segments"]
+__all__ = [
+    "MAX_DEPTH",
+    "fork_points",
+    "on_record",
+    "record_fork",
+    "run_lineage",
+    "set_aside",
+    "set_aside_after",
+    "view_segments",
+]
 
 run_lineage = Table(
     "run_lineage",
@@ -66,17 +79,55 @@ MAX_STEP = (1 << 63) - 1
 MAX_DEPTH = 64
 
 
-def record_fork(conn: Connection, run_id: str, data: dict[str, Any], now: float) -> None:
-    """Note a LINEAGE record's fork (the first one of the run counts)."""
+def on_record(conn: Connection, guard: Any, run_id: str, rec: Any, fld: str) -> int | None:
+    """A RESUME or LINEAGE record of ``run_id``: the step of a rewind (the caller sets the
+    later points aside), or None; a fork is noted (:func:`record_fork`)."""
+    try:
+        obj = json.loads(rec.data["text"])
+    except (KeyError, ValueError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    if rec.kind == RecordType.LINEAGE:
+        if obj.get("kind") == "fork":
+            record_fork(conn, guard, run_id, obj, fld)
+        return None
+    back = obj.get("rewind")
+    step = back.get("step") if isinstance(back, dict) else None
+    return step if type(step) is int and step >= 0 else None
+
+
+def record_fork(conn: Connection, guard: Any, run_id: str, data: dict[str, Any], fld: str) -> None:
+    """Note a LINEAGE record's fork (the run's first one counts).  The parent must be on
+    this server and readable by the caller (422 otherwise: the uploader sets the record aside
+    and ``wisp sync --retry-rejected`` sends it again once the parent is there)."""
     pid, project, step = data.get("parent_id"), data.get("parent_project"), data.get("step")
     if not (isinstance(pid, str) and isinstance(project, str) and type(step) is int):
-        return  # not a fork this server understands: kept as an event, read as a plain run
-    if conn.execute(select(run_lineage.c.run_id).where(run_lineage.c.run_id == run_id)).first():
+        raise invalid(f"{fld}.data", "a fork names parent_id, parent_project and step")
+    lin, r = run_lineage.c, S.runs.c
+    if conn.execute(select(lin.run_id).where(lin.run_id == run_id)).first():
         return
+    parent = conn.execute(select(r.id).where(r.project == project, r.given_id == pid)).first()
+    actor = ACTOR.get()  # None: a trusted caller (the CLI, wisp ui's import)
+    info = guard.info(conn, project)
+    may_read = (
+        actor is None
+        or actor.is_admin
+        or actor.via == "local"
+        or (info is not None and can_read_project(actor, info))
+    )  # as ProjectStore.readable() decides
+    if parent is None or not may_read:
+        raise invalid(
+            f"{fld}.data.parent_id",
+            f"no run {pid!r} in project {project!r} that this caller may read: "
+            "upload the parent first (wisp sync does)",
+        )
+    if parent[0] == run_id:
+        raise invalid(f"{fld}.data.parent_id", "a run cannot be forked from itself")
     conn.execute(
         run_lineage.insert(),
         [{"run_id": run_id, "parent_project": project[:128], "parent_given_id": pid[:64],
-          "step": step, "created_at": now}],
+          "step": step, "created_at": time.time()}],
     )  # fmt: skip
 
 
@@ -86,9 +137,9 @@ def parent_of(conn: Connection, run_id: str) -> tuple[str | None, int] | None:
     lin, r = run_lineage.c, S.runs.c
     on = (r.project == lin.parent_project) & (r.given_id == lin.parent_given_id)
     row = conn.execute(
-        select(r.id, lin.step).select_from(run_lineage.outerjoin(S.runs, on)).where(
-            lin.run_id == run_id
-        )
+        select(r.id, lin.step)
+        .select_from(run_lineage.outerjoin(S.runs, on))
+        .where(lin.run_id == run_id)
     ).first()
     return None if row is None else (row[0], int(row[1]))
 
@@ -109,21 +160,10 @@ def view_segments(
         if step < top:
             out.append((cur, max(lo, step + 1), top))
         top = min(top, step)
-        cur = parent
+        cur = str(parent)
         if top < lo:
             break
     return [s for s in reversed(out) if s[1] <= s[2]]
-
-
-def is_rewind(text: str) -> int | None:
-    """The step of a RESUME record's ``rewind`` (its stored JSON text), or None."""
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return None
-    back = obj.get("rewind") if isinstance(obj, dict) else None
-    step = back.get("step") if isinstance(back, dict) else None
-    return step if type(step) is int and step >= 0 else None
 
 
 def _shadow_key(run_id: str, rewind: int) -> str:
