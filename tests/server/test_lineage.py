@@ -53,7 +53,7 @@ def test_a_fork_reads_through_its_parent_on_the_server(server: Any, tmp_path: Pa
     _sync(server, grand.dir)  # parents first
     want = [(s, float(s)) for s in range(51)] + [(s, -float(s)) for s in range(51, 61)]
     assert server.points(fork.id, "loss") == want
-    assert server.points(grand.id, "loss") == want[:56] + [(56, 1056.0), (57, 1057.0)]
+    assert server.points(grand.id, "loss") == [*want[:56], (56, 1056.0), (57, 1057.0)]
     assert server.points(parent.id, "loss") == [(s, float(s)) for s in range(100)]
     doc = server.get(f"/series?runs={fork.id}&keys=loss&x=step&buckets=10")
     (s,) = doc["series"]
@@ -76,7 +76,7 @@ def test_a_rewind_sets_the_later_points_aside_on_the_server(server: Any, tmp_pat
     again = wisp.init(resume_from=f"{run.id}?_step=10", dir=d, mode="offline")
     _log(again, range(11, 13), lambda s: -1.0)
     _sync(server, run.dir)
-    assert server.points(run.id, "loss") == want[:11] + [(11, -1.0), (12, -1.0)]
+    assert server.points(run.id, "loss") == [*want[:11], (11, -1.0), (12, -1.0)]
 
 
 def test_an_offline_rewind_synced_in_one_go_keeps_only_the_new_rows(
@@ -94,25 +94,45 @@ def test_an_offline_rewind_synced_in_one_go_keeps_only_the_new_rows(
     assert server.points(run.id, "loss") == want
 
 
-def test_a_fork_of_a_run_the_caller_may_not_read_is_refused(server: Any, tmp_path: Path) -> None:
-    """The fork's LINEAGE record names a parent in a project its uploader may not read: the
-    server refuses that record (set aside by the uploader), never reading the parent through
-    it, and never writes to the parent."""
-    import subprocess
-    import sys
+def test_forks_need_read_rights_on_the_parent_and_never_write_it(tmp_path: Path) -> None:
+    """Bob forks Alice's private run: the server refuses the fork's LINEAGE record (the
+    uploader sets it aside; the fork's own points are there, not Alice's); once Alice's
+    project is readable to him the record is taken and the fork reads through, while the
+    parent, his to read only, is never written."""
+    from wisp.server import keys_create, users_add
+    from wisp.server.store.facade import open_store
+    from wisp.testing import Server
 
     d = str(tmp_path)
-    parent = wisp.init(project="alice-private", dir=d, mode="offline")
-    _log(parent, range(10), float)
-    _sync(server, parent.dir)
-    out = subprocess.run(
-        [sys.executable, "-m", "wisp.cli", "server", "users", "add", "bob", "--help"],
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode in (0, 2)  # the CLI exists; making users is the server suite's
-    fork = wisp.init(fork_from=f"{parent.id}?_step=5", project="mine", dir=d, mode="offline")
-    _log(fork, range(6, 8), lambda s: -1.0)
-    _sync(server, fork.dir)
-    assert server.points(fork.id, "loss")[0] == (0, 0.0)  # the same caller may read it
-    assert server.points(parent.id, "loss") == [(s, float(s)) for s in range(10)]
+    with Server(tmp_path / "srv") as srv:
+        for name in ("alice", "bob"):
+            users_add(name, db=srv.db_url)
+        alice = keys_create("write", "a", db=srv.db_url, user="alice")[1]
+        bob = keys_create("write", "b", db=srv.db_url, user="bob")[1]
+        parent = wisp.init(project="secret", dir=d, mode="offline")
+        _log(parent, range(10), float)
+        wisp.sync([parent.dir], server_url=srv.url, api_key=alice)  # type: ignore[list-item]
+        fork = wisp.init(fork_from=f"{parent.id}?_step=5", project="mine", dir=d, mode="offline")
+        _log(fork, range(6, 8), lambda s: -1.0)
+        got = wisp.sync([fork.dir], server_url=srv.url, api_key=bob)  # type: ignore[list-item]
+        assert [r.skipped for r in got] == ["up to date", None]  # Alice's run: not resent
+        res = got[1]
+        assert res.done and res.rejected == 1  # the LINEAGE record, set aside
+        srv.key = bob
+        assert srv.points(fork.id, "loss") == [(6, -1.0), (7, -1.0)]
+        store = open_store(srv.db_url)
+        store.access.set_project("secret", None, "public-read")
+        store.close()
+        got = wisp.sync(
+            [fork.dir],
+            server_url=srv.url,
+            api_key=bob,
+            retry_rejected=True,  # type: ignore[list-item]
+        )
+        assert got[1].rejected == 0
+        assert srv.points(fork.id, "loss") == [(s, float(s)) for s in range(6)] + [
+            (6, -1.0),
+            (7, -1.0),
+        ]
+        srv.key = alice
+        assert srv.points(parent.id, "loss") == [(s, float(s)) for s in range(10)]

@@ -28,14 +28,15 @@ def test_syncing_a_fork_uploads_its_parent_first(server: Any, tmp_path: Path) ->
     assert [r.run_id for r in results] == [parent.id, fork.id]
     assert all(r.done and r.error is None for r in results)
     assert server.points(parent.id, "loss") == [(s, float(s)) for s in range(100)]
-    assert [s for s, _ in server.points(fork.id, "loss")] == list(range(51, 61))
+    want = [(s, float(s)) for s in range(51)] + [(s, -float(s)) for s in range(51, 61)]
+    assert server.points(fork.id, "loss") == want  # read through the parent
     again = wisp.sync([fork.dir], server_url=server.url, api_key=server.key)  # type: ignore[list-item]
     assert [r.skipped for r in again] == ["up to date", "up to date"]
 
 
 def test_a_synced_run_rewound_offline_uploads_its_new_segment(server: Any, tmp_path: Path) -> None:
     """A run already on the server, rewound offline to 80 with 81..90 logged again, syncs its
-    new segment: the server holds the new values at 81..90."""
+    new segment: the server holds 0..80 and the new 81..90, the old 91..99 set aside."""
     d = str(tmp_path)
     run = wisp.init(project="lin", dir=d, mode="offline")
     for i in range(100):
@@ -48,8 +49,8 @@ def test_a_synced_run_rewound_offline_uploads_its_new_segment(server: Any, tmp_p
     back.finish()
     (res,) = wisp.sync([run.dir], server_url=server.url, api_key=server.key)  # type: ignore[list-item]
     assert res.done and res.error is None and res.records > 0
-    got = dict(server.points(run.id, "loss"))
-    assert [got[s] for s in range(81, 91)] == [1000.0 + s for s in range(81, 91)]
+    want = [(s, float(s)) for s in range(81)] + [(s, 1000.0 + s) for s in range(81, 91)]
+    assert server.points(run.id, "loss") == want
 
 
 def test_an_online_fork_of_an_offline_run_uploads_the_parent_first(
@@ -71,5 +72,5 @@ def test_an_online_fork_of_an_offline_run_uploads_the_parent_first(
     assert server.points(parent.id, "loss") == [(s, float(s)) for s in range(20)]
     fork.log({"loss": -1.0})
     fork.finish()
-    assert server.points(fork.id, "loss") == [(11, -1.0)]
+    assert server.points(fork.id, "loss") == [(s, float(s)) for s in range(11)] + [(11, -1.0)]
     assert server.get(f"/runs/{parent.id}")["state"] == "finished"
