@@ -136,3 +136,33 @@ def test_forks_need_read_rights_on_the_parent_and_never_write_it(tmp_path: Path)
         ]
         srv.key = alice
         assert srv.points(parent.id, "loss") == [(s, float(s)) for s in range(10)]
+
+
+def test_wisp_api_reads_a_fork_and_a_rewound_run_through_the_server(
+    server: Any, tmp_path: Path
+) -> None:
+    """wisp.Api over the server: scan_history, history and the long-table export give a
+    fork's view (the parent's 0..50, then its own) and a rewound run's kept rows."""
+    d = str(tmp_path)
+    parent = wisp.init(project="lin", dir=d, mode="offline")
+    _log(parent, range(100), float)
+    fork = wisp.init(fork_from=f"{parent.id}?_step=50", dir=d, mode="offline")
+    _log(fork, range(51, 61), lambda s: -float(s))
+    back = wisp.init(resume_from=f"{parent.id}?_step=80", dir=d, mode="offline")
+    _log(back, range(81, 91), lambda s: 1000.0 + s)
+    _sync(server, fork.dir, parent.dir)
+    api = wisp.Api(server_url=server.url, api_key=server.key)
+    want = [(s, float(s)) for s in range(51)] + [(s, -float(s)) for s in range(51, 61)]
+    run = api.run(f"lin/{fork.id}")
+    assert [(r["_step"], r["loss"]) for r in run.scan_history(keys=["loss"])] == want
+    rows = run.history(keys=["loss"], pandas=False, samples=1000)
+    assert [(r["_step"], r["loss"]) for r in rows] == want
+    kept = [(s, float(s)) for s in range(81)] + [(s, 1000.0 + s) for s in range(81, 91)]
+    got = api.run(f"lin/{parent.id}").scan_history(keys=["loss"])
+    assert [(r["_step"], r["loss"]) for r in got] == kept
+    pd = pytest.importorskip("pandas")
+    table = api.runs("lin").histories()
+    assert isinstance(table, pd.DataFrame)
+    mine = table[table["run_id"] == fork.id]
+    assert list(zip(mine["step"], mine["loss"], strict=True)) == want
+    api.close()
