@@ -166,3 +166,36 @@ def test_wisp_api_reads_a_fork_and_a_rewound_run_through_the_server(
     mine = table[table["run_id"] == fork.id]
     assert list(zip(mine["step"], mine["loss"], strict=True)) == want
     api.close()
+
+
+def test_the_lineage_endpoint_and_wisp_api_name_parents_forks_and_rows_set_aside(
+    server: Any, tmp_path: Path
+) -> None:
+    """GET /runs/{id}/lineage and wisp.Api over the server: run.parent, fork_step, forks()
+    and set_aside() of a run forked, then rewound."""
+    d = str(tmp_path)
+    parent = wisp.init(project="lin", dir=d, mode="offline")
+    _log(parent, range(100), float)
+    fork = wisp.init(fork_from=f"{parent.id}?_step=50", dir=d, mode="offline")
+    _log(fork, range(51, 53), float)
+    back = wisp.init(resume_from=f"{parent.id}?_step=80", dir=d, mode="offline")
+    _log(back, range(81, 83), float)
+    _sync(server, fork.dir, parent.dir)
+    doc = server.get(f"/runs/{fork.id}/lineage")
+    assert doc["parent"] == {"id": parent.id, "project": "lin", "key": parent.id, "step": 50}
+    assert doc["forks"] == [] and doc["set_aside"] == []
+    doc = server.get(f"/runs/{parent.id}/lineage")
+    assert doc["parent"] is None
+    assert [(f["id"], f["step"]) for f in doc["forks"]] == [(fork.id, 50)]
+    assert doc["set_aside"] == [
+        {"rewind": 0, "step": 80, "points": 19, "min_step": 81, "max_step": 99}
+    ]
+    api = wisp.Api(server_url=server.url, api_key=server.key)
+    run = api.run(f"lin/{fork.id}")
+    assert run.parent is not None and run.parent.id == parent.id and run.fork_step == 50
+    top = api.run(f"lin/{parent.id}")
+    assert [r.id for r in top.forks()] == [fork.id] and top.parent is None
+    assert top.set_aside() == [
+        {"rewind": 0, "step": 80, "rows": 19, "min_step": 81, "max_step": 99}
+    ]
+    api.close()

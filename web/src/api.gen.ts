@@ -724,6 +724,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{run_id}/lineage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A run's parent (fork_from), its forks and the rows rewinds set aside */
+        get: operations["run_lineage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}/media": {
         parameters: {
             query?: never;
@@ -1301,6 +1318,28 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * LineageFork
+         * @description A run forked from this one (that the caller may read).
+         */
+        LineageFork: {
+            id: string;
+            key: string;
+            name: string;
+            project: string;
+            step: number;
+        };
+        /**
+         * LineageParent
+         * @description The run this one was forked from: its id and project, its key on this server (null
+         *         while it is not here) and the fork step (the parent's last step in this run's view).
+         */
+        LineageParent: {
+            id: string;
+            key: string | null;
+            project: string;
+            step: number;
+        };
         /** LoggedOut */
         LoggedOut: {
             ok: boolean;
@@ -1586,6 +1625,12 @@ export interface components {
         RunFiles: {
             files: components["schemas"]["RunFile"][];
         };
+        /** RunLineage */
+        RunLineage: {
+            forks: components["schemas"]["LineageFork"][];
+            parent: components["schemas"]["LineageParent"] | null;
+            set_aside: components["schemas"]["SetAsidePart"][];
+        };
         /** RunPut */
         RunPut: {
             run: components["schemas"]["RunRow"];
@@ -1652,6 +1697,17 @@ export interface components {
         /** SeriesList */
         SeriesList: {
             series: components["schemas"]["Series"][];
+        };
+        /**
+         * SetAsidePart
+         * @description What rewind ``rewind`` set aside: the numeric points past ``step``.
+         */
+        SetAsidePart: {
+            max_step: number | null;
+            min_step: number | null;
+            points: number;
+            rewind: number;
+            step: number;
         };
         /** SignedIn */
         SignedIn: {
@@ -3593,6 +3649,29 @@ export interface operations {
                 content: {
                     "application/x-ndjson": string;
                     "text/csv": string;
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    run_lineage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunLineage"];
                 };
             };
             "4XX": components["responses"]["Error"];

@@ -191,11 +191,28 @@ class ServerBackend:
 
     # -- files ---------------------------------------------------------------------------------
 
+    def _lineage(self, run_id: str) -> dict[str, Any]:
+        try:
+            doc: dict[str, Any] = self.http.json("GET", f"/runs/{q(run_id)}/lineage")
+        except FatalApiError as exc:
+            raise self._not_found(exc, f"lineage of run {run_id!r}") from None
+        return doc
+
     def lineage(self, run_id: str) -> dict[str, Any]:
-        raise _no_lineage()
+        doc = self._lineage(run_id)
+        p = doc.get("parent")
+        parent = (
+            None if p is None else {"run_id": p["id"], "project": p["project"], "step": p["step"]}
+        )
+        aside = [
+            {"rewind": a["rewind"], "step": a["step"], "rows": a["points"],
+             "min_step": a["min_step"], "max_step": a["max_step"]}
+            for a in doc.get("set_aside", [])
+        ]  # fmt: skip
+        return {"parent": parent, "set_aside": aside}
 
     def forks(self, run_id: str) -> list[dict[str, Any]]:
-        raise _no_lineage()
+        return [self.get_run(f["key"]) for f in self._lineage(run_id).get("forks", [])]
 
     def scan_set_aside(self, run_id: str, rewind: int | None) -> Iterator[dict[str, Any]]:
         raise _no_lineage()
@@ -251,8 +268,8 @@ def _batch_rows(batch: Any, keys: list[str]) -> Iterator[dict[str, Any]]:
 
 
 def _no_lineage() -> UsageError:
-    """Lineage is read from run files for now (docs/fork.md: what the server does not do yet)."""
+    """Rows set aside are read and restored from run files for now (docs/fork.md)."""
     return UsageError(
-        "a run's lineage (parent, forks, rows set aside) is read from local run files for now: "
+        "the rows a rewind set aside are read and restored from the run's files for now: "
         "wisp.Api(dir=<the folder holding wisp/>)"
     )

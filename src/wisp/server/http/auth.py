@@ -84,7 +84,7 @@ RULES = (
     _r("PUT", f"/runs/{_RUN}", "write", "none", "run.put"),
     _r("POST", f"/runs/{_RUN}/records", "write", "none"),
     _r("POST", f"/runs/{_RUN}/heartbeat", "write", "none"),
-    _r("GET HEAD", f"/runs/{_RUN}/(writers/[^/]+|history|media|console)", "read", "run"),
+    _r("GET HEAD", f"/runs/{_RUN}/(writers/[^/]+|history|media|console|lineage)", "read", "run"),
     _r("GET HEAD", r"/media/(?P<sha>[0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?", "read", "media"),
     _r("PUT", r"/media/(?P<sha>[0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?", "write", "upload"),
     _r("GET HEAD", "/projects", "read", "none"),

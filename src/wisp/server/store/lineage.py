@@ -43,6 +43,7 @@ from wisp.server.store import schema as S
 
 __all__ = [
     "MAX_DEPTH",
+    "describe",
     "fork_points",
     "on_record",
     "record_fork",
@@ -238,3 +239,48 @@ def fork_points(
     if not steps:
         return None
     return np.concatenate(steps), np.concatenate(values)
+
+
+def describe(conn: Connection, run_id: str, readable: Any) -> dict[str, Any] | None:
+    """``{"parent", "forks", "set_aside"}`` of run key ``run_id`` (None: no such run); forks
+    only in ``readable`` projects (None: every project)."""
+    from sqlalchemy import func
+
+    r, lin, sa, mk, ch = S.runs.c, run_lineage.c, set_aside.c, S.metric_keys.c, S.chunks.c
+    me = conn.execute(select(r.project, r.given_id).where(r.id == run_id)).first()
+    if me is None:
+        return None
+    parent = None
+    row = conn.execute(
+        select(lin.parent_given_id, lin.parent_project, lin.step).where(lin.run_id == run_id)
+    ).first()
+    if row is not None:
+        got = parent_of(conn, run_id)
+        key = None if got is None else got[0]
+        parent = {"id": row[0], "project": row[1], "key": key, "step": int(row[2])}
+    q = (
+        select(r.given_id, r.id, r.project, r.name, lin.step)
+        .select_from(run_lineage.join(S.runs, r.id == lin.run_id))
+        .where(lin.parent_project == me[0], lin.parent_given_id == me[1])
+        .order_by(r.created_at)
+    )
+    forks = [
+        {"id": g, "key": k, "project": p, "name": n, "step": int(s)}
+        for g, k, p, n, s in conn.execute(q)
+        if readable is None or p in readable
+    ]
+    aside = []
+    for rewind, step, shadow in conn.execute(
+        select(sa.rewind, sa.step, sa.shadow_id).where(sa.run_id == run_id).order_by(sa.rewind)
+    ):
+        n, lo, hi = conn.execute(
+            select(func.sum(ch.n), func.min(ch.s0), func.max(ch.s1))
+            .select_from(S.chunks.join(S.metric_keys, mk.id == ch.key_id))
+            .where(mk.run_id == shadow)
+        ).one()
+        aside.append(
+            {"rewind": int(rewind), "step": int(step), "points": int(n or 0),
+             "min_step": None if lo is None else int(lo),
+             "max_step": None if hi is None else int(hi)}
+        )  # fmt: skip
+    return {"parent": parent, "forks": forks, "set_aside": aside}
