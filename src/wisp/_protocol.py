@@ -49,6 +49,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "REPLACEMENT",
     "RUN_STATES",
+    "SYSTEM_KEY_PREFIX",
     "Invalid",
     "RecordType",
     "RunState",
@@ -128,6 +129,9 @@ RUN_STATES = (
 
 #: A metric key: a history, system or media key, a metric name, a series query key.
 MAX_KEY_LENGTH = 1024
+#: keys of system samples (``wisp._system``); the server stores them at step = time in ms, so
+#: what is indexed by training steps (a rewind's set-aside) leaves them alone
+SYSTEM_KEY_PREFIX = "system/"
 #: Run name, group, job type.
 MAX_NAME_LENGTH = 1024
 MAX_PROJECT_LENGTH = 128

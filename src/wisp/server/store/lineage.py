@@ -36,7 +36,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
-from wisp._protocol import RecordType
+from wisp._protocol import SYSTEM_KEY_PREFIX, RecordType
 from wisp.server.http.problem import invalid
 from wisp.server.rights.matrix import ACTOR, can_read_project
 from wisp.server.store import schema as S
@@ -101,7 +101,8 @@ def on_record(conn: Connection, guard: Any, run_id: str, rec: Any, fld: str) -> 
 def record_fork(conn: Connection, guard: Any, run_id: str, data: dict[str, Any], fld: str) -> None:
     """Note a LINEAGE record's fork (the run's first one counts).  The parent must be on
     this server and readable by the caller (422 otherwise: the uploader sets the record aside
-    and ``wisp sync --retry-rejected`` sends it again once the parent is there)."""
+    and ``wisp sync --retry-rejected`` sends it again once the parent is there), unless the
+    caller reads every project (a site admin, the local caller of ``wisp ui``, the CLI)."""
     pid, project, step = data.get("parent_id"), data.get("parent_project"), data.get("step")
     if not (isinstance(pid, str) and isinstance(project, str) and type(step) is int):
         raise invalid(f"{fld}.data", "a fork names parent_id, parent_project and step")
@@ -109,21 +110,21 @@ def record_fork(conn: Connection, guard: Any, run_id: str, data: dict[str, Any],
     if conn.execute(select(lin.run_id).where(lin.run_id == run_id)).first():
         return
     parent = conn.execute(select(r.id).where(r.project == project, r.given_id == pid)).first()
-    actor = ACTOR.get()  # None: a trusted caller (the CLI, wisp ui's import)
-    info = guard.info(conn, project)
-    may_read = (
-        actor is None
-        or actor.is_admin
-        or actor.via == "local"
-        or (info is not None and can_read_project(actor, info))
-    )  # as ProjectStore.readable() decides
-    if parent is None or not may_read:
+    actor = ACTOR.get()  # None: a trusted caller (the CLI)
+    reads_all = actor is None or actor.is_admin or actor.via == "local"  # wisp ui: local
+    info = None if reads_all else guard.info(conn, project)
+    may_read = reads_all or (
+        actor is not None and info is not None and can_read_project(actor, info)
+    )
+    # as ProjectStore.readable() decides; a caller who reads every project may name a parent
+    # not uploaded yet (wisp ui imports runs in any order): it is resolved when read
+    if not may_read or (parent is None and not reads_all):
         raise invalid(
             f"{fld}.data.parent_id",
             f"no run {pid!r} in project {project!r} that this caller may read: "
             "upload the parent first (wisp sync does)",
         )
-    if parent[0] == run_id:
+    if parent is not None and parent[0] == run_id:
         raise invalid(f"{fld}.data.parent_id", "a run cannot be forked from itself")
     conn.execute(
         run_lineage.insert(),
@@ -176,7 +177,8 @@ def _shadow_key(run_id: str, rewind: int) -> str:
 
 def set_aside_after(conn: Connection, dialect: Any, run_id: str, step: int, now: float) -> str:
     """Set aside the points, extras and media items of ``run_id`` past ``step`` (a rewind):
-    the chunk holding ``step`` is split, later chunks change key; returns the shadow key."""
+    the chunk holding ``step`` is split, later chunks change key; returns the shadow key.
+    System samples (keys ``system/...``, at step = time in ms) stay."""
     from wisp.server.series.chunks import chunk_row, decode, pieces
 
     sa = set_aside.c
@@ -186,7 +188,11 @@ def set_aside_after(conn: Connection, dialect: Any, run_id: str, step: int, now:
     rewind = 0 if last is None else int(last) + 1
     shadow = _shadow_key(run_id, rewind)
     mk, ch = S.metric_keys.c, S.chunks.c
-    keys = conn.execute(select(mk.id, mk.key).where(mk.run_id == run_id)).all()
+    keys = [  # system samples are at step = time in ms, not training steps: they stay
+        (kid, key)
+        for kid, key in conn.execute(select(mk.id, mk.key).where(mk.run_id == run_id))
+        if not key.startswith(SYSTEM_KEY_PREFIX)
+    ]
     new_ids: dict[str, int] = {}
     if keys:
         rows = [{"run_id": shadow, "key": k} for _i, k in keys]
