@@ -473,23 +473,35 @@ def _fork_series(
     buckets: int,
 ) -> list[dict[str, Any]]:
     """A fork's keys against x=step through its view (``store.lineage``): the points of each
-    segment, bucketed in Python (the parent's chunk aggregates run past the fork step)."""
+    segment decoded (the parent's chunk aggregates run past the fork step) and folded into
+    the step grid with numpy, as the points of a chunk across a bucket edge are."""
     import numpy as np
 
     a, b = step_range(lo, hi, after)
     out = []
     for key in keys:
         got = lineage.fork_points(conn, dialect, segs, key, a, b) if a <= b else None
-        if got is None:
+        if got is None or not len(got[0]):
             continue
-        st, vs = got
-        fin = np.isfinite(vs)
-        nf = np.where(fin, 0, np.where(np.isnan(vs), 1, np.where(vs > 0, 2, 3)))
-        pts = [
-            (x, y if f else None, c)
-            for x, y, f, c in zip(st.tolist(), vs.tolist(), fin.tolist(), nf.tolist(), strict=True)
-        ]
-        out.append({"run": run_id, "key": key, **_py_downsample(pts, buckets)})
+        st, vals = got
+        fin = np.isfinite(vals)
+        nonfinite = int((~fin).sum())
+        count = len(st)
+        if count <= buckets:
+            gaps = (~fin).astype(np.int64).tolist() if nonfinite else None
+            s = {**_raw(st.tolist(), _list(vals), gaps), "count": count}
+        else:
+            bucket = _bucket_fn(int(st[0]), int(st[-1]), buckets)
+            v = vals if fin.all() else np.where(fin, vals, np.nan)
+            one = np.ones(count, np.int64)
+            x, _n, vmin, vmax, first, last, nonf = _fold(
+                bucket(st), st, one, v, v, v, v, (~fin).astype(np.int64)
+            )
+            lasts = _list(last)
+            s = {"x": x.tolist(), "y": lasts, "min": _list(vmin), "max": _list(vmax),
+                 "first": _list(first), "last": lasts, "raw": False, "count": count,
+                 "gaps": nonf.tolist() if nonfinite else None}  # fmt: skip
+        out.append({"run": run_id, "key": key, **s, "nonfinite": nonfinite, "nonnumeric": 0})
     return out
 
 
