@@ -13,7 +13,12 @@ by ``wisp._runfile`` in batches, as the writer frames them) and prints, median o
 - ``resume_from`` (rewind) of the big run to 90% of its steps: O(points), as it reads the
   file once to recompute the summary.
 
-Usage: python benchmarks/bench_fork.py [--points 10000000] [--repeat 5]
+With ``--server``, the same on the server (SQLite in a temporary folder, filled through the
+ingestion code): a parent of ``--points`` points, then the fork's registration and LINEAGE
+record ingested (baseline: a plain run's), the database's growth, and the fork's series
+(1,000 buckets: half the parent's points read through it).
+
+Usage: python benchmarks/bench_fork.py [--points 10000000] [--repeat 5] [--server]
 """
 
 from __future__ import annotations
@@ -71,11 +76,69 @@ def _du(path: str) -> int:
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
 
 
+def _server(points: int, repeat: int) -> None:
+    from wisp.server import open_store
+    from wisp.server.series.buckets import series
+    from wisp.server.store.ingest import prepare_records
+
+    base = Path(tempfile.mkdtemp(prefix="wisp-bench-fork-db-"))
+    db = base / "wisp.db"
+
+    def db_size() -> int:  # the database file and its write-ahead log
+        return sum(p.stat().st_size for p in base.glob("wisp.db*"))
+
+    store = open_store(f"sqlite:///{db}")
+    try:
+        t = time.perf_counter()
+        meta = {"project": "bench", "name": "big", "host": "h"}
+        store.put_run("big", {"project": "bench", "name": "big"})
+        store.ingest("big", "w", 0, prepare_records([{"type": 1, "data": meta}]))
+        seq, batch = 1, 100_000
+        for lo in range(0, points, batch):
+            rows = [
+                [s, 1.7e9 + s, {"loss": 1.0 / (1 + s)}] for s in range(lo, min(points, lo + batch))
+            ]
+            store.ingest("big", "w", seq, prepare_records([{"type": 3, "data": {"rows": rows}}]))
+            seq += 1
+        print(f"server: parent of {points:,} points ingested in {time.perf_counter() - t:.0f} s, "
+              f"database {db_size() / 1e6:.0f} MB")  # fmt: skip
+        mid = points // 2
+        n = [0]
+
+        def register(fork: bool) -> None:
+            n[0] += 1
+            rid = f"f{n[0]}"
+            store.put_run(rid, {"project": "bench", "name": rid})
+            recs: list[dict[str, object]] = [{"type": 1, "data": {**meta, "name": rid}}]
+            if fork:
+                lin = {"kind": "fork", "parent_id": "big", "parent_project": "bench", "step": mid}
+                recs.append({"type": 13, "data": lin})
+            store.ingest(rid, "w", 0, prepare_records(recs))
+
+        plain_s, _ = _timed(lambda: register(False), repeat)
+        size = db_size()
+        fork_s, _ = _timed(lambda: register(True), repeat)
+        grown = db_size() - size
+        print(f"server: a plain run registered        {plain_s * 1e3:8.1f} ms")
+        print(f"server: a fork registered (+LINEAGE)  {fork_s * 1e3:8.1f} ms; database grew "
+              f"{grown:,} bytes for {repeat} forks")  # fmt: skip
+        s_s, got = _timed(lambda: series(store, [f"f{n[0]}"], ["loss"], buckets=1000), 1)
+        count = got[0]["count"] if got else 0  # type: ignore[index]
+        print(f"server: the fork's series (1,000 buckets over {count:,} points): {s_s:.2f} s")
+    finally:
+        store.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--points", type=int, default=10_000_000)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--server", action="store_true")
     args = ap.parse_args()
+    if args.server:
+        _server(args.points, args.repeat)
+        return
     warnings.simplefilter("ignore")
     os.environ.update(WISP_GIT="false", WISP_SYSTEM_METRICS="false", WISP_CONSOLE="off")
     import wisp
