@@ -40,14 +40,20 @@ def _sync(server: Any, *dirs: str | None) -> None:
         assert r.done and r.error is None and r.rejected == 0, r
 
 
-def test_a_fork_reads_through_its_parent_on_the_server(server: Any, tmp_path: Path) -> None:
-    """A fork at 50 of a 100-step run, and a fork of it at 55, read back from the server's
-    series as the parent's 0..50 then their own steps; the parent is unchanged."""
-    d = str(tmp_path)
+def _parent_and_fork(d: str) -> tuple[wisp.Run, wisp.Run]:
+    """A 100-step run logged offline in ``d`` and a fork of it at 50 that logs 51..60."""
     parent = wisp.init(project="lin", dir=d, mode="offline")
     _log(parent, range(100), float)
     fork = wisp.init(fork_from=f"{parent.id}?_step=50", dir=d, mode="offline")
     _log(fork, range(51, 61), lambda s: -float(s))
+    return parent, fork
+
+
+def test_a_fork_reads_through_its_parent_on_the_server(server: Any, tmp_path: Path) -> None:
+    """A fork at 50 of a 100-step run, and a fork of it at 55, read back from the server's
+    series as the parent's 0..50 then their own steps; the parent is unchanged."""
+    d = str(tmp_path)
+    parent, fork = _parent_and_fork(d)
     grand = wisp.init(fork_from=f"{fork.id}?_step=55", dir=d, mode="offline")
     _log(grand, range(56, 58), lambda s: 1000.0 + s)
     _sync(server, grand.dir)  # parents first
@@ -144,10 +150,7 @@ def test_wisp_api_reads_a_fork_and_a_rewound_run_through_the_server(
     """wisp.Api over the server: scan_history, history and the long-table export give a
     fork's view (the parent's 0..50, then its own) and a rewound run's kept rows."""
     d = str(tmp_path)
-    parent = wisp.init(project="lin", dir=d, mode="offline")
-    _log(parent, range(100), float)
-    fork = wisp.init(fork_from=f"{parent.id}?_step=50", dir=d, mode="offline")
-    _log(fork, range(51, 61), lambda s: -float(s))
+    parent, fork = _parent_and_fork(d)
     back = wisp.init(resume_from=f"{parent.id}?_step=80", dir=d, mode="offline")
     _log(back, range(81, 91), lambda s: 1000.0 + s)
     _sync(server, fork.dir, parent.dir)
