@@ -202,3 +202,48 @@ def test_the_lineage_endpoint_and_wisp_api_name_parents_forks_and_rows_set_aside
         {"rewind": 0, "step": 80, "rows": 19, "min_step": 81, "max_step": 99}
     ]
     api.close()
+
+
+def test_a_rewind_in_the_store_splits_a_chunk_and_deleting_the_run_forgets_it(
+    tmp_path: Path,
+) -> None:
+    """Straight through the store: 600 points (chunks of 256), a rewind to 300 (inside a
+    chunk), 301..302 again: the series holds 0..300 and the new two; the points set aside are
+    under a shadow key no run has; deleting the run deletes them and its lineage rows."""
+    from sqlalchemy import func, select
+
+    from wisp.server import open_store
+    from wisp.server.series.buckets import series
+    from wisp.server.store import lineage
+    from wisp.server.store import schema as S
+    from wisp.server.store.edit import delete_run
+    from wisp.server.store.ingest import prepare_records
+
+    store = open_store(f"sqlite:///{tmp_path / 'w.db'}")
+    try:
+        store.put_run("r", {"project": "p", "name": "r"})
+        rows = [[s, 1.0 + s, {"loss": float(s)}] for s in range(600)]
+        rewind = {"run_id": "r", "last_step": 300, "rewind": {"step": 300}}
+        recs = [
+            {"type": 1, "data": {"project": "p", "name": "r"}},
+            {"type": 3, "data": {"rows": rows}},
+            {"type": 12, "data": rewind},
+            {"type": 3, "data": {"rows": [[301, 9.0, {"loss": -1.0}], [302, 9.0, {"loss": -2.0}]]}},
+        ]
+        store.ingest("r", "w", 0, prepare_records(recs))  # one batch: the rewind in the middle
+        (s,) = series(store, ["r"], ["loss"], buckets=10_000)
+        assert s["x"] == list(range(303)) and s["y"][300] == 300.0 and s["y"][301:] == [-1.0, -2.0]
+        with store.engine.connect() as conn:
+            (shadow,) = conn.execute(select(lineage.set_aside.c.shadow_id)).scalars()
+            n = conn.execute(
+                select(func.sum(S.chunks.c.n))
+                .select_from(S.chunks.join(S.metric_keys, S.metric_keys.c.id == S.chunks.c.key_id))
+                .where(S.metric_keys.c.run_id == shadow)
+            ).scalar()
+        assert n == 299  # the old 301..599
+        assert delete_run(store, "r")
+        with store.engine.connect() as conn:
+            assert conn.execute(select(func.count()).select_from(S.chunks)).scalar() == 0
+            assert conn.execute(select(func.count()).select_from(lineage.set_aside)).scalar() == 0
+    finally:
+        store.close()

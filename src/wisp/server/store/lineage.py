@@ -44,6 +44,7 @@ from wisp.server.store import schema as S
 __all__ = [
     "MAX_DEPTH",
     "describe",
+    "forget",
     "fork_points",
     "on_record",
     "record_fork",
@@ -290,3 +291,18 @@ def describe(conn: Connection, run_id: str, readable: Any) -> dict[str, Any] | N
              "max_step": None if hi is None else int(hi)}
         )  # fmt: skip
     return {"parent": parent, "forks": forks, "set_aside": aside}
+
+
+def forget(conn: Connection, run_id: str) -> None:
+    """Delete run ``run_id``'s lineage: its fork record and what its rewinds set aside (its
+    forks keep theirs, and read their own points only once it is gone)."""
+    from sqlalchemy import delete
+
+    sa = set_aside.c
+    for (shadow,) in conn.execute(select(sa.shadow_id).where(sa.run_id == run_id)).all():
+        kids = select(S.metric_keys.c.id).where(S.metric_keys.c.run_id == shadow)
+        conn.execute(delete(S.chunks).where(S.chunks.c.key_id.in_(kids)))
+        for table in (S.metric_keys, S.extras, S.media_items):
+            conn.execute(delete(table).where(table.c.run_id == shadow))
+    conn.execute(delete(set_aside).where(sa.run_id == run_id))
+    conn.execute(delete(run_lineage).where(run_lineage.c.run_id == run_id))
