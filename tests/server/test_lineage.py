@@ -247,3 +247,34 @@ def test_a_rewind_in_the_store_splits_a_chunk_and_deleting_the_run_forgets_it(
             assert conn.execute(select(func.count()).select_from(lineage.set_aside)).scalar() == 0
     finally:
         store.close()
+
+
+def test_a_forks_summary_on_the_server_covers_its_parents_part(tmp_path: Path) -> None:
+    """Straight through the store: a fork's SUMMARY record (its own rows) gains the last value
+    at or before the fork step of each key only its parent logged."""
+    from wisp.server import open_store
+    from wisp.server.store.ingest import prepare_records
+
+    store = open_store(f"sqlite:///{tmp_path / 'w.db'}")
+    try:
+        store.put_run("par", {"project": "p", "name": "par"})
+        rows = [[s, 1.0, {"loss": float(s), "acc": s / 10}] for s in range(10)]
+        recs = [
+            {"type": 1, "data": {"project": "p", "name": "par"}},
+            {"type": 3, "data": {"rows": rows}},
+        ]
+        store.ingest("par", "w", 0, prepare_records(recs))
+        store.put_run("kid", {"project": "p", "name": "kid"})
+        fork = {"kind": "fork", "parent_id": "par", "parent_project": "p", "step": 5}
+        recs = [
+            {"type": 1, "data": {"project": "p", "name": "kid"}},
+            {"type": 13, "data": fork},
+            {"type": 3, "data": {"rows": [[6, 2.0, {"loss": -1.0}]]}},
+            {"type": 4, "data": {"summary": {"loss": -1.0}}},
+        ]
+        store.ingest("kid", "w", 0, prepare_records(recs))
+        got = store.get_run("kid")
+        assert got is not None and got["summary"] == {"loss": -1.0, "acc": 0.5}
+        assert store.get_run("par")["summary"] == {}  # type: ignore[index]
+    finally:
+        store.close()

@@ -52,6 +52,7 @@ __all__ = [
     "set_aside",
     "set_aside_after",
     "view_segments",
+    "view_summary",
 ]
 
 run_lineage = Table(
@@ -306,3 +307,33 @@ def forget(conn: Connection, run_id: str) -> None:
             conn.execute(delete(table).where(table.c.run_id == shadow))
     conn.execute(delete(set_aside).where(sa.run_id == run_id))
     conn.execute(delete(run_lineage).where(run_lineage.c.run_id == run_id))
+
+
+def view_summary(
+    conn: Connection, dialect: Any, run_id: str, summary: dict[str, Any]
+) -> dict[str, Any]:
+    """A fork's SUMMARY record (over its own rows) completed over its view: the last value at
+    or before the fork step of each numeric key of its parents it does not have itself (one
+    chunk per key read); any other run's summary as it is."""
+    import math
+
+    from wisp.server.series.chunks import decode
+
+    segs = view_segments(conn, run_id)
+    if len(segs) < 2:
+        return summary
+    mk = S.metric_keys.c
+    out: dict[str, Any] = {}
+    for seg_run, _lo, hi in segs[:-1]:  # the parents' parts, oldest first: later ones win
+        for kid, key in conn.execute(select(mk.id, mk.key).where(mk.run_id == seg_run)):
+            if key in summary or key.startswith(SYSTEM_KEY_PREFIX):
+                continue
+            rows = [r for r in dialect.fetch_chunks(conn, [(kid, hi, hi)], "merge") if r[1] <= hi]
+            if not rows:
+                continue
+            st, _tm, vs = decode(bytes(rows[-1][4]))
+            at = st <= hi
+            if at.any():
+                v = float(vs[at][-1])
+                out[key] = v if math.isfinite(v) else None
+    return {**out, **summary}

@@ -171,8 +171,8 @@ class RecordStore:
             run_vals.update(cols, meta=d["meta"], state="running", finished_at=None)
         elif rec.kind == RecordType.CONFIG:
             run_vals["config"] = d["config"]
-        elif rec.kind == RecordType.SUMMARY:
-            run_vals["summary"] = d["summary"]
+        elif rec.kind == RecordType.SUMMARY:  # a fork's: over its view (store.lineage)
+            run_vals["summary"] = lineage.view_summary(conn, self.db.dialect, run_id, d["summary"])
         elif rec.kind == RecordType.METRIC:
             row = {"run_id": run_id, "name": d["name"], "spec": d["spec"]}
             self.db.dialect.upsert(conn, S.run_metrics, [row], ["run_id", "name"])
