@@ -775,6 +775,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{run_id}/set-aside/{rewind}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make what a rewind set aside a run of its own (a fork at the rewind's step) */
+        post: operations["restore_set_aside"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}/writers/{writer_id}": {
         parameters: {
             query?: never;
@@ -1518,6 +1535,14 @@ export interface components {
             first_seq: number;
             records: components["schemas"]["RecordIn"][];
             writer_id: string;
+        };
+        /**
+         * Restored
+         * @description The run made of what a rewind set aside: its key and id (a fork at the rewind's step).
+         */
+        Restored: {
+            id: string;
+            key: string;
         };
         /** RunArtifactRef */
         RunArtifactRef: {
@@ -3734,6 +3759,30 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SeqConflict"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    restore_set_aside: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+                rewind: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Restored"];
                 };
             };
             "4XX": components["responses"]["Error"];

@@ -218,7 +218,19 @@ class ServerBackend:
         raise _no_lineage()
 
     def restore_set_aside(self, run_id: str, rewind: int) -> dict[str, Any]:
-        raise _no_lineage()
+        parts = self.lineage(run_id)["set_aside"]
+        try:
+            number = parts[rewind]["rewind"]
+        except (IndexError, TypeError):
+            raise UsageError(
+                f"rewind index {rewind!r} out of range: run {run_id!r} has {len(parts)} "
+                "rewind(s) with rows set aside"
+            ) from None
+        try:
+            doc = self.http.json("POST", f"/runs/{q(run_id)}/set-aside/{number}/restore")
+        except FatalApiError as exc:
+            raise self._not_found(exc, f"rewind {number} of run {run_id!r}") from None
+        return self.get_run(str(doc["key"]))
 
     def files(self, run_id: str) -> list[dict[str, Any]]:
         try:
@@ -268,8 +280,8 @@ def _batch_rows(batch: Any, keys: list[str]) -> Iterator[dict[str, Any]]:
 
 
 def _no_lineage() -> UsageError:
-    """Rows set aside are read and restored from run files for now (docs/fork.md)."""
+    """Rows set aside are read from run files for now (docs/fork.md)."""
     return UsageError(
-        "the rows a rewind set aside are read and restored from the run's files for now: "
-        "wisp.Api(dir=<the folder holding wisp/>)"
+        "the rows a rewind set aside are read from the run's files for now "
+        "(wisp.Api(dir=<the folder holding wisp/>)); restore_set_aside() makes them a run"
     )

@@ -92,6 +92,7 @@ RULES = (
     _r("GET HEAD", "/series", "read", "runs_query"),
     _r("GET HEAD", "/filter/parse", "read", "none"),
     _r("PATCH DELETE", f"/runs/{_RUN}", "write", "run_admin", "run.edit"),
+    _r("POST", f"/runs/{_RUN}/set-aside/[0-9]+/restore", "write", "run_admin", "run.restore"),
     _r("GET HEAD", f"/runs/{_RUN}/files", "read", "run"),
     _r("POST", "/export/histories", "read", "none"),  # the runs of the body: the handler
     _r("GET HEAD", "/sweeps", "read", "none"),

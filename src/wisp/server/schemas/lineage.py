@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 
-__all__ = ["LineageFork", "LineageParent", "RunLineage", "SetAsidePart"]
+from wisp.server.schemas.runs import Id
+
+__all__ = [
+    "LineageFork",
+    "LineageParent",
+    "RestorePath",
+    "Restored",
+    "RunLineage",
+    "SetAsidePart",
+]
 
 
 class LineageParent(msgspec.Struct):
@@ -41,3 +52,15 @@ class RunLineage(msgspec.Struct):
     parent: LineageParent | None
     forks: list[LineageFork]
     set_aside: list[SetAsidePart]
+
+
+class RestorePath(msgspec.Struct, forbid_unknown_fields=True):
+    run_id: Id
+    rewind: Annotated[int, msgspec.Meta(ge=0, le=1 << 30)]
+
+
+class Restored(msgspec.Struct):
+    """The run made of what a rewind set aside: its key and id (a fork at the rewind's step)."""
+
+    key: str
+    id: str

@@ -48,6 +48,7 @@ __all__ = [
     "fork_points",
     "on_record",
     "record_fork",
+    "restore",
     "run_lineage",
     "set_aside",
     "set_aside_after",
@@ -337,3 +338,38 @@ def view_summary(
                 v = float(vs[at][-1])
                 out[key] = v if math.isfinite(v) else None
     return {**out, **summary}
+
+
+def restore(conn: Connection, runs: Any, run_id: str, rewind: int, now: float) -> str | None:
+    """Make what rewind ``rewind`` of run key ``run_id`` set aside a run of its own: a fork of
+    the run at the rewind's step, id ``<id>-rewind<i>`` in the same project, holding those
+    points (finished).  Returns its key (the same one when asked again); None when the run
+    has no such rewind."""
+    sa, r = set_aside.c, S.runs.c
+    row = conn.execute(
+        select(sa.step, sa.shadow_id).where(sa.run_id == run_id, sa.rewind == rewind)
+    ).first()
+    me = conn.execute(select(r.project, r.given_id, r.name, r.config).where(r.id == run_id)).first()
+    if me is None:
+        return None
+    new_id = f"{me[1][:48]}-rewind{rewind}"
+    if row is None:  # restored already (or never set aside): the run made then, if any
+        found = runs.resolve(conn, me[0], new_id)
+        return None if found is None else str(found)
+    step, shadow = int(row[0]), str(row[1])
+    key = str(runs.create(conn, new_id, {"project": me[0], "name": f"{me[2]}-rewind{rewind}"}))
+    for table in (S.metric_keys, S.extras, S.media_items):
+        c = table.c
+        conn.execute(update(table).where(c.run_id == shadow).values(run_id=key))
+    conn.execute(
+        update(S.runs).where(r.id == key).values(config=me[3], state="finished", finished_at=now)
+    )
+    conn.execute(
+        run_lineage.insert(),
+        [{"run_id": key, "parent_project": me[0], "parent_given_id": me[1], "step": step,
+          "created_at": now}],
+    )  # fmt: skip
+    from sqlalchemy import delete
+
+    conn.execute(delete(set_aside).where(sa.run_id == run_id, sa.rewind == rewind))
+    return key

@@ -52,3 +52,23 @@ class LineageApi:
         if got is None:
             raise Problem(404, "run_not_found", f"no run {run_id!r}", "run_id")
         return json_response(got)
+
+    def _restore(self, run_id: str, rewind: int) -> str | None:
+        with self.store.db.tx() as conn:
+            return lineage.restore(conn, self.store.runs, run_id, rewind, self.store.db.clock())
+
+    @endpoint(
+        "POST",
+        "/runs/{run_id}/set-aside/{rewind}/restore",
+        scope="write",
+        summary="Make what a rewind set aside a run of its own (a fork at the rewind's step)",
+        path_params=T.RestorePath,
+        responses={200: T.Restored},
+    )
+    async def restore_set_aside(self, r: In) -> Response:
+        p: T.RestorePath = r.path
+        key = await run_in_threadpool(self._restore, p.run_id, p.rewind)
+        if key is None:
+            raise Problem(404, "not_found", f"run {p.run_id!r} has no rewind {p.rewind}", "rewind")
+        run = await run_in_threadpool(self.store.get_run, key)
+        return json_response({"key": key, "id": (run or {}).get("id", key)})
