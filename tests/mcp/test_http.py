@@ -177,3 +177,37 @@ def test_stop_run_ends_a_live_run_cleanly(tmp_path: Path) -> None:
             run = api.run(f"exp/{run_id}")
             assert run.state == "killed"
             assert len(list(run.scan_history(keys=["loss"]))) > 10
+
+
+def test_report_tools_write_versions(tmp_path: Path) -> None:
+    """An agent creates a report, appends a line panel and freezes it through /mcp: three
+    versions on the server, the last with the panel and its run set pinned."""
+    with Server(tmp_path / "srv") as srv:
+        settings = {"server_url": srv.url, "api_key": srv.key, "system_metrics": False}
+        run = wisp.init(project="exp", dir=str(tmp_path / "a"), settings=settings)
+        for s in range(20):
+            run.log({"loss": 1.0 / (s + 1)}, step=s)
+        run.finish()
+        _, made = anyio.run(
+            _calls,
+            srv.url,
+            srv.key,
+            [("create_report", {"project": "exp", "title": "LR", "text": "Loss falls."})],
+        )
+        assert not made.is_error, made.content
+        path = f"exp/{made.structured_content['id']}"
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ("add_report_panel", {"report": path, "type": "line", "y": ["loss"]}),
+            ("freeze_report", {"report": path}),
+            ("add_report_panel", {"report": path, "type": "nope"}),
+        ]
+        _, panel, frozen, bad = anyio.run(_calls, srv.url, srv.key, calls)
+        assert panel.structured_content["version"] == 2
+        assert frozen.structured_content["version"] == 3 and frozen.structured_content["frozen"]
+        assert bad.is_error and "nope" in bad.content[0].text
+        with wisp.Api(server_url=srv.url, api_key=srv.key) as api:
+            ref = api.report(path)
+            assert [v["version"] for v in ref.versions()] == [1, 2, 3]
+            report = wisp.Report.from_markdown(ref.markdown)
+            assert [p.type for p in report.panels] == ["line"]
+            assert "Loss falls." in ref.markdown and run.id in ref.markdown

@@ -28,7 +28,15 @@ READ_TOOLS = (
     "get_console",
     "get_alerts",
 )
-WRITE_TOOLS = ("add_tags", "remove_tags", "set_notes", "stop_run")
+WRITE_TOOLS = (
+    "add_tags",
+    "remove_tags",
+    "set_notes",
+    "stop_run",
+    "create_report",
+    "add_report_panel",
+    "freeze_report",
+)
 INSTRUCTIONS = (
     "wisp experiment tracker. Find runs with list_runs (filters, partial ids, time windows), "
     "read one with get_run, whole metric histories with get_metric_history (page with "

@@ -497,6 +497,34 @@ class Tools:
         r.stop()
         return {"run": r.run_path, "stop_requested": True}
 
+    def create_report(self, project: str, title: str, text: str = "") -> dict[str, Any]:
+        """Create a report (Markdown with live panels, every version kept) in ``project``."""
+        from wisp.mcp._report_tools import create_report
+
+        return create_report(self.api, project, title, text)
+
+    def add_report_panel(
+        self,
+        report: str,
+        type: str,  # noqa: A002 - the panel's type, as in the report format
+        y: list[str] | None = None,
+        runs: str | None = None,
+        runset: str | None = None,
+        title: str = "",
+        x: str | None = None,
+    ) -> dict[str, Any]:
+        """Append a panel to report ``"project/ID"`` (``type``: line, bar, scalar, scatter,
+        parallel, compare, media, runs; ``runs``: a filter for this panel's runs)."""
+        from wisp.mcp._report_tools import add_report_panel
+
+        return add_report_panel(self.api, report, type, y, runs, runset, title, x)
+
+    def freeze_report(self, report: str) -> dict[str, Any]:
+        """Freeze report ``"project/ID"``: its run sets keep today's runs and steps."""
+        from wisp.mcp._report_tools import freeze_report
+
+        return freeze_report(self.api, report)
+
     def add_tags(self, run: str, tags: list[str], project: str | None = None) -> dict[str, Any]:
         """Add tags to a run (others kept)."""
         r = self.run_obj(run, project)
