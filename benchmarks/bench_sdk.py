@@ -83,14 +83,67 @@ def bench_import(rows: list[tuple[str, str, str]], runs: int = 15) -> None:
     rows.append(("  (bare interpreter start, median)", f"{bare:.1f} ms", ""))
 
 
-def bench_init(rows: list[tuple[str, str, str]], tmp: str) -> None:
-    times = []
-    for i in range(20):
+def _median_ms(start: Any, stop: Any, n: int = 20) -> tuple[float, float]:
+    """Medians (ms) over ``n`` rounds of ``start(i)`` and of ``stop(handle)``, timed apart."""
+    starts, stops = [], []
+    for i in range(n):
         t0 = time.perf_counter()
-        r = _init(project="b", dir=os.path.join(tmp, f"i{i}"))
-        times.append((time.perf_counter() - t0) * 1000)
-        r.finish()
-    rows.append(("init() in-process, median of 20", f"{statistics.median(times):.2f} ms", ""))
+        handle = start(i)
+        t1 = time.perf_counter()
+        stop(handle)
+        stops.append((time.perf_counter() - t1) * 1000)
+        starts.append((t1 - t0) * 1000)
+    return statistics.median(starts), statistics.median(stops)
+
+
+def _mlflow_file_store(tmp: str) -> tuple[float, float] | None:
+    """MLflow's file store ``start_run()``/``end_run()`` medians, or None (not installed)."""
+    try:
+        import mlflow
+    except ImportError:
+        return None
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the file store's deprecation notice
+        os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"  # MLflow 3 refuses it otherwise
+        mlflow.set_tracking_uri(Path(tmp, "mlruns").as_uri())
+        mlflow.set_experiment("b")
+        mlflow.start_run()  # warm: the experiment, the store's imports
+        mlflow.end_run()
+        return _median_ms(lambda i: mlflow.start_run(), lambda r: mlflow.end_run())
+
+
+def _trackio(tmp: str) -> tuple[float, float] | None:
+    """trackio's local ``init()``/``finish()`` medians, or None (not installed)."""
+    try:
+        import trackio
+    except ImportError:
+        return None
+    os.environ.setdefault("TRACKIO_DIR", os.path.join(tmp, "trackio"))
+    with contextlib.redirect_stdout(io.StringIO()):
+        trackio.init(project="b").finish()  # warm
+        return _median_ms(lambda i: trackio.init(project="b"), lambda r: r.finish())
+
+
+def bench_init(rows: list[tuple[str, str, str]], tmp: str) -> None:
+    """init() and finish(), system metrics and console capture on (the defaults), against
+    MLflow's file store and trackio (when installed) measured here, in this process."""
+    _init(project="b", dir=os.path.join(tmp, "warm")).finish()  # lazy imports, as peers
+    init_ms, finish_ms = _median_ms(
+        lambda i: _init(project="b", dir=os.path.join(tmp, f"i{i}")), lambda r: r.finish()
+    )
+    peers = {"mlflow file store": _mlflow_file_store(tmp), "trackio": _trackio(tmp)}
+    rows.append(("init() in-process, median of 20", f"{init_ms:.2f} ms", "<= 1.5 ms"))
+    rows.append(("finish() after one init, median of 20", f"{finish_ms:.2f} ms", ""))
+    for peer, got in peers.items():
+        if got is None:
+            rows.append((f"  vs {peer}", "not installed", "skipped"))
+            continue
+        rows.append((f"  {peer} start/init, median", f"{got[0]:.2f} ms", ""))
+        rows.append((f"  {peer} end/finish, median", f"{got[1]:.2f} ms", ""))
+        rows.append((f"  init() / {peer}", f"{init_ms / got[0]:.2f}x", "<= 1"))
+        rows.append((f"  finish() / {peer}", f"{finish_ms / got[1]:.2f}x", "<= 1"))
 
 
 def _percentiles(ns: list[int]) -> tuple[float, float, float]:

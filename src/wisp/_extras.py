@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["console_mode", "start"]
 
+#: seconds from init() to the first system reading (less when ``system_interval`` is less)
+_FIRST_READING = 1.0
+
 
 def _in_notebook() -> bool:
     if "ipykernel" not in sys.modules:
@@ -84,6 +87,15 @@ def start(run: Run) -> None:
             if capture is not None:
                 capture.flush()  # lines printed before a quiet spell reach the file too
 
-        sampler = SystemSampler(on_sample, interval=s.system_interval, disk_path=run.dir)
-        sampler.start()
+        # The first reading comes a moment after init() (at most one interval), so neither
+        # init() nor a finish() soon after waits for it; the sampler is started by the
+        # writer thread, so init() waits for one thread to start, not two (a finish() that
+        # comes first stops it before it starts: its thread then ends at once).
+        sampler = SystemSampler(
+            on_sample,
+            interval=s.system_interval,
+            disk_path=run.dir,
+            first_delay=min(s.system_interval, _FIRST_READING),
+        )
+        run.on_writer(sampler.start)
         run.attach("system", sampler, sampler.stop)

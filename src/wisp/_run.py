@@ -130,9 +130,10 @@ class Run(WandbRunApi):
             disk_full_memory=settings.disk_full_memory,
         )
         self._queue = self._writer.queue
-        self._write_meta("running")
         self._live = True
         self._writer.start()
+        # run.json and the RUN record are the writer thread's first work: init() waits on
+        # neither the rename nor git (the run file's header is on disk already)
         self._writer.put((CALL, self._write_start))
         if self.config:
             self._changed_config()
@@ -186,6 +187,10 @@ class Run(WandbRunApi):
 
     def _write_start(self) -> None:
         assert self._writer is not None
+        try:
+            self._write_meta("running")
+        except OSError as exc:  # counted: finish() raises WriterError naming it
+            self._writer.record_failure("run.json", exc)
         self._segment = self._run_record()
         self._writer.append(RecordType.RUN, self._segment)
 
