@@ -87,15 +87,14 @@ def start(run: Run) -> None:
             if capture is not None:
                 capture.flush()  # lines printed before a quiet spell reach the file too
 
-        # The first reading comes a moment after init() (at most one interval), so neither
-        # init() nor a finish() soon after waits for it; the sampler is started by the
-        # writer thread, so init() waits for one thread to start, not two (a finish() that
-        # comes first stops it before it starts: its thread then ends at once).
+        # The first reading comes a moment after init() (at most one interval): it no longer
+        # competes with init() for the GIL, and a finish() soon after does not wait for it.
+        # (Started here, not by the writer thread: finish() would wait for that start.)
         sampler = SystemSampler(
             on_sample,
             interval=s.system_interval,
             disk_path=run.dir,
             first_delay=min(s.system_interval, _FIRST_READING),
         )
-        run.on_writer(sampler.start)
+        sampler.start()
         run.attach("system", sampler, sampler.stop)
