@@ -278,6 +278,24 @@ def bench_log_after_fork(rows: list[tuple[str, str, str]], tmp: str, calls: int 
         )
     )
     rows.append(("  in a forked child (write-through): p50 / p99", f"{c50:.2f} / {c99:.2f} us", ""))
+    rows.append(
+        ("forked children leaving by os._exit(0): values kept", _exit_children(tmp), "20/20")
+    )
+
+
+def _exit_children(tmp: str, children: int = 20) -> str:
+    """Children that each log one value and leave with ``os._exit(0)`` (as launchers do):
+    how many values the run keeps (wandb and MLflow keep 20 of 20)."""
+    run = _init(project="x", dir=tmp, settings={"git": False})
+    for k in range(children):
+        pid = os.fork()
+        if pid == 0:
+            run.log({"child": float(k)})
+            os._exit(0)
+        os.waitpid(pid, 0)
+    run.finish()
+    kept = {r["child"] for r in wisp.open_run(run.dir).history() if "child" in r}
+    return f"{len(kept)}/{children}"
 
 
 def bench_throughput(rows: list[tuple[str, str, str]], tmp: str, points: int = 1_000_000) -> None:
