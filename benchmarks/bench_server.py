@@ -144,6 +144,7 @@ def bench(backend: str, points: int, tmp: Path) -> dict[str, Any]:
                 [
                     {
                         "id": f"run{i:05d}",
+                        "given_id": f"run{i:05d}",
                         "project": "many",
                         "name": f"run {i}",
                         "state": rng.choice(["finished", "failed", "running"]),

@@ -30,10 +30,11 @@ if TYPE_CHECKING:
     from wisp.api import Api
     from wisp.artifacts import Artifact
     from wisp.media import Audio, Histogram, Html, Image, Object3D, Table, Video
+    from wisp.plot import plot_table
     from wisp.reports import Report
     from wisp.sweeps import agent, sweep
+    from wisp.wandb_compat._tee import tee_wandb, untee_wandb
 
-__version__ = "0.1.0"
 
 __all__ = [
     "AlertLevel",
@@ -72,21 +73,30 @@ __all__ = [
     "mark_preempting",
     "open_run",
     "plot",
+    "plot_table",
     "restore",
     "run",
     "save",
     "summary",
     "sweep",
     "sync",
+    "tee_wandb",
+    "untee_wandb",
     "unwatch",
     "use_artifact",
     "watch",
 ]
 
-#: The current run (set by :func:`init`, cleared by :func:`finish`), or None.
-run: Run | None = None
+if TYPE_CHECKING:
+    #: The current run (set by :func:`init`, cleared by :func:`finish`), or None; kept in
+    #: ``wisp._current`` (the package's modules read it there) and read through ``__getattr__``.
+    run: Run | None
+    __version__: str
+
+_state: Any = None  # the module wisp._current, once loaded
 
 _LAZY = {
+    "__version__": ("wisp._version", "__version__"),
     "Run": ("wisp._run", "Run"),
     "Config": ("wisp._config", "Config"),
     "Summary": ("wisp._summary", "Summary"),
@@ -108,6 +118,7 @@ _LAZY = {
     "Html": ("wisp.media", "Html"),
     "Object3D": ("wisp.media", "Object3D"),
     "plot": ("wisp.plot", None),
+    "plot_table": ("wisp.plot", "plot_table"),
     # wandb-shaped helpers (src/wisp/integrations)
     "watch": ("wisp.integrations._watch", "watch"),
     "unwatch": ("wisp.integrations._watch", "unwatch"),
@@ -122,6 +133,8 @@ _LAZY = {
     "sweep": ("wisp.sweeps", "sweep"),
     # `import wandb` resolving to wisp (src/wisp/wandb_compat)
     "install_as_wandb": ("wisp.wandb_compat", "install"),
+    "tee_wandb": ("wisp.wandb_compat._tee", "tee_wandb"),
+    "untee_wandb": ("wisp.wandb_compat._tee", "untee_wandb"),
     "agent": ("wisp.sweeps", "agent"),
 }
 
@@ -148,30 +161,33 @@ def init(
     alone, ``"return_previous"`` (or False) returns the newest live run, and
     ``"finish_previous"``/``"default"``/True finish live runs first (wisp's default).
     ``entity`` (a user or team on the server) files the run under ``entity/project``.
-    Other arguments that only wandb knows (``save_code``, ...) are accepted and ignored
+    ``save_code=True`` saves the main script (a notebook's cells) into the run's files.
+    Other arguments that only wandb knows (``magic``, ...) are accepted and ignored
     with one warning, so ``import wisp as wandb`` works; any other unknown argument raises
     UsageError.
     """
     from wisp._init import start_run
 
-    reinit, entity = wandb_only.get("reinit"), wandb_only.get("entity")
-    if wandb_only:
-        from wisp._init import wandb_only_args
-
-        config = wandb_only_args(wandb_only, config)
-    how = "finish_previous"
-    if reinit is not None:
-        from wisp._wandb_env import reinit_mode
-
-        how = reinit_mode(reinit)
-        if how == "return_previous":
-            from wisp._run import live_runs
-
-            live = live_runs()
-            if live:
-                return live[-1]
-
+    refused: WispError | None = None
     try:
+        reinit, entity = wandb_only.get("reinit"), wandb_only.get("entity")
+        if wandb_only:
+            from wisp._init import wandb_only_args
+
+            code = init.__code__
+            own = code.co_varnames[: code.co_argcount]  # init()'s own parameters
+            config = wandb_only_args(wandb_only, config, own)
+        how = "finish_previous"
+        if reinit is not None:
+            from wisp._wandb_env import reinit_mode
+
+            how = reinit_mode(reinit)
+            if how == "return_previous":
+                from wisp._run import live_runs
+
+                live = live_runs()
+                if live:
+                    return live[-1]
         new = start_run(
             project=project,
             name=name,
@@ -190,24 +206,38 @@ def init(
             entity=entity,
         )
     except (UsageError, FatalApiError) as exc:
-        # the caller's mistake (a bad setting, a refused key): the message says it all, so
-        # the traceback ends at this call, not deep inside wisp
-        raise exc.with_traceback(None)  # noqa: B904 - the same exception, re-raised
+        # the caller's mistake (a bad argument or setting, a refused key): the message says
+        # it all, so the traceback is the caller's line and the one below, not wisp's insides
+        refused = exc.with_traceback(None)
+    if refused is not None:
+        raise refused  # init() refused: the message below says why
+    if wandb_only.get("save_code") and new.mode != "disabled":
+        from wisp.integrations._files import save_code
+
+        save_code(new)
     if how != "create_new":  # as in wandb: create_new leaves wisp.run alone
-        global run
-        run = new
+        (_state or _load_state()).run = new
     return new
 
 
-def _current(what: str) -> Run:
-    if run is None:
+def _load_state() -> Any:
+    global _state
+    from wisp import _current
+
+    _state = _current
+    return _current
+
+
+def _need_run(what: str) -> Run:
+    r: Run | None = (_state or _load_state()).run
+    if r is None:
         raise RunStateError(f"wisp.{what} needs a run: call wisp.init() first")
-    return run
+    return r
 
 
 def log(data: Mapping[str, Any], step: int | None = None, commit: bool | None = None) -> None:
     """Log ``data`` to the current run (see :meth:`Run.log`)."""
-    r = run
+    r = (_state or _load_state()).run
     if r is None:
         from wisp._hooks import log_without_run
 
@@ -226,23 +256,19 @@ def define_metric(
     overwrite: bool | None = None,
 ) -> Metric:
     """Describe metrics of the current run (see :meth:`Run.define_metric`)."""
-    return _current("define_metric()").define_metric(
+    return _need_run("define_metric()").define_metric(
         name, step_metric, step_sync, hidden, summary, goal, overwrite
     )
 
 
 def mark_preempting() -> None:
     """Record that the current run is about to be preempted (see :meth:`Run.mark_preempting`)."""
-    _current("mark_preempting()").mark_preempting()
+    _need_run("mark_preempting()").mark_preempting()
 
 
 def finish(exit_code: int = 0) -> None:
     """Finish the current run, if any.  Safe to call twice."""
-    global run
-    r = run
-    if r is not None:
-        run = None
-        r.finish(exit_code)
+    (_state or _load_state()).finish(exit_code)
 
 
 def log_artifact(
@@ -253,7 +279,7 @@ def log_artifact(
     tags: list[str] | None = None,
 ) -> Any:
     """Log an artifact to the current run (see :meth:`Run.log_artifact`)."""
-    return _current("log_artifact()").log_artifact(artifact_or_path, name, type, aliases, tags)
+    return _need_run("log_artifact()").log_artifact(artifact_or_path, name, type, aliases, tags)
 
 
 def use_artifact(
@@ -263,12 +289,14 @@ def use_artifact(
     use_as: str | None = None,
 ) -> Any:
     """Use an artifact version in the current run (see :meth:`Run.use_artifact`)."""
-    return _current("use_artifact()").use_artifact(artifact_or_name, type, aliases, use_as)
+    return _need_run("use_artifact()").use_artifact(artifact_or_name, type, aliases, use_as)
 
 
 def __getattr__(name: str) -> Any:
+    if name == "run":  # never cached here: it changes
+        return (_state or _load_state()).run
     if name in ("config", "summary"):
-        r = run
+        r = (_state or _load_state()).run
         if r is None:  # a placeholder that raises on use, as wandb's (hasattr() is safe)
             from wisp._preinit import placeholder
 
@@ -287,4 +315,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | {"__version__"})

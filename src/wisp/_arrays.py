@@ -1,4 +1,4 @@
-"""Multi-element arrays given to ``log()`` or ``summary``: wandb's conversion rules.
+"""Arrays and framework tensors given to ``log()`` or ``summary``: wandb's conversion rules.
 
 wandb (``wandb/util.py``: ``json_friendly``, ``maybe_compress_history``,
 ``maybe_compress_summary``) turns a numpy array, torch tensor or JAX array into:
@@ -16,6 +16,8 @@ thread, so ``log()`` never waits for the device.
 
 from __future__ import annotations
 
+import sys
+
 from wisp._deferred import Deferred
 from wisp.errors import UsageError
 
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from wisp._deferred import ResolveContext
     from wisp._tensors import ArraySnapshot
 
-__all__ = ["LIST_MAX_ELEMENTS", "convert_array", "summary_array"]
+__all__ = ["LIST_MAX_ELEMENTS", "convert_array", "convert_jax", "convert_torch", "summary_array"]
 
 #: Arrays with at most this many elements log as lists; larger ones as histograms.
 LIST_MAX_ELEMENTS = 32
@@ -149,3 +151,55 @@ def summary_array(value: Any) -> Any:
         "90%": float(np.percentile(a, 90)),
         "size": int(a.size),
     }
+
+
+# -- plain log() values --------------------------------------------------------------------------
+
+
+class _DeviceScalar(Deferred):
+    """A 1-element device tensor: resolved to a Python number on the writer thread."""
+
+    __slots__ = ("_snap",)
+
+    def __init__(self, snap: ArraySnapshot) -> None:
+        self._snap = snap
+
+    def resolve(self, ctx: ResolveContext) -> Any:
+        return self._snap.array().reshape(()).item()
+
+
+def convert_torch(key: str, value: Any) -> Any:
+    """A torch value given to ``log()``: a number, or an error naming ``key``."""
+    torch = sys.modules["torch"]
+    if not isinstance(value, torch.Tensor):
+        raise UsageError(
+            f"log() value for {key!r} has type {type(value).__module__}.{type(value).__name__}, "
+            "expected a number or a 1-element tensor"
+        )
+    if value.numel() != 1:  # wandb's rules: a list up to 32 elements, a histogram above
+        return convert_array(key, value, "torch tensor")
+    if value.dtype.is_complex:
+        raise UsageError(f"log() value for {key!r} is a complex tensor, expected a real number")
+    if value.device.type == "cpu":
+        return value.item()  # a Python number: nothing left to mutate
+    from wisp._tensors import snapshot
+
+    return _DeviceScalar(snapshot(value, f"log() value for {key!r}"))
+
+
+def convert_jax(key: str, value: Any) -> Any:
+    """A JAX value given to ``log()``: 1-element arrays resolve on the writer thread."""
+    if "Tracer" in type(value).__name__:
+        raise UsageError(
+            f"log() value for {key!r} is a traced JAX value; log outside jit/grad/vmap"
+        )
+    if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+        raise UsageError(
+            f"log() value for {key!r} has type {type(value).__module__}.{type(value).__name__}, "
+            "expected a number or a 1-element array"
+        )
+    if _size(value) != 1:  # wandb's rules: a list up to 32 elements, a histogram above
+        return convert_array(key, value, "JAX array")
+    from wisp._tensors import snapshot
+
+    return _DeviceScalar(snapshot(value, f"log() value for {key!r}"))

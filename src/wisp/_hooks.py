@@ -252,9 +252,9 @@ def flush(timeout: float | None = None) -> bool:
     call it before exiting: the rows logged since the last flush are otherwise lost.
     False when ``timeout`` ran out (or the disk is full); True with no run.
     """
-    import wisp
+    from wisp import _current
 
-    run = wisp.run
+    run = _current.run
     if run is None or not run.live:
         return True
     return run.barrier(timeout)

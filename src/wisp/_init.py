@@ -31,7 +31,8 @@ __all__ = ["WANDB_ONLY_ARGS", "start_run", "wandb_only_args"]
 
 #: ``wandb.init()`` arguments wisp accepts and ignores (one warning lists them), so
 #: ``import wisp as wandb`` keeps working.  ``config_exclude_keys``,
-#: ``config_include_keys``, ``entity`` and ``reinit`` are honoured rather than ignored.
+#: ``config_include_keys``, ``entity``, ``reinit`` and ``save_code`` are honoured rather than
+#: ignored.
 WANDB_ONLY_ARGS = frozenset(
     {
         "entity",
@@ -50,7 +51,7 @@ WANDB_ONLY_ARGS = frozenset(
         "resume_from",
     }
 )
-_HONOURED = ("config_exclude_keys", "config_include_keys", "entity", "reinit")
+_HONOURED = ("config_exclude_keys", "config_include_keys", "entity", "reinit", "save_code")
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 _ADJECTIVES = [
@@ -149,16 +150,26 @@ def _check_str(what: str, value: Any, max_len: int = MAX_NAME_LENGTH) -> str | N
     return value
 
 
-def wandb_only_args(kwargs: Mapping[str, Any], config: Any) -> Any:
+def wandb_only_args(kwargs: Mapping[str, Any], config: Any, own: tuple[str, ...] = ()) -> Any:
     """Check ``init(**kwargs)``: refuse unknown names, warn once about ignored wandb ones.
 
-    Returns ``config`` filtered by ``config_exclude_keys`` / ``config_include_keys``.
+    ``own`` is init()'s own parameter names (suggested for a typo first).  Returns
+    ``config`` filtered by ``config_exclude_keys`` / ``config_include_keys``.
     """
     unknown = sorted(k for k in kwargs if k not in WANDB_ONLY_ARGS)
     if unknown:
+        from wisp._settings import _did_you_mean
+
+        takes = (*own, *_HONOURED)
+        ignored = sorted(set(WANDB_ONLY_ARGS) - set(_HONOURED))
+
+        def which(k: str) -> str:  # a typo of init()'s own names first, then wandb's
+            return f"{k!r}{_did_you_mean(k, takes) or _did_you_mean(k, ignored)}"
+
         raise UsageError(
-            f"init() got unexpected argument(s) {', '.join(map(repr, unknown))}; wisp accepts "
-            f"wisp's own arguments and these wandb-only ones: {', '.join(sorted(WANDB_ONLY_ARGS))}"
+            f"init() got unexpected argument(s) {'; '.join(map(which, unknown))}. "
+            f"init() takes {', '.join(takes)}, and accepts (and ignores) these wandb-only "
+            f"ones: {', '.join(ignored)}"
         )
     ignored = sorted(k for k in kwargs if k not in _HONOURED)
     if ignored:
@@ -289,10 +300,10 @@ def start_run(
     # a second init() in one process finishes the live runs first (notebook cells re-run),
     # unless reinit="create_new" keeps them
     if finish_previous:
-        import wisp
+        from wisp import _current
 
-        previous = [r for r in (wisp.run, *_run.live_runs()) if r is not None]
-        wisp.run = None
+        previous = [r for r in (_current.run, *_run.live_runs()) if r is not None]
+        _current.run = None
         for r in dict.fromkeys(previous):
             r.finish()
     if s.silent:

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from wisp._meta import process_alive
 from wisp._rundir import RUN_FILE, fork_files, rank_files
 from wisp._runfile import RecordType, decode_history, iter_records, scan
+from wisp._summary import SummaryDict
 from wisp.errors import RunFileError
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
@@ -66,7 +67,8 @@ class RunData:
         self._state: str | None = None  # set on merged multi-rank runs
         self.metadata: dict[str, Any] = {}
         self.config: dict[str, Any] = {}
-        self.summary: dict[str, Any] = {}
+        #: read as the live ``run.summary``: ``summary["eval"]`` nests ``eval/...`` keys
+        self.summary: dict[str, Any] = SummaryDict()
         self.metrics: list[dict[str, Any]] = []
         self.finish: dict[str, Any] | None = None
         self.records: dict[str, list[Any]] = {}
@@ -94,7 +96,7 @@ class RunData:
             elif t == RecordType.CONFIG:
                 self.config = obj["config"]
             elif t == RecordType.SUMMARY:
-                self.summary = obj["summary"]
+                self.summary = SummaryDict(obj["summary"])
             elif t == RecordType.METRIC:
                 self.metrics.append(obj)
             elif t == RecordType.FINISH:
@@ -288,9 +290,9 @@ def _merge_ranks(files: dict[int, str]) -> RunData:
     merged.__dict__.update(first.__dict__)
     merged.ranks = parts
     merged._history_payloads = []
-    merged.summary = {
-        f"rank{rank}/{k}": v for rank, part in parts.items() for k, v in part.summary.items()
-    }
+    merged.summary = SummaryDict(
+        (f"rank{rank}/{k}", v) for rank, part in parts.items() for k, v in part.summary.items()
+    )
     merged.metrics = [
         {**m, "name": f"rank{rank}/{m['name']}"}
         for rank, part in parts.items()

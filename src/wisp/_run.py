@@ -152,7 +152,7 @@ class Run(WandbRunApi):
 
     def _identity(self) -> dict[str, Any]:
         """The run's own fields of its RUN record (see docs/run-file.md)."""
-        from wisp import __version__
+        from wisp._version import __version__
 
         fields: dict[str, Any] = {
             "run_id": self.id,
@@ -655,11 +655,10 @@ def register(run: Run) -> None:
 
 
 def _unregister(run: Run) -> None:
-    import sys
+    from wisp import _current
 
-    module = sys.modules.get("wisp")
-    if module is not None and getattr(module, "run", None) is run:
-        module.run = None  # type: ignore[attr-defined]  # `if wandb.run:` is false after finish(), as in wandb
+    if _current.run is run:
+        _current.run = None  # `if wandb.run:` is false after finish(), as in wandb
     _recent_runs.append(run)
     del _recent_runs[:-5]
     if run in _live_runs:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 else:
     _MappingBase = MutableMapping
 
-__all__ = ["Summary", "nested_get"]
+__all__ = ["Summary", "SummaryDict", "nested_get"]
 
 
 def nested_get(view: dict[str, Any], key: str) -> Any:
@@ -48,6 +48,55 @@ def nested_get(view: dict[str, Any], key: str) -> Any:
     if not out:
         raise KeyError(key)
     return out
+
+
+def _attr(summary: Any, name: str) -> Any:
+    """``summary.name``: the key ``name`` (AttributeError for private names or no key)."""
+    if name.startswith("_"):
+        raise AttributeError(name)
+    try:
+        return summary[name]
+    except KeyError:
+        raise AttributeError(f"summary has no key {name!r}") from None
+
+
+def _under(keys: Any, key: str) -> tuple[str, ...]:
+    """The stored keys ``del summary[key]`` removes: ``key``, else those nested under it."""
+    if key in keys:
+        return (key,)
+    found = tuple(k for k in keys if k.startswith(key + "/"))
+    if not found:
+        raise KeyError(key)
+    return found
+
+
+class SummaryDict(dict):  # type: ignore[type-arg]
+    """A stored summary as readers return it (``wisp.open_run``, ``wisp.Api``): a dict of
+    the stored keys that reads a prefix of them nested, as the live ``run.summary`` does
+    (``summary["eval"]["f1"]`` for ``eval/f1``); ``_json_dict`` is the plain dict."""
+
+    def __getitem__(self, key: str) -> Any:
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        return nested_get(dict(self), key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __getattr__(self, name: str) -> Any:
+        return _attr(self, name)
+
+    def __delitem__(self, key: str) -> None:
+        for k in _under(dict.keys(self), key):
+            dict.__delitem__(self, k)
+
+    @property
+    def _json_dict(self) -> dict[str, Any]:
+        """The summary as a plain dict (what wandb's export loop collects)."""
+        return dict(self)
 
 
 class Summary(_MappingBase):
@@ -87,22 +136,10 @@ class Summary(_MappingBase):
         self._run.summary_set(row)
 
     def __delitem__(self, key: str) -> None:
-        view = self._view()
-        if key in view:
-            keys: tuple[str, ...] = (key,)
-        else:
-            keys = tuple(k for k in view if k.startswith(key + "/"))
-            if not keys:
-                raise KeyError(key)
-        self._run.summary_set({}, keys)
+        self._run.summary_set({}, _under(self._view(), key))
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(f"summary has no key {name!r}") from None
+        return _attr(self, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name.startswith("_"):
@@ -120,6 +157,11 @@ class Summary(_MappingBase):
 
     def __len__(self) -> int:
         return len(self._view())
+
+    @property
+    def _json_dict(self) -> dict[str, Any]:
+        """The summary as a plain dict, as wandb's ``summary._json_dict``."""
+        return dict(self._view())
 
     def __repr__(self) -> str:
         return f"Summary({self._view()!r})"

@@ -1,8 +1,9 @@
 """Framework arrays (numpy, torch, JAX) without stalling the calling thread.
 
 wisp never imports a framework to *detect* its values: ``_values.convert_value``
-looks at the type's module name and only then imports this module, which in
-turn uses the framework the caller has already imported.
+looks at the type's module name and only then imports this module (through
+``_arrays``, which holds the conversion rules of ``log()`` values), which in turn
+uses the framework the caller has already imported.
 
 Snapshots.  Whatever ``log()`` (or a media type's constructor) keeps of an array
 is a private copy taken before it returns, so an in-place change afterwards
@@ -28,16 +29,13 @@ import functools
 import sys
 from typing import TYPE_CHECKING, Any
 
-from wisp._deferred import Deferred
 from wisp.errors import UsageError
 
 if TYPE_CHECKING:
-    from wisp._deferred import ResolveContext
+    pass
 
 __all__ = [
     "ArraySnapshot",
-    "convert_jax",
-    "convert_torch",
     "device_histogram",
     "is_cuda_tensor",
     "snapshot",
@@ -58,62 +56,6 @@ def _numpy() -> Any:
             "logging arrays needs numpy; install it with `pip install numpy`"
         ) from exc
     return numpy
-
-
-# -- plain log() values --------------------------------------------------------------------------
-
-
-class _DeviceScalar(Deferred):
-    """A 1-element device tensor: resolved to a Python number on the writer thread."""
-
-    __slots__ = ("_snap",)
-
-    def __init__(self, snap: ArraySnapshot) -> None:
-        self._snap = snap
-
-    def resolve(self, ctx: ResolveContext) -> Any:
-        return self._snap.array().reshape(()).item()
-
-
-def convert_torch(key: str, value: Any) -> Any:
-    """A torch value given to ``log()``: a number, or an error naming ``key``."""
-    torch = sys.modules["torch"]
-    if not isinstance(value, torch.Tensor):
-        raise UsageError(
-            f"log() value for {key!r} has type {type(value).__module__}.{type(value).__name__}, "
-            "expected a number or a 1-element tensor"
-        )
-    if value.numel() != 1:  # wandb's rules: a list up to 32 elements, a histogram above
-        from wisp._arrays import convert_array
-
-        return convert_array(key, value, "torch tensor")
-    if value.dtype.is_complex:
-        raise UsageError(f"log() value for {key!r} is a complex tensor, expected a real number")
-    if value.device.type == "cpu":
-        return value.item()  # a Python number: nothing left to mutate
-    return _DeviceScalar(snapshot(value, f"log() value for {key!r}"))
-
-
-def convert_jax(key: str, value: Any) -> Any:
-    """A JAX value given to ``log()``: 1-element arrays resolve on the writer thread."""
-    if "Tracer" in type(value).__name__:
-        raise UsageError(
-            f"log() value for {key!r} is a traced JAX value; log outside jit/grad/vmap"
-        )
-    if not (hasattr(value, "shape") and hasattr(value, "dtype")):
-        raise UsageError(
-            f"log() value for {key!r} has type {type(value).__module__}.{type(value).__name__}, "
-            "expected a number or a 1-element array"
-        )
-    shape = _shape(value)
-    size = 1
-    for n in shape:
-        size *= n
-    if size != 1:  # wandb's rules: a list up to 32 elements, a histogram above
-        from wisp._arrays import convert_array
-
-        return convert_array(key, value, "JAX array")
-    return _DeviceScalar(snapshot(value, f"log() value for {key!r}"))
 
 
 # -- snapshots -----------------------------------------------------------------------------------

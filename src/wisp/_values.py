@@ -127,11 +127,11 @@ def convert_value(key: str, value: Any) -> Any:
         return _numpy_value(key, value)
     root = module.partition(".")[0]
     if root == "torch":
-        from wisp._tensors import convert_torch
+        from wisp._arrays import convert_torch
 
         return convert_torch(key, value)
     if root in ("jax", "jaxlib"):
-        from wisp._tensors import convert_jax
+        from wisp._arrays import convert_jax
 
         return convert_jax(key, value)
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, Deferred) for v in value):

@@ -6,7 +6,8 @@ keeps working when wisp is the one complaining.
 
     WispError
     ├── UsageError (TypeError)            misuse of the API: bad value, bad argument
-    │   └── ValueLimitError (ValueError)  a value is too large to log
+    │   ├── ValueLimitError (ValueError)  a value is too large to log
+    │   └── ExistsError (ValueError)      the call would replace what exists (a file)
     ├── RunStateError (RuntimeError)      the run is finished / not started / forked
     ├── RunFileError (OSError)            the run file could not be written or read
     │   └── CorruptRunFileError           the run file is not a wisp run file
@@ -24,6 +25,7 @@ __all__ = [
     "ApiError",
     "ArtifactError",
     "CorruptRunFileError",
+    "ExistsError",
     "FatalApiError",
     "NotFoundError",
     "RetryableApiError",
@@ -34,7 +36,20 @@ __all__ = [
     "WispError",
     "WispWarning",
     "WriterError",
+    "install_hint",
 ]
+
+# The name wisp is installed by (``pip install wisp-tracker``); the import name is ``wisp``.
+# PyPI's ``wisp`` is someone else's package.  pyproject.toml's ``[project] name`` and every
+# install hint (``install_hint``) use this one definition (tests/test_distribution.py).
+DISTRIBUTION = "wisp-tracker"
+
+
+def install_hint(*extras: str) -> str:
+    """The command that installs wisp with ``extras``: ``pip install 'wisp-tracker[server]'``."""
+    if not extras:
+        return f"pip install {DISTRIBUTION}"
+    return f"pip install '{DISTRIBUTION}[{','.join(extras)}]'"
 
 
 class WispError(Exception):
@@ -47,6 +62,11 @@ class UsageError(WispError, TypeError):
 
 class ValueLimitError(UsageError, ValueError):
     """A single logged value is larger than the configured limit."""
+
+
+class ExistsError(UsageError, ValueError):
+    """The call would replace something that exists (``File.download`` of a file that is
+    there, without ``replace``): a ValueError, as wandb raises."""
 
 
 class RunStateError(WispError, RuntimeError):

@@ -74,13 +74,14 @@ def test_runs_carry_what_was_logged(world: World) -> None:
 
 
 def test_scan_history_returns_every_point_exactly(world: World) -> None:
-    """scan_history streams every logged point, NaN and ±inf included, with step bounds."""
+    """scan_history streams every logged point, NaN and ±inf included, with step bounds
+    (max_step exclusive, as in wandb)."""
     for api in _apis(world):
         for rid in world.ids:
             run = api.run(rid)
             _rows_equal(list(run.scan_history(page_size=17)), world.logged[rid])
             part = list(run.scan_history(keys=["loss"], min_step=5, max_step=9))
-            want = {s: {"loss": v["loss"]} for s, v in world.logged[rid].items() if 5 <= s <= 9}
+            want = {s: {"loss": v["loss"]} for s, v in world.logged[rid].items() if 5 <= s < 9}
             _rows_equal(part, want)
 
 
@@ -180,7 +181,8 @@ def test_unknown_names_give_clear_errors(world: World) -> None:
 
 
 def test_edits_are_saved_and_seen_by_the_dashboard_endpoints(world: World, tmp_path: Any) -> None:
-    """name, tags, notes and summary edits save; the dashboard's endpoints and filters see them."""
+    """name, tags, notes, group, job type, config and summary edits save; the dashboard's
+    endpoints and filters see them."""
     srv = world.server
     run = wisp.init(
         project="edits",
@@ -197,9 +199,12 @@ def test_edits_are_saved_and_seen_by_the_dashboard_endpoints(world: World, tmp_p
     r.notes = "best so far"
     r.summary["acc"] = 0.75
     r.summary["extra"] = math.inf
+    r.config["lr"] = 0.5
+    r.group, r.job_type = "g1", "eval"
     r.update()
     doc = srv.get(f"/runs/{run.id}")
     assert doc["name"] == "renamed" and doc["tags"] == ["golden"] and doc["notes"] == "best so far"
+    assert doc["config"] == {"lr": 0.5} and (doc["group"], doc["job_type"]) == ("g1", "eval")
     assert doc["summary"]["acc"] == 0.75 and doc["summary"]["extra"] == "Infinity"
     listed = srv.get(
         "/projects/edits/runs?filter=" + quote('tags contains "golden" and summary.acc > 0.7')
@@ -243,9 +248,29 @@ def test_files_list_and_download(world: World, tmp_path: Any) -> None:
     assert Path(path).read_bytes() == b"hello \x00 world"
 
 
-def test_local_folder_refuses_edits(world: World) -> None:
-    """Over a local folder an edit is a UsageError that says a server is needed."""
-    run = _api(dir=world.local_dir).run(world.ids[0])
-    run.notes = "x"
+def test_local_folder_saves_config_and_summary_and_refuses_the_rest(
+    world: World, tmp_path: Any
+) -> None:
+    """Over a local folder config and summary edits are appended to the run file (open_run
+    reads them, the run stays finished and fully readable); a notes edit is a UsageError
+    that says to edit it on a server, and writes nothing."""
+    run = wisp.init(project="local-edits", dir=str(tmp_path), settings={"system_metrics": False})
+    run.log({"x": 1.0})
+    run.finish()
+    api = _api(dir=tmp_path)
+    r = api.run(f"local-edits/{run.id}")
+    r.config["lr"] = 0.25
+    r.summary.update({"best": 3.0})
+    r.update()
+    data = wisp.open_run(run.dir)
+    assert data.config == {"lr": 0.25} and data.summary["best"] == 3.0 and data.summary["x"] == 1.0
+    assert data.state == "finished" and data.ignored_bytes == 0
+    size = Path(data.path).stat().st_size
+    r.notes = "x"
     with pytest.raises(UsageError, match="server"):
-        run.update()
+        r.update()
+    assert Path(data.path).stat().st_size == size
+    world_run = _api(dir=world.local_dir).run(world.ids[0])
+    world_run.tags.append("t")
+    with pytest.raises(UsageError, match="tags"):
+        world_run.update()

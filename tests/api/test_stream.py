@@ -79,7 +79,7 @@ def test_scan_history_streams_within_a_memory_budget(tmp_path: Path) -> None:
         import wisp
 
         with wisp.Api(srv.url, srv.key) as api:  # the server imports pyarrow on first export
-            assert len(list(api.run("big").scan_history(keys=["a"], max_step=99))) == 100
+            assert len(list(api.run("big").scan_history(keys=["a"], max_step=100))) == 100
         before = _hwm_kb(srv.proc.pid)
         out = subprocess.run(
             [sys.executable, "-c", CLIENT, srv.url, srv.key],

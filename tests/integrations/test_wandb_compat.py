@@ -29,9 +29,10 @@ def test_init_ignores_wandb_only_arguments_with_one_warning(tmp_path: Path) -> N
         )
     assert len(caught) == 1
     message = str(caught[0].message)
-    for name in ("save_code", "anonymous", "monitor_gym", "sync_tensorboard"):
+    for name in ("anonymous", "monitor_gym", "sync_tensorboard"):
         assert name in message
-    assert "entity" not in message and "reinit" not in message  # honoured, not ignored
+    for honoured in ("entity", "reinit", "save_code"):  # honoured, not ignored
+        assert honoured not in message
     assert run.entity == "team"
     assert caught[0].filename == __file__
     assert wandb.run is run
@@ -91,15 +92,18 @@ def test_import_stays_stdlib_only() -> None:
 
 def test_example_script_runs_as_wandb(tmp_path: Path) -> None:
     """examples/integrations/wandb_switch.py (written for wandb, switched with
-    `import wisp as wandb`) runs and records its metrics."""
+    `import wisp as wandb`) runs and records its metrics, with no warning."""
     env = {"WISP_DIR": str(tmp_path), "WISP_GIT": "false", "PATH": "/usr/bin:/bin"}
-    subprocess.run(
-        [sys.executable, str(ROOT / "examples/integrations/wandb_switch.py")],
-        check=True,
+    out = subprocess.run(
+        [sys.executable, "-W", "error", str(ROOT / "examples/integrations/wandb_switch.py")],
+        capture_output=True,
+        text=True,
         timeout=120,
         env=env,
         cwd=tmp_path,
     )
+    assert out.returncode == 0, out.stderr
+    assert "Warning" not in out.stderr and "ignores" not in out.stderr, out.stderr
     (run_dir,) = (tmp_path / "wisp").iterdir()
     data = wisp.open_run(run_dir)
     assert data.state == "finished"

@@ -945,7 +945,7 @@ export interface paths {
         delete: operations["delete_run"];
         options?: never;
         head?: never;
-        /** Edit a run's name, tags, notes or summary */
+        /** Edit a run's name, tags, notes, group, job type, config or summary */
         patch: operations["patch_run"];
         trace?: never;
     };
@@ -1954,9 +1954,18 @@ export interface components {
         };
         /**
          * RunEdit
-         * @description ``PATCH /runs/{id}`` body: the fields to set (``summary`` replaces the whole summary).
+         * @description ``PATCH /runs/{id}`` body: the fields to set (``config`` and ``summary`` replace the
+         *         whole config and summary).
          */
         RunEdit: {
+            /** @default null */
+            config?: {
+                [key: string]: unknown;
+            } | null;
+            /** @default null */
+            group?: string | null;
+            /** @default null */
+            job_type?: string | null;
             /** @default null */
             name?: string | null;
             /** @default null */

@@ -36,6 +36,9 @@ log = logging.getLogger("wisp")
 #: Seconds ``finish()`` (and the exit hook) wait for uploads while the server has never
 #: answered: nothing could be uploaded, the run is on disk and ``wisp sync`` sends it later.
 UNREACHABLE_WAIT = 2.0
+#: at finish(), a server that answered before and has refused every attempt for this long
+#: (nothing listening: it died or was stopped) is not waited for any longer
+GONE_WAIT = 5.0
 
 
 # -- online runs: the hooks called by init() and Run.finish() --------------------------------
@@ -74,6 +77,20 @@ def never_answered(up: Uploader) -> bool:
     (a host that drops packets, a server that accepts and hangs): ``finish()`` then waits
     the short bound, as for nothing listening, not the request's whole timeout."""
     return unreachable(up) or (up.silent_at_init and not up.registered.is_set())
+
+
+def gone(up: Uploader) -> bool:
+    """True when a server that answered before has refused connections for ``GONE_WAIT``
+    s: nothing listens there any more, so nothing can be sent (``finish()`` stops waiting)."""
+    err, since = up.last_error, up.failing_since
+    return (
+        up.registered.is_set()
+        and since is not None
+        and isinstance(err, RetryableApiError)
+        and err.status is None
+        and isinstance(err.__cause__, ConnectionRefusedError)
+        and up.clock() - since >= GONE_WAIT
+    )
 
 
 def stop_requested(run: Run) -> None:
@@ -170,6 +187,8 @@ def _cause(exc: BaseException | None) -> str:
 
 def refusal(server_url: str, run_id: str, exc: FatalApiError) -> FatalApiError:
     """The error ``init()`` raises when the server refuses a run, with its reason and a fix."""
+    if " is not a wisp server: " in str(exc):  # what answered, and the fix, are said already
+        return FatalApiError(str(exc), status=exc.status)
     if exc.status in (403, 404) and "(field 'project')" in str(exc):
         hint = (
             "the key's user may not use this project: check init(project=..., entity=...) "
@@ -217,24 +236,37 @@ def finish_upload(
     short = start + min(timeout, UNREACHABLE_WAIT)  # while the server has never answered
     tty = bool(getattr(out, "isatty", lambda: False)())
     shown = False
-    while up.thread.is_alive():
-        now = time.monotonic()
-        never = never_answered(up)
-        end = short if never else deadline
-        if now >= end:
-            break
-        up.thread.join(min(0.25, end - now))
-        if up.thread.is_alive() and not never and time.monotonic() - start > 1.0:
-            left = up.pending_bytes()
-            if tty:
-                out.write(f"\rwisp: uploading run {run.id}: {human_size(left)} left ...  ")
-                shown = True
-            elif not shown:
-                out.write(
-                    f"wisp: uploading run {run.id}: {human_size(left)} left, waiting up to "
-                    f"{timeout:.0f}s\n"
-                )
-                shown = True
+    tries = up.retries
+    try:
+        while up.thread.is_alive():
+            now = time.monotonic()
+            never = never_answered(up)
+            end = short if never else deadline
+            if now >= end or (up.retries > tries and gone(up)):
+                break
+            up.thread.join(min(0.25, end - now))
+            if up.thread.is_alive() and not never and time.monotonic() - start > 1.0:
+                left = up.pending_bytes()
+                if tty:
+                    out.write(f"\rwisp: uploading run {run.id}: {human_size(left)} left ...  ")
+                    shown = True
+                elif not shown:
+                    out.write(
+                        f"wisp: uploading run {run.id}: {human_size(left)} left, waiting up to "
+                        f"{timeout:.0f}s\n"
+                    )
+                    shown = True
+    except KeyboardInterrupt:
+        # Ctrl-C stops the wait, not the program's ending: the run is closed on disk already
+        up.stop()
+        out.write(
+            f"{chr(10) if shown and tty else ''}wisp: run {run.id}: upload interrupted with "
+            f"{human_size(up.pending_bytes())} left; the run is safe on disk, "
+            f"`wisp sync {run.dir}` finishes uploading it\n"
+        )
+        with contextlib.suppress(OSError, ValueError):
+            out.flush()
+        return
     if shown and tty:
         out.write("\n")
     if up.rejected:
@@ -255,6 +287,15 @@ def finish_upload(
         return
     up.stop()
     left = up.pending_bytes()
+    if gone(up):
+        out.write(
+            f"wisp: run {run.id}: {human_size(left)} of {run.file_path} not uploaded: the server "
+            f"{up.client.server_url} stopped answering during the run ({_cause(up.last_error)}); "
+            f"it is safe on disk, `wisp sync {run.dir}` finishes uploading it\n"
+        )
+        with contextlib.suppress(OSError, ValueError):
+            out.flush()
+        return
     if never_answered(up):
         out.write(
             f"wisp: run {run.id} was not uploaded: the server {up.client.server_url} could not "

@@ -195,6 +195,8 @@ class Uploader:
         self.media_sent = 0
         self.retries = 0
         self.last_error: BaseException | None = None
+        self.failing_since: float | None = None  # clock() of the first of the failing attempts
+        self._said_failing = False  # the outage was said (once, on the "wisp" logger)
         self.error: BaseException | None = None  # fatal: the upload stopped
         self.done = threading.Event()
         self.thread: threading.Thread | None = None
@@ -333,12 +335,16 @@ class Uploader:
                 failures += 1
                 self.retries += 1
                 self.last_error = exc
-                if give_up_after is not None and self.clock() - last_progress > give_up_after:
+                now = self.clock()
+                self._failing(failures, exc, now)
+                if give_up_after is not None and now - last_progress > give_up_after:
                     raise
                 self._sleep(self._delay(failures, exc.retry_after))
                 continue
             failures = 0
             last_progress = self.clock()
+            if self.failing_since is not None:
+                self._recovered()
             self._check_stop()
             if progressed:
                 if on_progress is not None:
@@ -347,6 +353,30 @@ class Uploader:
                 self._poll(self.poll_interval)
                 self._wake.clear()
         return False
+
+    def _failing(self, failures: int, exc: RetryableApiError, now: float) -> None:
+        """Note a failed attempt at ``now``; say once that a server which answered before
+        stopped."""
+        if self.failing_since is None:
+            self.failing_since = now
+        if failures >= 3 and self.registered.is_set() and not self._said_failing:
+            self._said_failing = True  # a server that never answered is said by init()
+            log.warning(
+                "wisp: uploading run %s to %s is failing (%s); training goes on, the run file "
+                "%s keeps everything and uploads resume when the server answers again",
+                self.run_id or "?",
+                self.client.server_url,
+                exc,
+                self.path,
+            )
+
+    def _recovered(self) -> None:
+        if self._said_failing:
+            log.warning(
+                "wisp: uploading run %s to %s resumed", self.run_id or "?", self.client.server_url
+            )
+        self.failing_since = None
+        self._said_failing = False
 
     def pump(self, final: Callable[[], bool], max_steps: int = 64) -> int:
         """Do up to ``max_steps`` units of work without waiting or retrying; return how many.

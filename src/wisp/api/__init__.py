@@ -13,11 +13,25 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from wisp.api._filters import from_mongo, to_source
-from wisp.api._objects import File, Project, Run, Runs, resolve_project
+from wisp.api._filters import from_mongo, split_filters
+from wisp.api._objects import File, Project, User, resolve_project
+from wisp.api._run import Run
+from wisp.api._runs import Runs
 from wisp.errors import NotFoundError, UsageError
 
-__all__ = ["Api", "File", "Project", "Run", "Runs", "from_mongo"]
+__all__ = ["Api", "File", "Project", "Run", "Runs", "User", "from_mongo"]
+
+#: wandb's own cloud: a ``WANDB_BASE_URL`` naming it is not a wisp server.
+_WANDB_CLOUD = ("https://api.wandb.ai", "http://api.wandb.ai")
+
+
+def _env_server() -> tuple[str | None, str | None]:
+    """``WANDB_BASE_URL`` and ``WANDB_API_KEY``, as a wandb script sets them for ``wandb.Api()``
+    (read where wisp's own settings name no server)."""
+    url = os.environ.get("WANDB_BASE_URL") or None
+    if url is not None and url.rstrip("/").startswith(_WANDB_CLOUD):
+        url = None
+    return url, os.environ.get("WANDB_API_KEY") or None
 
 
 class Api:
@@ -29,23 +43,30 @@ class Api:
 
     def __init__(
         self,
-        server_url: str | None = None,
+        server_url: str | dict[str, Any] | None = None,
         api_key: str | None = None,
         dir: str | os.PathLike[str] | None = None,  # noqa: A002 - the public name
         *,
-        timeout: float = 60.0,
+        timeout: float | None = 60.0,
         retries: int = 6,
+        overrides: dict[str, Any] | None = None,
         transport: Any = None,
     ) -> None:
+        if isinstance(server_url, dict):  # wandb.Api({"entity": ...}): wandb's overrides
+            overrides, server_url = server_url, None
+        self.settings: dict[str, Any] = dict(overrides or {})
+        server_url = server_url or self.settings.get("base_url")
         if dir is not None and server_url is not None:
             raise UsageError("pass server_url (a server) or dir (a local folder), not both")
         self._backend: Any
+        self._entity: str | None = self.settings.get("entity")
         if dir is None:
             from wisp._settings import Settings
 
             settings = Settings.resolve()
-            server_url = server_url or settings.server_url
-            api_key = api_key or settings.api_key
+            env_url, env_key = _env_server()
+            server_url = server_url or settings.server_url or env_url
+            api_key = api_key or settings.api_key or env_key
             if server_url is None:
                 folder: str | os.PathLike[str] | None = settings.dir or os.getcwd()
             else:
@@ -67,7 +88,11 @@ class Api:
             self.dir = None
             self._backend = ServerBackend(
                 HttpApi(
-                    self.server_url, api_key, timeout=timeout, retries=retries, transport=transport
+                    self.server_url,
+                    api_key,
+                    timeout=timeout or 60.0,
+                    retries=retries,
+                    transport=transport,
                 )
             )
 
@@ -85,12 +110,42 @@ class Api:
         where = self.server_url or self.dir
         return f"<wisp.Api {where}>"
 
-    def projects(self) -> list[Project]:
-        """Every project with its run count and last activity."""
-        return [
-            Project(p["name"], int(p.get("run_count", 0)), p.get("last_activity"))
+    @property
+    def default_entity(self) -> str | None:
+        """The entity runs are filed under by default: ``overrides["entity"]``, else
+        ``WISP_ENTITY``/``WANDB_ENTITY``, else the server's user of the API key."""
+        if self._entity is None:
+            from wisp._wandb_env import init_from_env
+
+            entity = init_from_env(os.environ).get("entity")
+            self._entity = entity or self._backend.user_name()
+        return self._entity
+
+    @property
+    def client(self) -> Api:
+        return self
+
+    def flush(self) -> None:
+        """wandb clears its cache of runs here; wisp reads runs afresh on every call."""
+
+    def projects(self, entity: str | None = None, per_page: int = 200) -> list[Project]:
+        """Every project (of ``entity`` when given) with its run count and last activity."""
+        out = [
+            Project(p["name"], int(p.get("run_count", 0)), p.get("last_activity"), self)
             for p in self._backend.projects()
         ]
+        return out if entity is None else [p for p in out if p.entity == entity]
+
+    def project(self, name: str, entity: str | None = None) -> Project:
+        """The project ``name`` (``entity/name`` with ``entity``); NotFoundError names the
+        projects there are."""
+        path = f"{entity}/{name}" if entity and "/" not in name else name
+        found = resolve_project(self._backend, path)
+        for p in self.projects():
+            if p.path == found:
+                return p
+        self._backend.check_project(found)
+        raise NotFoundError(f"no project {path!r}")
 
     def runs(
         self,
@@ -109,7 +164,8 @@ class Api:
         if not isinstance(path, str) or not path.strip("/"):
             raise UsageError(f"runs() needs a project name, got {path!r}")
         project = path.strip("/")  # "/project": run.entity was "" (no owner)
-        return Runs(self._backend, project, to_source(filters), order, per_page)
+        source, post = split_filters(filters)
+        return Runs(self._backend, project, source, order, per_page, post)
 
     def report(self, path: str, version: int | None = None) -> Any:
         """A report kept on the server, ``"project/ID"`` (its latest version unless
@@ -146,9 +202,11 @@ class Api:
             raise UsageError("push_report() needs a project (none in the report either)")
         return push(self, target, report.markdown, id, base)
 
-    def run(self, path: str) -> Run:
+    def run(self, path: str | list[str] | tuple[str, ...]) -> Run:
         """One run by ``"entity/project/run_id"`` (``run.path``), ``"project/run_id"`` (run ids
         are unique per project) or ``"run_key"`` (the server's key of a run, ``Run.key``)."""
+        if isinstance(path, (list, tuple)):  # run.path of wandb's Api: [entity, project, id]
+            path = "/".join(str(p) for p in path)
         if not isinstance(path, str) or not path.strip("/"):
             raise UsageError(f"run() needs 'project/run_id', got {path!r}")
         project, _, run_id = path.strip("/").rpartition("/")
@@ -165,3 +223,42 @@ class Api:
                 f"run {run_id!r} is in project {data.get('project')!r}, not {project!r}"
             )
         return Run(self._backend, data)
+
+    # -- artifacts -----------------------------------------------------------------------------
+
+    def artifact(self, name: str, type: str | None = None) -> Any:  # noqa: A002 - wandb's name
+        """The artifact version ``"[entity/]project/name:alias"`` (or ``:v3``), a
+        ``wisp.Artifact`` you can ``download()``."""
+        from wisp.api._artifacts import artifact
+
+        return artifact(self, name, type)
+
+    def artifacts(
+        self,
+        type_name: str,
+        name: str,
+        per_page: int = 50,
+        tags: list[str] | None = None,
+    ) -> list[Any]:
+        """Every version of the artifact ``"[entity/]project/name"`` (newest first)."""
+        from wisp.api._artifacts import versions
+
+        return versions(self, type_name, name)
+
+    def artifact_collections(
+        self,
+        project_name: str,
+        type_name: str | None = None,
+        per_page: int = 50,
+    ) -> list[Any]:
+        """The artifacts (collections of versions) of a project, of ``type_name`` if given."""
+        from wisp.api._artifacts import collections
+
+        return collections(self, project_name, type_name)
+
+    def artifact_exists(self, name: str, type: str | None = None) -> bool:  # noqa: A002
+        try:
+            self.artifact(name, type)
+        except NotFoundError:
+            return False
+        return True

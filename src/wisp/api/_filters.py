@@ -17,7 +17,15 @@ from typing import Any
 
 from wisp.errors import UsageError
 
-__all__ = ["evaluate", "field_name", "from_mongo", "parse", "to_source"]
+__all__ = [
+    "evaluate",
+    "field_name",
+    "from_mongo",
+    "parse",
+    "regex_match",
+    "split_filters",
+    "to_source",
+]
 
 _ALIASES = {
     "display_name": "name",
@@ -27,6 +35,7 @@ _ALIASES = {
     "jobType": "job_type",
 }
 _PREFIXES = {"summary_metrics.": "summary.", "config.": "config.", "summary.": "summary."}
+_TIMES = ("created_at", "finished_at", "heartbeat_at")
 _OPS = {"$eq": "=", "$ne": "!=", "$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">="}
 _PLAIN = re.compile(r"[A-Za-z_][\w/\-]*")
 _PART = re.compile(r"[\w/\-]+")
@@ -92,8 +101,28 @@ def _join(op: str, parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else "(" + f" {op} ".join(parts) + ")"
 
 
+def _when(v: Any, where: str) -> Any:
+    """A time given as wandb's ISO 8601 text (UTC unless it names a zone) as Unix seconds."""
+    if not isinstance(v, str):
+        return v
+    import datetime
+
+    try:
+        t = datetime.datetime.fromisoformat(v.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"filter: {where}: {v!r} is not an ISO 8601 time") from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=datetime.timezone.utc)
+    return t.timestamp()
+
+
 def _cond(field: str, spec: Any) -> str:
     f = _field(field)
+    if f in _TIMES:
+        if isinstance(spec, dict):
+            spec = {k: _when(v, f"{field}.{k}") if k in _OPS else v for k, v in spec.items()}
+        else:
+            spec = _when(spec, field)
     is_tags = f == "tags"
     if not isinstance(spec, dict) or not any(str(k).startswith("$") for k in spec):
         if is_tags:
@@ -150,6 +179,61 @@ def from_mongo(doc: dict[str, Any]) -> str:
     if not parts:
         return ""
     return _join("and", parts) if len(parts) > 1 else parts[0]
+
+
+def split_filters(
+    filters: str | dict[str, Any] | None,
+) -> tuple[str, list[tuple[str, Any]]]:
+    """The language's text of ``filters`` and its ``$regex`` conditions, which the language
+    lacks and the client evaluates (``regex_match``): ``{"display_name": {"$regex": "^a"}}``
+    at the top level or in a top-level ``$and``; elsewhere a UsageError says so."""
+    if not isinstance(filters, dict):
+        return to_source(filters), []
+    post: list[tuple[str, Any]] = []
+    rest: dict[str, Any] = {}
+    texts: list[str] = []
+    for k, v in filters.items():
+        if k == "$and" and isinstance(v, (list, tuple)):
+            for sub in v:
+                text, more = split_filters(sub)
+                post.extend(more)
+                texts.extend([text] if text else [])
+            continue
+        if isinstance(v, dict) and "$regex" in v:
+            import re
+
+            try:
+                post.append((k, re.compile(v["$regex"])))
+            except (re.error, TypeError) as exc:
+                raise UsageError(f"filter: {k}.$regex: {exc}") from None
+            v = {op: x for op, x in v.items() if op not in ("$regex", "$options")}
+            if not v:
+                continue
+        rest[k] = v
+    parts = [t for t in [from_mongo(rest), *texts] if t]
+    return (_join("and", parts) if parts else ""), post
+
+
+def regex_match(post: list[tuple[str, Any]], run: dict[str, Any]) -> bool:
+    """Whether ``run`` (a run dict) matches every ``(field, compiled regex)`` of ``post``."""
+    for name, rx in post:
+        path = _path_of(name)
+        v = _lookup(run, path)
+        values = v if isinstance(v, list) else [v]
+        if not any(isinstance(x, str) and rx.search(x) for x in values):
+            return False
+    return True
+
+
+def _path_of(name: str) -> list[str]:
+    name = _ALIASES.get(name, name)
+    for old, new in _PREFIXES.items():
+        if name.startswith(old):
+            rest = name[len(old) :]
+            if new == "config." and rest.endswith(".value"):
+                rest = rest[: -len(".value")]
+            return [new[:-1], *rest.split(".")]
+    return [name]
 
 
 def to_source(filters: str | dict[str, Any] | None) -> str:

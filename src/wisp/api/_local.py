@@ -2,7 +2,10 @@
 
 Run dicts take the shape the server returns; filters are parsed by the server's grammar
 (``wisp.server.query.filter``, standard library only) and evaluated by ``_filters.evaluate``.
-Only numeric history values are histories here, as on the server.  Edits need a server.
+Only numeric history values are histories here, as on the server.  Config and summary
+edits are appended to the finished run's file (CONFIG and SUMMARY records, as the SDK writes
+them); the process that wrote a run owns its name, tags and notes, so editing those locally
+is refused with the reason.
 """
 
 from __future__ import annotations
@@ -162,6 +165,12 @@ class LocalBackend:
                     seen[k] = None
         return sorted(seen)
 
+    def run_url(self, project: str, run_key: str) -> None:
+        return None
+
+    def user_name(self) -> None:
+        return None
+
     def stop(self, run_id: str) -> None:
         raise UsageError(
             "stopping a run needs a server: the run's process learns of it through its uploads"
@@ -176,7 +185,36 @@ class LocalBackend:
                 yield str(line[2])
 
     def edit(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        raise UsageError("editing runs needs a server: wisp.Api(server_url=..., api_key=...)")
+        """Append the new config and summary to the run file; refuse what a local run
+        cannot take, naming why (nothing is written then)."""
+        data = self._find(run_id)
+        fixed = sorted(k for k in body if k not in ("config", "summary"))
+        if fixed:
+            raise UsageError(
+                f"run {run_id!r} in {data.dir}: {', '.join(fixed)} of a local run are kept by "
+                "the process that wrote it; edit them on a server (wisp sync, then "
+                "wisp.Api(server_url)), or config and summary here"
+            )
+        if data.state == "running" or data.ranks:
+            why = "is still running" if data.state == "running" else "was written by several ranks"
+            raise UsageError(f"run {run_id!r} in {data.dir} {why}: edit it on a server")
+        from wisp._runfile import RecordType, encode_record, scan
+
+        if scan(data.path).ignored:
+            raise UsageError(f"{data.path} has a damaged tail: nothing appended (wisp doctor)")
+        import json
+
+        out = b""
+        for name, rtype in (("config", RecordType.CONFIG), ("summary", RecordType.SUMMARY)):
+            if name in body:
+                payload = json.dumps({name: body[name]}, allow_nan=True).encode("utf-8")
+                out += encode_record(rtype, payload)
+        with open(data.path, "ab") as f:
+            f.write(out)
+            f.flush()
+            os.fsync(f.fileno())
+        self._cache.pop(data.dir, None)
+        return self.get_run(run_id, data.project)
 
     def delete(self, run_id: str) -> None:
         raise UsageError("deleting runs needs a server; locally, remove the run's directory")
@@ -212,11 +250,19 @@ class LocalBackend:
         return out
 
     def scan(
-        self, run_id: str, keys: list[str], lo: int | None, hi: int | None, page: int
+        self,
+        run_id: str,
+        keys: list[str],
+        lo: int | None,
+        hi: int | None,
+        page: int,
+        complete: bool = False,
     ) -> Iterator[dict[str, Any]]:
         pts = self._points(run_id, keys, lo, hi)
         for s in sorted(pts):
-            yield {"_step": s, **{k: pts[s][k] for k in keys if k in pts[s]}}
+            got = pts[s]
+            if not complete or len(got) == len(keys):
+                yield {"_step": s, **{k: got[k] for k in keys if k in got}}
 
     def export(
         self,
@@ -229,6 +275,16 @@ class LocalBackend:
         for run_id in run_ids:
             pts = self._points(run_id, keys, lo, hi)
             yield [{"run_id": run_id, "step": s, **pts[s]} for s in sorted(pts)]
+
+    def system(self, run_id: str, keys: list[str]) -> list[dict[str, Any]]:
+        """The run's SYSTEM samples in time order: ``{"_timestamp": s, "system/...": v}``."""
+        data = self._find(run_id)
+        rows = []
+        for rec in data.records.get("system", []):
+            if isinstance(rec, dict) and isinstance(rec.get("values"), dict):
+                vals = {k: v for k, v in rec["values"].items() if _is_num(v)}
+                rows.append({"_timestamp": float(rec.get("ts") or 0.0), **vals})
+        return sorted(rows, key=lambda r: r["_timestamp"])
 
     # -- files ---------------------------------------------------------------------------------
 

@@ -76,6 +76,19 @@ class ServerBackend:
             self.get_run(run_id)
         return self._keys[run_id]
 
+    def run_url(self, project: str, run_key: str) -> str:
+        from wisp._upload._live import run_page_url
+
+        return run_page_url(self.http.server_url, project, run_key)
+
+    def user_name(self) -> str | None:
+        """The user of the API key (``GET /auth/me``), None without one."""
+        try:
+            name = self.http.json("GET", "/auth/me").get("user")
+        except FatalApiError:
+            return None
+        return None if name is None else str(name)
+
     def stop(self, run_id: str) -> None:
         try:
             self.http.json("POST", f"/runs/{q(run_id)}/stop", body={})
@@ -95,12 +108,39 @@ class ServerBackend:
             after = int(got[-1]["id"])
 
     def edit(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """PATCH the run; a field the server answers without having saved it (a server that
+        predates editing it) is a UsageError naming it, never a silent loss."""
         try:
             doc = self.http.json("PATCH", f"/runs/{q(run_id)}", body=body)
         except FatalApiError as exc:
+            if exc.status == 422:
+                from wisp.errors import UsageError
+
+                raise UsageError(f"the server refused the edit of run {run_id!r}: {exc}") from None
             raise self._not_found(exc, f"run {run_id!r}") from None
         run: dict[str, Any] = doc["run"]
+        lost = [k for k in body if k not in run]
+        lost += [k for k in ("config", "group", "job_type") if k in body and run.get(k) != body[k]]
+        if lost:
+            from wisp.errors import UsageError
+
+            raise UsageError(
+                f"{self.http.server_url} did not save {', '.join(sorted(lost))} of run "
+                f"{run_id!r}: the server predates editing them (upgrade it); other fields "
+                "were saved"
+            )
         return run
+
+    def system(self, run_id: str, keys: list[str]) -> list[dict[str, Any]]:
+        """System samples in time order: ``{"_timestamp": s, "system/...": v}`` (the server
+        keeps them as points at step = time in ms)."""
+        if not keys:
+            return []
+        rows = []
+        for row in self.scan(run_id, keys, None, None, 10_000):
+            ms = row.pop("_step")
+            rows.append({"_timestamp": ms / 1000.0, **row})
+        return rows
 
     def delete(self, run_id: str) -> None:
         try:
@@ -195,17 +235,27 @@ class ServerBackend:
             yield from self._export_stream(run_ids[i : i + batch], keys, lo, hi)
 
     def scan(
-        self, run_id: str, keys: list[str], lo: int | None, hi: int | None, page: int
+        self,
+        run_id: str,
+        keys: list[str],
+        lo: int | None,
+        hi: int | None,
+        page: int,
+        complete: bool = False,
     ) -> Iterator[dict[str, Any]]:
+        """Rows ``{"_step", key: value}`` in step order; ``complete``: only rows holding
+        every key."""
         page_points = max(1000, page * max(1, len(keys)))
+        width = len(keys) + 1
         for part in self._export_stream([run_id], keys, lo, hi, page_points):
             if isinstance(part, list):
                 for row in part:
                     row.pop("run_id", None)
                     row["_step"] = row.pop("step")
-                    yield row
+                    if not complete or len(row) == width:
+                        yield row
                 continue
-            yield from _batch_rows(part, keys)
+            yield from _batch_rows(part, keys, complete)
 
     # -- files ---------------------------------------------------------------------------------
 
@@ -236,8 +286,9 @@ def _rows(stream: Any, chunk: int = 10_000) -> Iterator[list[dict[str, Any]]]:
         yield buf
 
 
-def _batch_rows(batch: Any, keys: list[str]) -> Iterator[dict[str, Any]]:
-    """Row dicts ``{"_step", key: value}`` of a record batch, absent values left out."""
+def _batch_rows(batch: Any, keys: list[str], complete: bool) -> Iterator[dict[str, Any]]:
+    """Row dicts ``{"_step", key: value}`` of a record batch, absent values left out (with
+    ``complete``, rows lacking a key left out)."""
     steps = batch.column(1).to_pylist()
     cols = [batch.column(i + 2) for i in range(len(keys))]
     if all(c.null_count == 0 for c in cols):
@@ -253,4 +304,5 @@ def _batch_rows(batch: Any, keys: list[str]) -> Iterator[dict[str, Any]]:
             v = col[i]
             if v is not None:
                 row[k] = v
-        yield row
+        if not complete or len(row) == len(keys) + 1:
+            yield row

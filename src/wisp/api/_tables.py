@@ -11,11 +11,16 @@ import importlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-__all__ = ["arrow_available", "build", "by_run_id", "need", "to_batch"]
+from wisp.errors import install_hint
+
+__all__ = ["SYSTEM_PREFIX", "arrow_available", "build", "by_run_id", "need", "to_batch"]
+
+#: Keys of system metrics: the server keeps them as points at step = time in ms.
+SYSTEM_PREFIX = "system/"
 
 _HINTS = {
     "pandas": "pip install pandas",
-    "pyarrow": "pip install pyarrow  (or: pip install 'wisp[export]')",
+    "pyarrow": f"pip install pyarrow  (or: {install_hint('export')})",
     "polars": "pip install polars",
 }
 
@@ -85,6 +90,9 @@ def build(parts: Iterable[Any], keys: list[str] | None, fmt: str) -> Any:
             return pd.DataFrame(columns=[*cols, *(keys or [])])
         df = pd.concat(frames, ignore_index=True)
         rest = keys if keys is not None else sorted(c for c in df.columns if c not in cols)
+        if keys is None:  # system metrics are their own stream (Run.history(stream="system"))
+            rest = [c for c in rest if not c.startswith(SYSTEM_PREFIX)]
+            df = df.dropna(subset=rest, how="all") if rest else df.iloc[0:0]
         for k in rest:
             if k not in df.columns:
                 df[k] = float("nan")
@@ -105,6 +113,9 @@ def build(parts: Iterable[Any], keys: list[str] | None, fmt: str) -> Any:
     del tables
     have = [c for c in table.column_names if c not in ("run_id", "step")]
     rest = list(keys) if keys is not None else sorted(have)
+    if keys is None and any(c.startswith(SYSTEM_PREFIX) for c in have):
+        table = _without_system(table, have)
+        rest = [c for c in rest if not c.startswith(SYSTEM_PREFIX)]
     for k in rest:
         if k not in table.column_names:
             table = table.append_column(k, pa.nulls(table.num_rows, pa.float64()))
@@ -118,3 +129,17 @@ def build(parts: Iterable[Any], keys: list[str] | None, fmt: str) -> Any:
     df = table.to_pandas(split_blocks=True, self_destruct=True)
     del table
     return df
+
+
+def _without_system(table: Any, have: list[str]) -> Any:
+    """``table`` without system-metric columns and without the rows only they filled."""
+    import pyarrow.compute as pc
+
+    kept = [c for c in have if not c.startswith(SYSTEM_PREFIX)]
+    table = table.select(["run_id", "step", *kept])
+    if not kept:
+        return table.slice(0, 0)
+    mask = pc.is_valid(table.column(kept[0]))
+    for c in kept[1:]:
+        mask = pc.or_(mask, pc.is_valid(table.column(c)))
+    return table.filter(mask)

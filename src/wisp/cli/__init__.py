@@ -40,6 +40,14 @@ def _parser() -> argparse.ArgumentParser:
         )
 
     sp = add("ui", "open the dashboard on the runs of a directory (local server)")
+    sp.add_argument(
+        "folder",
+        nargs="?",
+        metavar="DIR",
+        default=None,
+        help="show only this folder's runs (a database of its own); without it, the dashboard "
+        "keeps the runs of every folder it followed",
+    )
     dir_opt(sp)
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=8642, help="0 picks a free port (default 8642)")

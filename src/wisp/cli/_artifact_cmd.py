@@ -99,13 +99,14 @@ def _ls(args: argparse.Namespace) -> int:
         json.dump(rows, sys.stdout, indent=2)
         print()
         return EXIT["ok"]
+    from wisp._upload._live import human_size
     from wisp.cli._term import table
 
     print(
         table(
             ["name", "type", "versions", "latest", "size"],
             [
-                [r["name"], r["type"], str(r["versions"]), r["latest"] or "", str(r["size"])]
+                [r["name"], r["type"], str(r["versions"]), r["latest"] or "", human_size(r["size"])]
                 for r in rows
             ],
         )

@@ -7,7 +7,6 @@ Each imports its part lazily (the server, the dashboard, the uploader), so
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
@@ -15,54 +14,46 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from wisp.cli._parts import call_with
+from wisp.cli._parts import cell as _cell
+from wisp.cli._parts import function as _function
 from wisp.cli._term import EXIT, CliError, table
 
-__all__ = ["call_with", "cmd_keys", "cmd_login", "cmd_server", "cmd_sync", "cmd_ui", "http_get"]
-
-
-def _function(module: str, name: str, what: str, extra: str) -> Callable[..., Any]:
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as exc:
-        missing = getattr(exc, "name", None) or str(exc)
-        if missing and not missing.startswith("wisp"):
-            raise CliError(
-                f"{what} needs the package {missing!r}",
-                f"pip install 'wisp[{extra}]'",
-                EXIT["missing_dependency"],
-            ) from None
-        raise CliError(
-            f"{what} is not part of this wisp build ({module} is missing)",
-            "upgrade wisp",
-            EXIT["missing_dependency"],
-        ) from None
-    fn = getattr(mod, name, None)
-    if not callable(fn):
-        raise CliError(
-            f"{what} is not part of this wisp build ({module}.{name} is missing)",
-            "upgrade wisp",
-            EXIT["missing_dependency"],
-        )
-    return fn  # type: ignore[no-any-return]
-
-
-def call_with(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call ``fn``, leaving out None values so that its own defaults apply."""
-    return fn(*args, **{k: v for k, v in kwargs.items() if v is not None})
+__all__ = ["cmd_keys", "cmd_login", "cmd_server", "cmd_sync", "cmd_ui", "http_get"]
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
     ui = _function("wisp._ui", "ui", "`wisp ui`", "server")
-    data = args.data or _function("wisp._ui", "data_dir", "`wisp ui`", "server")()
+    only = args.folder is not None  # `wisp ui DIR`: that folder's runs alone, its own database
+    folder = args.folder if only else args.dir
+    if only and not os.path.isdir(folder):
+        raise CliError(f"no folder {folder!r}", "wisp ui DIR shows the runs under DIR/wisp")
+    if args.data:
+        data = args.data
+    elif only:
+        data = _function("wisp._ui", "folder_data_dir", "`wisp ui`", "server")(folder)
+    else:
+        data = _function("wisp._ui", "data_dir", "`wisp ui`", "server")()
+    roots = _function("wisp._ui", "ui_roots", "`wisp ui`", "server")(folder, only)
 
     def ready(url: str) -> None:
-        args.out.say(f"wisp ui: database and media in {os.path.abspath(data)}", err=True)
+        args.out.say(f"wisp ui: follows the runs under {' and '.join(roots)}", err=True)
+        shared = (
+            ""
+            if only or args.data
+            else (
+                "; it keeps the runs of every folder `wisp ui` followed before "
+                "(`wisp ui DIR` shows one folder's runs only)"
+            )
+        )
+        args.out.say(f"wisp ui: database and media in {os.path.abspath(data)}{shared}", err=True)
         args.out.say(f"wisp dashboard: {url}  (Ctrl-C stops it)")
         args.out.event("ready", url=url, data=os.path.abspath(data))
 
     call_with(
         ui,
-        dir=args.dir,
+        dir=folder,
+        only=only,
         host=args.host,
         port=args.port,
         open_browser=args.open,
@@ -170,14 +161,6 @@ def cmd_keys(args: argparse.Namespace) -> int:
         args.out.say(f"revoked {args.key_id}")
         args.out.data(revoked=args.key_id)
     return EXIT["ok"]
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 1e9:
-        return time.strftime("%Y-%m-%d %H:%M", time.localtime(value))
-    return str(value)
 
 
 def http_get(url: str, key: str | None, timeout: float) -> tuple[int, dict[str, str], bytes]:

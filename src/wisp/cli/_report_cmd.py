@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from wisp.cli._term import EXIT, CliError
+from wisp.errors import install_hint
 
 __all__ = ["add_parser", "cmd_report"]
 
@@ -89,7 +90,7 @@ def _need_yaml() -> None:
         import yaml  # noqa: F401
     except ImportError:
         raise CliError(
-            "reports need PyYAML", "pip install 'wisp[reports]'", EXIT["missing_dependency"]
+            "reports need PyYAML", install_hint("reports"), EXIT["missing_dependency"]
         ) from None
 
 

@@ -120,7 +120,14 @@ def _info(d: str, data: Any) -> dict[str, Any]:
         "duration": _duration(data),
         "dir": d,
         "summary": {k: v for k, v in data.summary.items() if not k.startswith("_")},
+        "synced": sync_status(d),  # (fully synced, why not)
     }
+
+
+def _synced_cell(status: tuple[bool, str]) -> str:
+    """``yes``, ``no`` (never sent to a server) or ``partly`` (some of it, or not marked done)."""
+    done, why = status
+    return "yes" if done else ("no" if why == "never synced" else "partly")
 
 
 def _jsonable(value: Any) -> Any:
@@ -150,6 +157,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
             continue
         infos.append(_info(d, data))
     if args.json:
+        for info in infos:
+            info["synced"], info["sync_status"] = info["synced"]
         _dump({"runs": infos})
         return EXIT["ok"]
     if not infos:
@@ -164,7 +173,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     seen.setdefault(k, None)
         keys = list(seen)[:3]
-    headers = ["STATE", "PROJECT", "NAME", "ID", "CREATED", "DURATION", *keys]
+    headers = ["STATE", "PROJECT", "NAME", "ID", "CREATED", "DURATION", "SYNCED", *keys]
     rows, colors = [], []
     for info in infos:
         created = info["created_at"]
@@ -177,6 +186,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
                 info["id"],
                 when,
                 fmt_duration(info["duration"]),
+                _synced_cell(info["synced"]),
                 *(fmt_value(info["summary"][k]) if k in info["summary"] else "-" for k in keys),
             ]
         )

@@ -9,14 +9,31 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from wisp.cli._remote import _cell, _function, call_with
+from wisp.cli._parts import call_with
+from wisp.cli._parts import cell as _cell
+from wisp.cli._parts import function as _function
 from wisp.cli._term import EXIT, CliError, table
 
 __all__ = ["cmd_admin", "read_password"]
 
 
 def read_password(path: str | None, confirm: bool = True) -> str:
-    """A password from a file (``-``: stdin), ``$WISP_PASSWORD`` or a prompt; never argv."""
+    """A password from a file (``-``: stdin), ``$WISP_PASSWORD`` or a prompt; never argv.
+
+    An empty one (stdin at its end: ``</dev/null``, an empty file) is refused, never taken
+    as "no password"."""
+    pw = _read_password(path, confirm)
+    if not pw:
+        where = {None: "standard input", "-": "standard input"}.get(path, path)
+        raise CliError(
+            f"no password given ({where} was empty)",
+            "type one at the prompt, or give it with --password-file FILE or WISP_PASSWORD; "
+            "--no-password makes a user with API keys only",
+        )
+    return pw
+
+
+def _read_password(path: str | None, confirm: bool) -> str:
     if path == "-":
         return sys.stdin.readline().rstrip("\r\n")
     if path is not None:

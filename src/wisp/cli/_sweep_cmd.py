@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 from wisp.cli._term import EXIT, CliError, table
 
@@ -29,8 +30,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not args.config:
         raise CliError("no sweep file given", "wisp sweep sweep.yaml [--project P]")
     sweep_id = sweeps.sweep(args.config, project=args.project, dir=args.dir)
-    args.out.say(sweep_id)
-    args.out.data(sweep_id=sweep_id, agent=f"wisp agent {sweep_id}")
+    default = os.environ.get("WISP_DIR") or "."  # what `wisp agent` finds by itself
+    where = "" if os.path.abspath(args.dir) == os.path.abspath(default) else f" --dir {args.dir}"
+    args.out.say(sweep_id)  # stdout: the id alone, for scripts; what to run next on stderr
+    args.out.say(f"wisp: run trials with: wisp agent {sweep_id}{where}", err=True)
+    args.out.data(sweep_id=sweep_id, agent=f"wisp agent {sweep_id}{where}")
     return EXIT["ok"]
 
 

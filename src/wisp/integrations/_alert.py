@@ -99,9 +99,9 @@ def alert(
     sending thread, if one was started (join it to wait for delivery).  ``run``
     (default: the current run) records it (``run.alert(...)``).
     """
-    import wisp
+    from wisp import _current
 
-    run = run or wisp.run
+    run = run or _current.run
     if run is None:
         raise RunStateError("wisp.alert() needs a run: call wisp.init() first")
     if not isinstance(title, str) or not title:

@@ -38,9 +38,9 @@ _POLICIES = ("now", "live", "end")
 
 
 def _current_run(run: Run | None = None) -> Run:
-    import wisp
+    from wisp import _current
 
-    run = run or wisp.run
+    run = run or _current.run
     if run is None:
         raise RunStateError("wisp.save() needs a run: call wisp.init() first")
     return run
@@ -226,12 +226,12 @@ def restore(
     working directory.  An existing file is kept unless ``replace``.  Raises
     UsageError when the run has no such saved file and none is at the destination.
     """
-    import wisp
+    from wisp import _current
     from wisp._rundir import find_by_id
     from wisp._settings import Settings
 
     rel = _safe_name(name)
-    current = wisp.run
+    current = _current.run
     if run_path is None:
         if current is None:
             raise UsageError("restore() needs run_path= when no run is active")
@@ -258,3 +258,60 @@ def restore(
         if os.path.abspath(dest) != os.path.abspath(source):
             shutil.copyfile(source, dest)
     return open(dest)
+
+
+def save_code(run: Run) -> str | None:
+    """``init(save_code=True)``: save the main script into the run's ``files/code/`` (its
+    path relative to the working directory, else its name), or in a notebook the session's
+    executed cells as ``code/_session_history.ipynb``, as wandb does.  Returns the stored
+    path, None when there is no source to save."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None)
+    if isinstance(script, str) and os.path.isfile(script):
+        src = os.path.abspath(script)
+        rel = os.path.relpath(src, os.getcwd())
+        if rel.startswith(".."):
+            rel = os.path.basename(src)
+        return save_file(run, src, "code/" + rel.replace(os.sep, "/"), kind="code")
+    cells = _notebook_cells()
+    if not cells or run.dir is None:
+        return None
+    import json
+
+    dest = os.path.join(run.dir, FILES_DIR, "code", "_session_history.ipynb")
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    doc = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": i + 1,
+                "metadata": {},
+                "outputs": [],
+                "source": cell,
+            }
+            for i, cell in enumerate(cells)
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    with open(dest, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+    return save_file(run, dest, "code/_session_history.ipynb", kind="code")
+
+
+def _notebook_cells() -> list[str]:
+    """The cells run so far in an IPython kernel (none outside one)."""
+    import sys
+
+    if "IPython" not in sys.modules:
+        return []
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    history = getattr(shell, "history_manager", None)
+    if history is None:
+        return []
+    return [str(c) for c in history.input_hist_raw[1:] if str(c).strip()]

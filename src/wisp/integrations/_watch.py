@@ -198,9 +198,9 @@ def watch(
     ignored.  Remove the hooks with :func:`unwatch`.  ``run`` (default: the current
     run) is where they are logged (``run.watch(...)``).
     """
-    import wisp
+    from wisp import _current
 
-    run = run or wisp.run
+    run = run or _current.run
     if run is None:
         raise RunStateError("wisp.watch() needs a run: call wisp.init() first")
     if log is None:

@@ -26,6 +26,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without keras
     ) from exc
 
 import wisp
+from wisp import _current
 from wisp._run import Run
 from wisp.errors import UsageError
 from wisp.integrations._common import config_safe, flatten_numbers
@@ -119,5 +120,5 @@ class WispCallback(keras.callbacks.Callback):  # type: ignore[misc]
         if run is None or not self._owns_run or not self._finish or run.state != "running":
             return
         if wisp.run is run:
-            wisp.run = None
+            _current.run = None
         run.finish()

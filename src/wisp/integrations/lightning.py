@@ -36,6 +36,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without lightnin
     ) from exc
 
 import wisp
+from wisp import _current
 from wisp._run import Run
 from wisp.errors import WriterError
 from wisp.integrations._common import config_safe, state_for
@@ -227,7 +228,7 @@ class WispLogger(Logger):
         if not self._owns_run:
             return
         if wisp.run is run:
-            wisp.run = None
+            _current.run = None
         try:
             run.finish(code, state=state)
         except WriterError:

@@ -29,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without transfor
     ) from exc
 
 import wisp
+from wisp import _current
 from wisp._run import Run
 from wisp.integrations._common import config_safe, flatten_numbers
 
@@ -137,5 +138,5 @@ class WispCallback(TrainerCallback):
         if run is None or not self._owns_run or not self._finish or run.state != "running":
             return
         if wisp.run is run:
-            wisp.run = None
+            _current.run = None
         run.finish()

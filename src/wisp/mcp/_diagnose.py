@@ -80,7 +80,7 @@ def diagnose(r: Any) -> dict[str, Any]:
                 }
             )
     return {
-        "run": r.path,
+        "run": r.run_path,
         "state": r.state,
         "findings": findings,
         "metrics": jsonable(stats),

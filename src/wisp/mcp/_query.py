@@ -20,7 +20,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from wisp.errors import UsageError
+from wisp.errors import UsageError, install_hint
 
 __all__ = ["run_query", "tables"]
 
@@ -31,7 +31,7 @@ def _need(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise UsageError(f"wisp query needs {module}: pip install 'wisp-tracker[query]'") from None
+        raise UsageError(f"wisp query needs {module}: {install_hint('query')}") from None
 
 
 def _flat(d: dict[str, Any], prefix: str, out: dict[str, Any]) -> None:

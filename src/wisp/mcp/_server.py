@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from wisp.errors import UsageError, WispError
+from wisp.errors import UsageError, WispError, install_hint
 from wisp.mcp._tools import DEFAULT_MAX_BYTES, Tools
 
 __all__ = ["READ_TOOLS", "WRITE_TOOLS", "build", "need_mcp"]
@@ -44,7 +44,7 @@ def need_mcp() -> Any:
         from mcp.server import mcpserver
     except ImportError:
         raise UsageError(
-            "the MCP server needs the official mcp SDK: pip install 'wisp-tracker[mcp]'"
+            f"the MCP server needs the official mcp SDK: {install_hint('mcp')}"
         ) from None
     return mcpserver
 

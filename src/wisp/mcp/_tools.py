@@ -175,7 +175,7 @@ class Tools:
     @staticmethod
     def _brief(r: Any, summary_keys: Iterable[str] = ()) -> dict[str, Any]:
         out: dict[str, Any] = {f: getattr(r, f) for f in _RUN_FIELDS}
-        out["path"] = r.path
+        out["path"] = r.run_path
         keys = list(summary_keys)
         if keys:
             summary = r.summary
@@ -315,7 +315,7 @@ class Tools:
                         "max": jsonable(row.get(f"{key}:max", v)),
                     }
                 )
-            return {"run": r.path, "key": key, "buckets": pts, "next_cursor": None}
+            return {"run": r.run_path, "key": key, "buckets": pts, "next_cursor": None}
         if not 1 <= limit <= 100_000:
             raise UsageError(f"limit: expected 1..100000, got {limit}")
         after = decode_cursor(cursor).get("after")
@@ -339,7 +339,7 @@ class Tools:
             points.append(pt)
             used += n
         nxt = encode_cursor({"after": points[-1][0]}) if more and points else None
-        return {"run": r.path, "key": key, "points": points, "next_cursor": nxt}
+        return {"run": r.run_path, "key": key, "points": points, "next_cursor": nxt}
 
     def compare_runs(self, runs: list[str], project: str | None = None) -> dict[str, Any]:
         """The config keys whose values differ between the runs, and their summary metrics
@@ -347,7 +347,7 @@ class Tools:
         if not 2 <= len(runs) <= 20:
             raise UsageError(f"runs: expected 2..20 runs, got {len(runs)}")
         objs = [self.run_obj(x, project) for x in runs]
-        labels = [r.path for r in objs]
+        labels = [r.run_path for r in objs]
         configs = [_flatten(r.config) for r in objs]
         summaries = [_flatten(dict(r.summary)) for r in objs]
         keys = sorted(set().union(*configs))
@@ -439,7 +439,7 @@ class Tools:
             out.append(ln)
             used += n
         out.reverse()
-        return {"run": r.path, "lines": out, "matched": len(lines), "shown": len(out)}
+        return {"run": r.run_path, "lines": out, "matched": len(lines), "shown": len(out)}
 
     def get_alerts(
         self,
@@ -470,7 +470,7 @@ class Tools:
             for n, a in enumerate(r.alerts()):
                 pos = (float(a.get("ts") or 0), r.id, n)
                 if pos > after and (want is None or a.get("level") == want):
-                    found.append((pos, {**jsonable(a), "run": r.path, "run_name": r.name}))
+                    found.append((pos, {**jsonable(a), "run": r.run_path, "run_name": r.name}))
         found.sort(key=lambda x: x[0])
         page = found[:limit]
         last = page[-1][0] if page else after
@@ -491,9 +491,11 @@ class Tools:
         stop); it stops within a heartbeat interval and ends as ``killed``."""
         r = self.run_obj(run, project)
         if r.state != "running":
-            raise UsageError(f"run: {r.path} is {r.state}, not running; there is nothing to stop")
+            raise UsageError(
+                f"run: {r.run_path} is {r.state}, not running; there is nothing to stop"
+            )
         r.stop()
-        return {"run": r.path, "stop_requested": True}
+        return {"run": r.run_path, "stop_requested": True}
 
     def add_tags(self, run: str, tags: list[str], project: str | None = None) -> dict[str, Any]:
         """Add tags to a run (others kept)."""
@@ -501,21 +503,21 @@ class Tools:
         have = list(r.tags)
         r.tags = have + [t for t in tags if t not in have]
         r.update()
-        return {"run": r.path, "tags": list(r.tags)}
+        return {"run": r.run_path, "tags": list(r.tags)}
 
     def remove_tags(self, run: str, tags: list[str], project: str | None = None) -> dict[str, Any]:
         """Remove tags from a run (others kept)."""
         r = self.run_obj(run, project)
         r.tags = [t for t in r.tags if t not in set(tags)]
         r.update()
-        return {"run": r.path, "tags": list(r.tags)}
+        return {"run": r.run_path, "tags": list(r.tags)}
 
     def set_notes(self, run: str, notes: str, project: str | None = None) -> dict[str, Any]:
         """Replace a run's notes."""
         r = self.run_obj(run, project)
         r.notes = notes
         r.update()
-        return {"run": r.path, "notes": r.notes}
+        return {"run": r.run_path, "notes": r.notes}
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

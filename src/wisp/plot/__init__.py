@@ -8,7 +8,15 @@ spec (docs/run-file.md, ``chart``), drawn by the dashboard as a real chart.
 
 from __future__ import annotations
 
-from wisp.plot._chart import CustomChart, bar, histogram, line, line_series, scatter
+from wisp.plot._chart import (
+    CustomChart,
+    bar,
+    histogram,
+    line,
+    line_series,
+    plot_table,
+    scatter,
+)
 from wisp.plot._curves import confusion_matrix, pr_curve, roc_curve
 
 __all__ = [
@@ -18,6 +26,7 @@ __all__ = [
     "histogram",
     "line",
     "line_series",
+    "plot_table",
     "pr_curve",
     "roc_curve",
     "scatter",

@@ -33,10 +33,32 @@ from wisp.media._table import Table
 if TYPE_CHECKING:
     from wisp._deferred import ResolveContext
 
-__all__ = ["CHARTS", "CustomChart", "bar", "histogram", "line", "line_series", "scatter"]
+__all__ = [
+    "CHARTS",
+    "PRESETS",
+    "CustomChart",
+    "bar",
+    "histogram",
+    "line",
+    "line_series",
+    "plot_table",
+    "scatter",
+]
 
 VERSION = 1
 CHARTS = ("line", "scatter", "bar", "histogram", "line_series", "confusion", "curve")
+
+
+#: wandb's chart presets (``vega_spec_name`` of ``plot_table``) -> (chart, its roles).
+PRESETS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "wandb/line/v0": ("line", ("x", "y", "stroke")),
+    "wandb/scatter/v0": ("scatter", ("x", "y")),
+    "wandb/bar/v0": ("bar", ("label", "value")),
+    "wandb/histogram/v0": ("histogram", ("value",)),
+    "wandb/lineseries/v0": ("line_series", ("step", "lineKey", "lineVal")),
+    "wandb/area-under-curve/v0": ("curve", ("x", "y", "class")),
+    "wandb/confusion_matrix/v1": ("confusion", ("Actual", "Predicted", "nPredictions")),
+}
 
 
 class CustomChart(Deferred):
@@ -168,3 +190,33 @@ def line_series(
         {"step": "step", "lineKey": "lineKey", "lineVal": "lineVal"},
         {"title": title, "xname": xname},
     )
+
+
+def plot_table(
+    vega_spec_name: str,
+    data_table: Table,
+    fields: Mapping[str, str],
+    string_fields: Mapping[str, str] | None = None,
+    split_table: bool = False,
+) -> CustomChart:
+    """wandb's ``plot_table``: a chart of one of wandb's presets (:data:`PRESETS`) over
+    ``data_table``; ``fields`` maps the preset's roles to columns, ``string_fields`` holds
+    titles.  A preset wisp does not draw is a UsageError naming those it does."""
+    if vega_spec_name not in PRESETS:
+        raise UsageError(
+            f"plot_table({vega_spec_name!r}): wisp draws wandb's presets "
+            f"{', '.join(PRESETS)}; a custom Vega spec is not supported (log the Table itself)"
+        )
+    chart, roles = PRESETS[vega_spec_name]
+    if not isinstance(fields, Mapping):
+        raise UsageError(f"plot_table(fields=...) must be a dict of role -> column, got {fields!r}")
+    unknown = [r for r in fields if r not in roles]
+    if unknown:
+        raise UsageError(
+            f"plot_table({vega_spec_name!r}): unknown field {unknown[0]!r} (fields: "
+            f"{', '.join(roles)})"
+        )
+    check_table("plot_table", data_table, **{r: fields.get(r) for r in roles})
+    strings = {str(k): str(v) for k, v in (string_fields or {}).items()}
+    strings.setdefault("title", "")
+    return CustomChart(data_table, chart, {r: fields.get(r) for r in roles}, strings)

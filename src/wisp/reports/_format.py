@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from wisp.errors import UsageError
+from wisp.errors import UsageError, install_hint
 
 __all__ = [
     "FORMAT_VERSION",
@@ -55,7 +55,7 @@ __all__ = [
 
 FORMAT_VERSION = 1
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})[ \t]*([^\s`]*)[^`]*$")
-_INSTALL = "reading and writing reports needs PyYAML: pip install 'wisp[reports]'"
+_INSTALL = f"reading and writing reports needs PyYAML: {install_hint('reports')}"
 
 
 def _yaml() -> Any:

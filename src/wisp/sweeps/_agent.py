@@ -283,7 +283,7 @@ def run_in_process(
     import json
     import traceback
 
-    import wisp
+    from wisp import _current
 
     ctl = Controller(store, sweep_id)
     agent = agent_info()
@@ -316,10 +316,10 @@ def run_in_process(
             state = "failed"
         finally:
             beat.stop()
-            current = wisp.run
+            current = _current.run
             if current is not None and current.id == trial["run_id"]:
                 run_dir = current.dir
-                wisp.finish(0 if state == "finished" else 1)
+                _current.finish(0 if state == "finished" else 1)
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)

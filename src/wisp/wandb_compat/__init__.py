@@ -134,9 +134,29 @@ def _live_run(what: str) -> Any:
     return run
 
 
+#: ``wandb.<name>`` submodules that resolve as attributes without an import, as in wandb
+#: (``wandb.sdk.wandb_run.Run`` after a bare ``import wandb``).
+_SUBMODULES = frozenset({"apis", "env", "errors", "integration", "sdk", "util", "wandb_run"})
+#: Names defined by this package's own modules: name -> (module, attribute).
+_OWN = {
+    "Molecule": ("wisp.wandb_compat._media", "Molecule"),
+    "Graph": ("wisp.wandb_compat._media", "Graph"),
+    "controller": ("wisp.wandb_compat._controller", "controller"),
+    "plot_table": ("wisp.plot", "plot_table"),
+}
+
+
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(f"module 'wandb' has no attribute {name!r}")
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"{_PREFIX}.{name}")
+        if sys.modules.get("wandb") is sys.modules[__name__]:
+            sys.modules.setdefault(f"wandb.{name}", module)
+        return module
+    if name in _OWN:
+        where, attr = _OWN[name]
+        return getattr(importlib.import_module(where), attr)
     try:
         return getattr(wisp, name)
     except AttributeError:
@@ -144,7 +164,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(dir(wisp)))
+    return sorted(set(globals()) | set(dir(wisp)) | _SUBMODULES | set(_OWN))
 
 
 class _AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -19,7 +19,8 @@ __all__ = ["delete_run", "edit_run", "run_files"]
 
 
 def edit_run(store: Any, run_id: str, cols: dict[str, Any]) -> dict[str, Any] | None:
-    """Set validated columns (name, tags, notes, summary) of a run; None when it is unknown."""
+    """Set validated columns (name, tags, notes, group, job type, config, summary) of a run;
+    None when it is unknown."""
     with store.db.tx() as conn:
         if cols:
             res = conn.execute(update(S.runs).where(S.runs.c.id == run_id).values(**cols))

@@ -5,7 +5,7 @@ table, columns ``run_id``, ``step``, then one float column per key (format versi
 
 - ``format: "arrow"`` — an Arrow IPC *stream* (``application/vnd.apache.arrow.stream``),
   record batches with ``lz4`` buffer compression; an absent value is null, a logged NaN/inf
-  is that float.  Needs pyarrow on the server (``pip install 'wisp[export]'``); without it
+  is that float.  Needs pyarrow on the server (``pip install 'wisp-tracker[export]'``); without it
   the answer is a 422 naming the fix and clients fall back to JSON lines (which needs
   numpy on the server, also in that extra).
 - ``format: "jsonl"`` — one object per (run, step): ``{"run_id", "step", key: value...}``,
@@ -30,7 +30,8 @@ from sqlalchemy import func, select
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response, StreamingResponse
 
-from wisp._protocol import MAX_KEY_LENGTH, MAX_NAME_LENGTH, MAX_NOTES_LENGTH, MAX_STEP
+from wisp._protocol import MAX_KEY_LENGTH, MAX_STEP
+from wisp.errors import install_hint
 from wisp.server.blobs.base import BlobStore
 from wisp.server.http.auth import need_runs_read
 from wisp.server.http.body import json_response
@@ -41,7 +42,7 @@ from wisp.server.settings import ServerSettings
 from wisp.server.store import schema as S
 from wisp.server.store.edit import delete_run, edit_run, run_files
 from wisp.server.store.facade import Store
-from wisp.server.store.ingest import check_tags
+from wisp.server.store.ingest import check_run_fields
 
 __all__ = ["EXPORT_VERSION", "ExportApi", "ExportRequest", "RunEdit"]
 
@@ -57,11 +58,15 @@ _EXPORT_BODIES = {
 
 
 class RunEdit(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """``PATCH /runs/{id}`` body: the fields to set (``summary`` replaces the whole summary)."""
+    """``PATCH /runs/{id}`` body: the fields to set (``config`` and ``summary`` replace the
+    whole config and summary)."""
 
     name: str | None = None
     tags: list[str] | None = None
     notes: str | None = None
+    group: str | None = None
+    job_type: str | None = None
+    config: dict[str, Any] | None = None
     summary: dict[str, Any] | None = None
 
 
@@ -392,7 +397,7 @@ class ExportApi:
         "PATCH",
         "/runs/{run_id}",
         scope="write",
-        summary="Edit a run's name, tags, notes or summary",
+        summary="Edit a run's name, tags, notes, group, job type, config or summary",
         path_params=T.RunPath,
         body=RunEdit,
         responses={200: T.RunPut},
@@ -400,15 +405,14 @@ class ExportApi:
     async def patch_run(self, r: In) -> Response:
         run_id = r.path.run_id
         edit: RunEdit = r.body
-        cols: dict[str, Any] = {}
-        if edit.name is not None:
-            cols["name"] = clean_str(edit.name, "name", MAX_NAME_LENGTH)
-        if edit.tags is not None:
-            cols["tags"] = check_tags(edit.tags, "tags")
-        if edit.notes is not None:
-            cols["notes"] = clean_str(edit.notes, "notes", MAX_NOTES_LENGTH)
-        if edit.summary is not None:
-            cols["summary"] = clean_json(edit.summary, "summary")
+        given = msgspec.to_builtins(edit)  # the fields set (None ones are left out)
+        cols = check_run_fields(
+            {k: given[k] for k in ("name", "tags", "notes", "group", "job_type") if k in given},
+            "",
+        )
+        for name in ("config", "summary"):
+            if name in given:
+                cols[name] = clean_json(given[name], name)
         run = await run_in_threadpool(edit_run, self.store, run_id, cols)
         if run is None:
             raise Problem(404, "run_not_found", f"no run {run_id!r}", "run_id")
@@ -477,7 +481,7 @@ class ExportApi:
             import numpy  # noqa: F401
         except ImportError:
             raise invalid(
-                "format", "history export needs numpy on the server: pip install 'wisp[export]'"
+                "format", f"history export needs numpy on the server: {install_hint('export')}"
             ) from None
         missing = await run_in_threadpool(self._missing_runs, req.runs)
         if missing:
@@ -489,7 +493,7 @@ class ExportApi:
             except ImportError:
                 raise invalid(
                     "format",
-                    "the server has no pyarrow (pip install 'wisp[export]'); use jsonl",
+                    f"the server has no pyarrow ({install_hint('export')}); use jsonl",
                 ) from None
             it = prefetch(_arrow_stream(self.store, req, keys))
             return StreamingResponse(it, media_type=ARROW_TYPE, headers=headers)

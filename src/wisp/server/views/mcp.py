@@ -16,6 +16,7 @@ from typing import Any
 
 from starlette.routing import Route
 
+from wisp.errors import install_hint
 from wisp.server.http.body import json_response
 from wisp.server.http.problem import Problem
 
@@ -122,7 +123,7 @@ class McpEndpoint:
                 p = Problem(
                     501,
                     "mcp_not_installed",
-                    "/mcp needs the MCP SDK: pip install 'wisp-tracker[mcp]'",
+                    f"/mcp needs the MCP SDK: {install_hint('mcp')}",
                 )
                 await json_response(p.body(), p.status)(scope, receive, send)
                 return

@@ -10,6 +10,7 @@ import keras  # type: ignore[import-untyped]
 
 import wisp
 from wisp.errors import RunStateError
+from wisp.integrations._common import flatten_numbers
 from wisp.integrations.keras import WispCallback
 
 __all__ = ["WandbMetricsLogger", "WandbModelCheckpoint"]
@@ -25,6 +26,45 @@ class WandbMetricsLogger(WispCallback):
             raise RunStateError("You must call wandb.init() before WandbMetricsLogger()")
         super().__init__(log_freq=log_freq, finish=False)
         self._batches = initial_global_step
+        self._batch_step = initial_global_step  # wandb's global_batch: += log_freq a log
+
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        super().on_train_begin(logs)
+        if self._log_freq and self._run is not None:
+            self._run.define_metric("batch/*", step_metric="batch/batch_step")
+
+    def _learning_rate(self) -> float | None:
+        """The optimizer's current learning rate (a schedule's value), as wandb logs it."""
+        optimizer = getattr(self.model, "optimizer", None)
+        lr = getattr(optimizer, "learning_rate", None)
+        if lr is None or optimizer is None:
+            return None
+        try:
+            if callable(lr):
+                lr = lr(optimizer.iterations)
+            return float(keras.ops.convert_to_numpy(lr))
+        except (TypeError, ValueError, AttributeError):
+            return None
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        step = self._batches
+        self._batches += 1
+        if self._log_freq and step % self._log_freq == 0:
+            row = flatten_numbers(logs, "batch/")
+            row["batch/batch_step"] = self._batch_step
+            self._batch_step += self._log_freq
+            lr = self._learning_rate()
+            if lr is not None:
+                row["batch/learning_rate"] = lr
+            self._step_log(row, step)
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        row = flatten_numbers(logs, "epoch/")
+        row["epoch/epoch"] = epoch
+        lr = self._learning_rate()
+        if lr is not None:
+            row["epoch/learning_rate"] = lr
+        self._step_log(row, max(self._batches - 1, 0))
 
 
 class WandbModelCheckpoint(keras.callbacks.ModelCheckpoint):  # type: ignore[misc]
