@@ -20,7 +20,7 @@ import wisp
 
 SRC = Path(wisp.__file__).resolve().parent.parent
 #: (importer, imported) pairs left out of the graph: see the module docstring
-ABOVE_THE_FACADE = {("wisp", "wisp.wandb_compat")}
+ABOVE_THE_FACADE = {("wisp", "wisp.wandb_compat"), ("wisp", "wisp.wandb_compat._tee")}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

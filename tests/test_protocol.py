@@ -15,7 +15,7 @@ def test_record_types_have_one_definition() -> None:
 
     assert _runfile.RecordType is P.RecordType
     codes = {v for k, v in vars(P.RecordType).items() if k.isupper() and k != "NAMES"}
-    assert codes == set(P.RecordType.NAMES) and len(codes) == 12
+    assert codes == set(P.RecordType.NAMES) and len(codes) == 13
     assert len(set(P.RecordType.NAMES.values())) == len(codes)
 
 

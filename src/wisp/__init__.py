@@ -204,6 +204,8 @@ def init(
             ranks=ranks,
             finish_previous=how == "finish_previous",
             entity=entity,
+            fork_from=wandb_only.get("fork_from"),
+            resume_from=wandb_only.get("resume_from"),
         )
     except (UsageError, FatalApiError) as exc:
         # the caller's mistake (a bad argument or setting, a refused key): the message says

@@ -51,7 +51,15 @@ WANDB_ONLY_ARGS = frozenset(
         "resume_from",
     }
 )
-_HONOURED = ("config_exclude_keys", "config_include_keys", "entity", "reinit", "save_code")
+_HONOURED = (
+    "config_exclude_keys",
+    "config_include_keys",
+    "entity",
+    "reinit",
+    "save_code",
+    "fork_from",  # wisp._lineage
+    "resume_from",
+)
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 _ADJECTIVES = [
@@ -227,6 +235,8 @@ def start_run(
     ranks: str | None,
     finish_previous: bool = True,
     entity: str | None = None,
+    fork_from: str | None = None,
+    resume_from: str | None = None,
 ) -> Run:
     """A new run.  ``finish_previous`` (reinit): finish this process's live runs first.
 
@@ -296,6 +306,13 @@ def start_run(
             raise UsageError(f"init() config must be a dict, got {type(config).__name__}")
     if resume not in (None, False, True, "allow", "must", "never", "auto"):
         raise UsageError(f"init() resume must be 'allow', 'must' or 'never', got {resume!r}")
+    fork = back = None
+    if fork_from is not None or resume_from is not None:
+        from wisp._lineage import check_branch_args
+
+        fork, back = check_branch_args(fork_from, resume_from, resume, id)
+        if back is not None:  # a rewind resumes the run it names
+            id, resume = back.run_id, "must"  # noqa: A001
 
     # a second init() in one process finishes the live runs first (notebook cells re-run),
     # unless reinit="create_new" keeps them
@@ -317,11 +334,28 @@ def start_run(
     if rank is not None and rank.rank != 0 and s.ranks == "zero":
         s = s.replace(mode="disabled")  # only rank 0 records unless ranks="all"
     shared = rank is not None and s.ranks == "all" and s.mode != "disabled"
-    resumed = None
+    if shared and (fork or back):
+        raise UsageError("init(ranks='all') cannot fork_from or resume_from a run")
+    resumed = forked = None
+    if fork is not None and s.mode != "disabled":
+        from wisp._lineage import find_fork
+
+        forked = find_fork(os.path.abspath(s.dir or os.getcwd()), fork)
+        if project_entity(project)[1] == "uncategorized" and forked.parent_project:
+            project = forked.parent_project
+        config = forked.merge_config(config)
     if resume not in (None, False) and s.mode != "disabled" and not shared:
         from wisp._resume import find_resumable
 
+        if back is not None:
+            from wisp._lineage import check_rewind
+
+            check_rewind(os.path.abspath(s.dir or os.getcwd()), back)
         resumed = find_resumable(os.path.abspath(s.dir or os.getcwd()), id, resume)
+        if resumed is not None and back is not None:
+            from wisp._lineage import rewind
+
+            resumed = rewind(back, resumed)
         if resumed is not None:
             name = name or resumed.name
             if project_entity(project)[1] == "uncategorized" and resumed.project:
@@ -386,6 +420,14 @@ def start_run(
     if resumed is not None:
         resumed.apply(run)
         run.mark_resumed()
+        if back is not None:
+            from wisp._lineage import note_rewind
+
+            note_rewind(run, back.step)
+    if forked is not None:
+        forked.apply(run)
+        if s.mode == "online":
+            forked.upload_parent(s)
     if s.mode == "online":
         from wisp._upload._live import attach
         from wisp.errors import FatalApiError
@@ -396,7 +438,13 @@ def start_run(
             _discard(run, keep_dir=resumed is not None or shared)
             raise
     if not s.silent and (rank is None or rank.rank == 0):
-        _announce(run, base, resumed=resumed is not None)
+        note = None
+        if forked is not None:
+            note = f"forked from run {forked.moment.run_id} at step {forked.moment.step}"
+        elif back is not None and resumed is not None and resumed.extra:
+            aside = resumed.extra["rewind"]["rows"]
+            note = f"rewound to step {back.step}: {aside} later row(s) set aside"
+        _announce(run, base, resumed=resumed is not None, note=note)
     from wisp import _extras
 
     _extras.start(run)  # after the message: console capture does not record it
@@ -412,13 +460,15 @@ def _discard(run: Run, *, keep_dir: bool) -> None:
         shutil.rmtree(run.dir, ignore_errors=True)
 
 
-def _announce(run: Run, base: str, *, resumed: bool) -> None:
+def _announce(run: Run, base: str, *, resumed: bool, note: str | None = None) -> None:
     """Where the run is written and how to see it: two ``wisp:`` lines on stderr, as wandb
-    prints at init (``silent`` turns them off)."""
+    prints at init (``silent`` turns them off); a fork or a rewind says so in a line between."""
     import sys
 
     what = "resumed run" if resumed else ("offline run" if run.url is None else "run")
     lines = [f"wisp: {what} {run.name} ({run.id}) is written to {run.dir}\n"]
+    if note:
+        lines.append(f"wisp: {note}\n")
     if run.url is not None:
         lines.append(f"wisp: view it at {run.url}\n")
     else:

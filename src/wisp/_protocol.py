@@ -54,6 +54,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "REPLACEMENT",
     "RUN_STATES",
+    "SYSTEM_KEY_PREFIX",
     "Invalid",
     "RecordType",
     "RunState",
@@ -91,7 +92,8 @@ class RecordType:
     FILE = 9  # a file saved into the run directory
     ALERT = 10  # a user alert
     WARNING = 11  # a background failure, counted
-    RESUME = 12  # a resumed segment continues an earlier run
+    RESUME = 12  # a resumed segment continues an earlier run (or rewinds it: wisp._lineage)
+    LINEAGE = 13  # a run forked from another run at a step (wisp._lineage)
 
     NAMES = {
         1: "run",
@@ -106,6 +108,7 @@ class RecordType:
         10: "alert",
         11: "warning",
         12: "resume",
+        13: "lineage",
     }
 
 
@@ -132,6 +135,9 @@ RUN_STATES = (
 
 #: A metric key: a history, system or media key, a metric name, a series query key.
 MAX_KEY_LENGTH = 1024
+#: keys of system samples (``wisp._system``); the server stores them at step = time in ms, so
+#: what is indexed by training steps (a rewind's set-aside) leaves them alone
+SYSTEM_KEY_PREFIX = "system/"
 #: Run name, group, job type.
 MAX_NAME_LENGTH = 1024
 MAX_PROJECT_LENGTH = 128

@@ -11,6 +11,10 @@ one run file per rank in its directory (``run.wisp`` for rank 0,
 prefixed ``rank<N>/`` (every rank, 0 included) so per-rank series stay
 distinct; ``RunData.ranks`` maps each rank to its own, unprefixed RunData.
 
+A fork of another run (``init(fork_from=...)``) reads as its parent's rows up to the
+fork step, then its own; rows a rewind (``init(resume_from=...)``) set aside are left
+out of the history and listed in ``RunData.set_aside`` (``wisp._lineage``).
+
 Rows that forked child processes logged to the run are in segment files of their
 own (``run.fork<PID>.wisp``); ``open_run(dir)`` yields them after the run's own
 rows, child by child, with their keys unchanged (a child's consecutive rows at one
@@ -24,9 +28,10 @@ import json
 import os
 from collections.abc import Iterator
 
+from wisp._lineage_read import LineageView
 from wisp._meta import process_alive
 from wisp._rundir import RUN_FILE, fork_files, rank_files
-from wisp._runfile import RecordType, decode_history, iter_records, scan
+from wisp._runfile import RecordType, iter_records, scan
 from wisp._summary import SummaryDict
 from wisp.errors import RunFileError
 
@@ -56,10 +61,12 @@ def find_run_file(path: str | os.PathLike[str]) -> str:
     return p
 
 
-class RunData:
+class RunData(LineageView):
     """A run read from disk.  Records are read once, at open; ``history()`` decodes lazily."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, limit: int | None = None, depth: int = 0) -> None:
+        """``limit``: read the file's first ``limit`` bytes only (a fork's view of its parent);
+        ``depth``: how many forks down from the run opened (a loop guard)."""
         self.path = path
         self.dir = os.path.dirname(os.path.abspath(path))
         #: rank -> that rank's RunData, for a run recorded by several ranks (else empty)
@@ -67,16 +74,22 @@ class RunData:
         self._state: str | None = None  # set on merged multi-rank runs
         self.metadata: dict[str, Any] = {}
         self.config: dict[str, Any] = {}
-        #: read as the live ``run.summary``: ``summary["eval"]`` nests ``eval/...`` keys
-        self.summary: dict[str, Any] = SummaryDict()
+        self._summary: dict[str, Any] = SummaryDict()
+        self._summary_view = False  # a fork's summary is computed over its view when read
         self.metrics: list[dict[str, Any]] = []
         self.finish: dict[str, Any] | None = None
         self.records: dict[str, list[Any]] = {}
         self._history_payloads: list[bytes] = []
         self._extra_rows: list[Any] | None = None
         self.forks: dict[int, RunData] = {}
+        #: the fork's LINEAGE record, or None (``parent``: the parent it names, found or not)
+        self.lineage: dict[str, Any] | None = None
+        self._rewinds: list[tuple[int, dict[str, Any]]] = []
+        self._depth = depth
+        self._own: tuple[list[Any], list[dict[str, Any]]] | None = None
+        self._parent: RunData | None = None
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read() if limit is None else f.read(limit)
         info = scan(data)
         self.record_count = info.records
         self.ignored_bytes = info.ignored
@@ -96,13 +109,20 @@ class RunData:
             elif t == RecordType.CONFIG:
                 self.config = obj["config"]
             elif t == RecordType.SUMMARY:
-                self.summary = SummaryDict(obj["summary"])
+                self._summary = SummaryDict(obj["summary"])
             elif t == RecordType.METRIC:
                 self.metrics.append(obj)
             elif t == RecordType.FINISH:
                 self.finish = obj
             else:
+                if t == RecordType.LINEAGE and obj.get("kind") == "fork" and not self.lineage:
+                    self.lineage = obj
+                elif t == RecordType.RESUME and isinstance(obj.get("rewind"), dict):
+                    self._rewinds.append((len(self._history_payloads), obj["rewind"]))
                 self.records.setdefault(RecordType.NAMES.get(t, str(t)), []).append(obj)
+        self.own_metrics = self.metrics
+        if self.lineage is not None:
+            self._open_parent(RunData)
 
     # -- identity ----------------------------------------------------------------------------
 
@@ -145,23 +165,31 @@ class RunData:
                 for step, ts, values in self.ranks[rank]._rows():
                     yield step, ts, {f"rank{rank}/{k}": v for k, v in values.items()}
             return
-        for payload in self._history_payloads:
-            yield from decode_history(payload)
+        yield from self.view_rows()
 
-    def history(self, keys: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    def history(
+        self, keys: list[str] | None = None, *, set_aside: bool = False
+    ) -> Iterator[dict[str, Any]]:
         """Rows in logged order: ``{"_step": s, "_timestamp": t, key: value, ...}``.
 
         A merged multi-rank run yields rank 0's rows, then rank 1's, and so on.
+        ``set_aside``: then the rows rewinds set aside, each with ``"_rewind": i``.
         """
         want = set(keys) if keys is not None else None
-        for step, ts, values in self._rows():
-            if want is not None:
-                values = {k: v for k, v in values.items() if k in want}
-                if not values:
-                    continue
-            row = {"_step": step, "_timestamp": ts}
-            row.update(values)
-            yield row
+        parts = [(None, self._rows())]
+        if set_aside:
+            parts += [(p["rewind"], iter(p["rows"])) for p in self.set_aside]
+        for rewind, rows in parts:
+            for step, ts, values in rows:
+                if want is not None:
+                    values = {k: v for k, v in values.items() if k in want}
+                    if not values:
+                        continue
+                row = {"_step": step, "_timestamp": ts}
+                if rewind is not None:
+                    row["_rewind"] = rewind
+                row.update(values)
+                yield row
 
     def scalars(self, key: str, x: str | None = None) -> tuple[list[Any], list[Any]]:
         """(steps, values) of one metric.
@@ -217,7 +245,7 @@ class RunData:
         from wisp.media._read import image_paths
 
         steps, values = self.scalars(key)
-        return steps, [image_paths(self.dir, key, v) for v in values]
+        return steps, [self._located(image_paths(self.dir, key, v)) for v in values]
 
     def media_files(self, key: str) -> tuple[list[int], list[list[str]]]:
         """(steps, [absolute file paths]) of any media stored as files (audio, video, html,
@@ -225,14 +253,15 @@ class RunData:
         from wisp.media._read import media_files
 
         steps, values = self.scalars(key)
-        return steps, [media_files(self.dir, key, v) for v in values]
+        return steps, [self._located(media_files(self.dir, key, v)) for v in values]
 
     def table(self, key: str, step: int | None = None) -> list[dict[str, Any]]:
         """The rows of the table (or wisp.plot chart) logged at ``step`` (default: the last),
         image cells as paths."""
         from wisp.media._read import read_table
 
-        columns, rows = read_table(self.dir, key, self._value_at(key, step))
+        value = self._value_at(key, step)
+        columns, rows = read_table(self._media_dir(value), key, value)
         return [dict(zip(columns, row, strict=True)) for row in rows]
 
     def table_frame(self, key: str, step: int | None = None) -> Any:
@@ -245,7 +274,8 @@ class RunData:
             ) from exc
         from wisp.media._read import read_table
 
-        columns, rows = read_table(self.dir, key, self._value_at(key, step))
+        value = self._value_at(key, step)
+        columns, rows = read_table(self._media_dir(value), key, value)
         return pd.DataFrame(rows, columns=columns)
 
     def _value_at(self, key: str, step: int | None) -> Any:

@@ -42,6 +42,8 @@ class Resumed(NamedTuple):
     last_step: int | None
     previous_writer_id: str | None
     segments: int
+    #: more members of the RESUME record: ``{"rewind": {...}}`` (wisp._lineage.rewind)
+    extra: dict[str, Any] | None = None
 
     def merge_config(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
         """The run's last config updated with the one given to ``init()``."""
@@ -58,12 +60,16 @@ class Resumed(NamedTuple):
             "last_step": self.last_step,
             "resumed_at": run.created_at,
             "segment": self.segments,
+            **(self.extra or {}),
         }
         summary = self.summary
+        rewound = "rewind" in payload
 
         def start_segment() -> None:
             writer.append(RecordType.RESUME, payload)
             writer.summary.update(summary)
+            if rewound:  # the summary over the rows kept, even if nothing more is logged
+                writer.append(RecordType.SUMMARY, {"summary": summary})
 
         run.on_writer(start_segment)
         mark_not_done(self.run_dir)
@@ -154,8 +160,11 @@ def _read(run_dir: str) -> Resumed:
             elif t == RecordType.SUMMARY:
                 summary = json.loads(rec.payload).get("summary", {})
             elif t in (RecordType.FINISH, RecordType.RESUME):
-                step = json.loads(rec.payload).get("last_step")
-                if type(step) is int:
+                obj = json.loads(rec.payload)
+                step = obj.get("last_step")
+                if isinstance(obj.get("rewind"), dict):  # rewound: later steps set aside
+                    last_step, last_history = step if type(step) is int else None, None
+                elif type(step) is int:
                     last_step = step if last_step is None else max(last_step, step)
     if last_history is not None:
         rows = decode_history(last_history)

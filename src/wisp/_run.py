@@ -111,6 +111,8 @@ class Run(WandbRunApi):
         self._fork_segment = False  # this process writes a fork segment, not the run file
         self.created_at = get_time()
         self.sweep_id = os.environ.get("WISP_SWEEP_ID") or None  # set by a sweep agent
+        #: run.json members of a fork or a rewound run (``fork_from``, ``rewinds``: _lineage)
+        self.lineage_meta: dict[str, Any] = {}
         if config:
             self.config.update(config)
         object.__setattr__(self.config, "_run", self)
@@ -608,8 +610,17 @@ class Run(WandbRunApi):
             "rank": self.rank,
             "format_version": _runfile.FORMAT_VERSION,
             "exit_code": self.exit_code,
+            **self.lineage_meta,
         }
+        if state != "running":  # what a fork of this run needs, without reading its file
+            meta["last_step"] = self._step - 1 if self._step else None
+            meta["config"] = self.config.as_dict()
         write_meta(self.dir, meta, self._meta_file)
+
+    def refresh_meta(self) -> None:
+        """Rewrite ``run.json`` (after ``lineage_meta`` changed)."""
+        if self.dir is not None and self._live:
+            self._write_meta(self.state)
 
     @property
     def failures(self) -> dict[str, int]:

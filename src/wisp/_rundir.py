@@ -6,7 +6,9 @@ Every module that names a file in a run directory takes the name from here::
         run.wisp              the run file (wisp._runfile); rank 0 under ranks="all"
         run.json              metadata, replaced atomically: {"id", "project", "name",
                               "state", "created_at", "pid", "host", "file", "rank",
-                              "format_version", "exit_code"}
+                              "format_version", "exit_code"}; once the run ended
+                              "last_step" and "config"; a fork's "fork_from" and a
+                              rewound run's "rewinds" (wisp._lineage)
         run.rank<N>.wisp      rank N > 0 under ranks="all" (and run.rank<N>.json)
         run.fork<PID>.wisp    what a forked child process PID logged to the run: a writer
                               segment of its own (no summary, no finish record)
@@ -73,6 +75,7 @@ __all__ = [
     "sync_status",
     "unlock_uploads",
     "user_files",
+    "with_parents",
     "write_meta",
     "write_rejected",
 ]
@@ -223,6 +226,27 @@ def run_dirs_under(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
         else:
             raise ValueError(f"{path} is not a run directory, run file or folder")
     return list(dict.fromkeys(out))
+
+
+def with_parents(run_dirs: list[str]) -> list[str]:
+    """``run_dirs`` with every fork's parents (found next to it, by ``run.json``'s
+    ``fork_from``) before it, added when missing: a server gets a parent before its forks."""
+    out: dict[str, None] = {}
+
+    def add(run_dir: str, depth: int) -> None:
+        if run_dir in out:
+            return
+        parent = read_meta(run_dir).get("fork_from")
+        if isinstance(parent, dict) and isinstance(parent.get("run_id"), str) and depth < 64:
+            base = os.path.dirname(os.path.dirname(run_dir))
+            found = find_by_id(base, parent["run_id"])
+            if found:
+                add(found[-1], depth + 1)
+        out[run_dir] = None
+
+    for d in run_dirs:
+        add(os.path.abspath(d), 0)
+    return list(out)
 
 
 # -- run.json -----------------------------------------------------------------------------------

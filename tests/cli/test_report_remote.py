@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import wisp
 from tests.cli._helpers import wisp_cli
 from wisp.testing import Server
 
@@ -38,8 +39,6 @@ def server(tmp_path: Path) -> Server:
 
 
 def _log(server: Server, tmp_path: Path) -> str:
-    import wisp
-
     run = wisp.init(project="remote", dir=str(tmp_path), config={"lr": 0.1},
                     settings={"server_url": server.url, "api_key": server.key})  # fmt: skip
     import numpy as np
@@ -86,9 +85,8 @@ def test_push_twice_pull_diff_revert_and_export(server: Server, tmp_path: Path) 
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {server.key}"})
     with urllib.request.urlopen(req, timeout=60) as res:  # the server draws it from its store
         assert 'src="data:image/png;base64,' in res.read().decode()
-    import wisp
 
     with wisp.Api(server_url=server.url, api_key=server.key) as api:
         ref = api.report(f"remote/{report_id}")
-        assert ref.version == 3 and ref.report.title == "Remote"
+        assert ref.version == 3 and wisp.Report.from_markdown(ref.markdown).title == "Remote"
         assert [v["version"] for v in ref.versions()] == [1, 2, 3]

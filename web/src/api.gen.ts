@@ -1034,6 +1034,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{run_id}/lineage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A run's parent (fork_from), its forks and the rows rewinds set aside */
+        get: operations["run_lineage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}/media": {
         parameters: {
             query?: never;
@@ -1062,6 +1079,23 @@ export interface paths {
         put?: never;
         /** Append a batch of run-file records exactly once */
         post: operations["post_records"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/set-aside/{rewind}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make what a rewind set aside a run of its own (a fork at the rewind's step) */
+        post: operations["restore_set_aside"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1636,6 +1670,28 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * LineageFork
+         * @description A run forked from this one (that the caller may read).
+         */
+        LineageFork: {
+            id: string;
+            key: string;
+            name: string;
+            project: string;
+            step: number;
+        };
+        /**
+         * LineageParent
+         * @description The run this one was forked from: its id and project, its key on this server (null
+         *         while it is not here) and the fork step (the parent's last step in this run's view).
+         */
+        LineageParent: {
+            id: string;
+            key: string | null;
+            project: string;
+            step: number;
+        };
         /** LoggedOut */
         LoggedOut: {
             ok: boolean;
@@ -1869,6 +1925,14 @@ export interface components {
             title: string;
             version: number;
         };
+        /**
+         * Restored
+         * @description The run made of what a rewind set aside: its key and id (a fork at the rewind's step).
+         */
+        Restored: {
+            id: string;
+            key: string;
+        };
         /** RevertBody */
         RevertBody: {
             version: number;
@@ -1988,6 +2052,12 @@ export interface components {
         RunFiles: {
             files: components["schemas"]["RunFile"][];
         };
+        /** RunLineage */
+        RunLineage: {
+            forks: components["schemas"]["LineageFork"][];
+            parent: components["schemas"]["LineageParent"] | null;
+            set_aside: components["schemas"]["SetAsidePart"][];
+        };
         /** RunPut */
         RunPut: {
             run: components["schemas"]["RunRow"];
@@ -2054,6 +2124,17 @@ export interface components {
         /** SeriesList */
         SeriesList: {
             series: components["schemas"]["Series"][];
+        };
+        /**
+         * SetAsidePart
+         * @description What rewind ``rewind`` set aside: the numeric points past ``step``.
+         */
+        SetAsidePart: {
+            max_step: number | null;
+            min_step: number | null;
+            points: number;
+            rewind: number;
+            step: number;
         };
         /** SignedIn */
         SignedIn: {
@@ -4600,6 +4681,29 @@ export interface operations {
             "4XX": components["responses"]["Error"];
         };
     };
+    run_lineage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunLineage"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
     media_list: {
         parameters: {
             query?: {
@@ -4657,6 +4761,30 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SeqConflict"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    restore_set_aside: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+                rewind: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Restored"];
                 };
             };
             "4XX": components["responses"]["Error"];

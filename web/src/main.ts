@@ -8,6 +8,7 @@ import { loginPage, logout, whoami } from "./auth";
 import { comparePage, projectsPage, runPage, type Dispose } from "./pages";
 import { artifactsPage } from "./artifacts";
 import { runLineage } from "./artifactsLineage";
+import { runFamily } from "./runFamily";
 import { current, href } from "./router";
 import { runsPage } from "./runs/page";
 import { sweepPage, sweepsPage } from "./sweep";
@@ -21,6 +22,9 @@ let dispose: Dispose = () => {};
 const lineage = document.createElement("section"); // the run page's artifact lineage, below it
 lineage.id = "run-lineage";
 app.after(lineage);
+const family = document.createElement("section"); // the run page's forks and rewinds
+family.id = "run-family";
+app.after(family);
 
 function login(): void {
   loginPage(app, () => {
@@ -76,6 +80,7 @@ function render(): void {
   document.getElementById("nav-sweeps")?.toggleAttribute("aria-current", a === "sweeps");
   crumbs.replaceChildren(...parts);
   lineage.replaceChildren();
+  family.replaceChildren();
   if (a === "account") {
     void whoami().then((me) => {
       if (me?.user) dispose = accountPage(app, me);
@@ -86,7 +91,7 @@ function render(): void {
   if (a === "sweeps" && project) dispose = sweepPage(app, project);
   else if (a === "sweeps") dispose = sweepsPage(app);
   else if (a === "p" && project && b === "r" && id) {
-    const stop = [runPage(app, r, id), runLineage(lineage, project, id)];
+    const stop = [runPage(app, r, id), runLineage(lineage, project, id), runFamily(family, project, id)];
     dispose = () => stop.forEach((f) => f());
   } else if (a === "p" && project && b === "artifacts") dispose = artifactsPage(app, r, project, id);
   else if (a === "p" && project && b === "compare") dispose = comparePage(app, r, project);

@@ -15,7 +15,14 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from wisp._meta import process_alive
-from wisp._rundir import META_FILE, read_meta, read_rejected, run_dirs_under, sync_status
+from wisp._rundir import (
+    META_FILE,
+    read_meta,
+    read_rejected,
+    run_dirs_under,
+    sync_status,
+    with_parents,
+)
 from wisp._upload._live import human_size, unreachable
 from wisp._upload._uploader import Uploader
 from wisp.errors import ApiError, UsageError
@@ -38,9 +45,10 @@ class SyncResult(NamedTuple):
 
 
 def find_run_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """Run directories in ``paths``: each a run dir, a ``run.wisp``, or a folder holding them."""
+    """Run directories in ``paths``: each a run dir, a ``run.wisp``, or a folder holding them;
+    a fork's parents come before it (added when not named: ``_rundir.with_parents``)."""
     try:
-        return run_dirs_under(paths)
+        return with_parents(run_dirs_under(paths))
     except ValueError as exc:
         raise UsageError(f"sync(): {exc}") from None
 

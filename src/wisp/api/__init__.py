@@ -191,16 +191,19 @@ class Api:
         """Upload a report (a ``wisp.Report``, a file path or Markdown text) as a new version
         of report ``id``, or as a new report; returns its ``ReportRef``."""
         from wisp.reports._client import push
-        from wisp.reports._report import Report
+        from wisp.reports._format import parse
 
-        if isinstance(report, str) and report.startswith("---"):
-            report = Report.from_markdown(report)
-        elif not isinstance(report, Report):
-            report = Report.load(report)
-        target = project or report.project
+        if isinstance(getattr(report, "markdown", None), str):  # a wisp.Report
+            text = report.markdown
+        elif isinstance(report, str) and report.startswith("---"):
+            text = report
+        else:
+            with open(report, encoding="utf-8") as f:
+                text = f.read()
+        target = project or parse(text, "report").meta.get("project")
         if not target:
             raise UsageError("push_report() needs a project (none in the report either)")
-        return push(self, target, report.markdown, id, base)
+        return push(self, str(target), text, id, base)
 
     def run(self, path: str | list[str] | tuple[str, ...]) -> Run:
         """One run by ``"entity/project/run_id"`` (``run.path``), ``"project/run_id"`` (run ids

@@ -286,6 +286,51 @@ class LocalBackend:
                 rows.append({"_timestamp": float(rec.get("ts") or 0.0), **vals})
         return sorted(rows, key=lambda r: r["_timestamp"])
 
+    # -- lineage (wisp.api._lineage) ----------------------------------------------------------
+
+    def lineage(self, run_id: str) -> dict[str, Any]:
+        data = self._find(run_id)
+        p = data.parent
+        parent = None if p is None else {k: p[k] for k in ("run_id", "project", "step")}
+        aside = [
+            {
+                "rewind": a["rewind"],
+                "step": a["step"],
+                "rows": len(a["rows"]),
+                "min_step": min((r[0] for r in a["rows"]), default=None),
+                "max_step": max((r[0] for r in a["rows"]), default=None),
+            }
+            for a in data.set_aside
+        ]
+        return {"parent": parent, "set_aside": aside}
+
+    def forks(self, run_id: str) -> list[dict[str, Any]]:
+        from wisp._rundir import read_meta
+
+        data = self._find(run_id)
+        out = []
+        for d in self._dirs():  # run.json names a fork's parent: no run file is read
+            parent = read_meta(d).get("fork_from")
+            if (
+                isinstance(parent, dict)
+                and parent.get("run_id") == run_id
+                and parent.get("project") in (None, data.project)
+            ):
+                out.append(self._dict(self._open(d)))
+        return sorted(out, key=lambda r: r["created_at"])
+
+    def scan_set_aside(self, run_id: str, rewind: int | None) -> Iterator[dict[str, Any]]:
+        for row in self._find(run_id).history(set_aside=True):
+            if "_rewind" in row and (rewind is None or row["_rewind"] == rewind):
+                yield row
+
+    def restore_set_aside(self, run_id: str, rewind: int) -> dict[str, Any]:
+        from wisp._init import new_run_id
+        from wisp._lineage import restore_set_aside
+
+        new_dir = restore_set_aside(self._find(run_id).dir, new_run_id(), rewind)
+        return self._dict(self._open(new_dir))
+
     # -- files ---------------------------------------------------------------------------------
 
     def files(self, run_id: str) -> list[dict[str, Any]]:

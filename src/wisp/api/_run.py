@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from wisp._protocol import project_entity
+from wisp.api._lineage import LineageMixin
 from wisp.api._objects import File, User
 from wisp.api._summary import ApiSummary
 from wisp.api._tables import SYSTEM_PREFIX
@@ -37,7 +38,7 @@ def _optional_text(name: str, doc: str) -> Any:
     return property(get, put, doc=doc)
 
 
-class Run:
+class Run(LineageMixin):
     """One run: attributes, histories, files, artifacts, and edits saved with :meth:`update`."""
 
     def __init__(self, backend: Any, data: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from wisp._protocol import project_path
 from wisp.api._http import HttpApi, q
 from wisp.api._tables import arrow_available
-from wisp.errors import FatalApiError, NotFoundError
+from wisp.errors import FatalApiError, NotFoundError, UsageError
 
 __all__ = ["ServerBackend"]
 
@@ -259,6 +259,47 @@ class ServerBackend:
 
     # -- files ---------------------------------------------------------------------------------
 
+    def _lineage(self, run_id: str) -> dict[str, Any]:
+        try:
+            doc: dict[str, Any] = self.http.json("GET", f"/runs/{q(run_id)}/lineage")
+        except FatalApiError as exc:
+            raise self._not_found(exc, f"lineage of run {run_id!r}") from None
+        return doc
+
+    def lineage(self, run_id: str) -> dict[str, Any]:
+        doc = self._lineage(run_id)
+        p = doc.get("parent")
+        parent = (
+            None if p is None else {"run_id": p["id"], "project": p["project"], "step": p["step"]}
+        )
+        aside = [
+            {"rewind": a["rewind"], "step": a["step"], "rows": a["points"],
+             "min_step": a["min_step"], "max_step": a["max_step"]}
+            for a in doc.get("set_aside", [])
+        ]  # fmt: skip
+        return {"parent": parent, "set_aside": aside}
+
+    def forks(self, run_id: str) -> list[dict[str, Any]]:
+        return [self.get_run(f["key"]) for f in self._lineage(run_id).get("forks", [])]
+
+    def scan_set_aside(self, run_id: str, rewind: int | None) -> Iterator[dict[str, Any]]:
+        raise _no_lineage()
+
+    def restore_set_aside(self, run_id: str, rewind: int) -> dict[str, Any]:
+        parts = self.lineage(run_id)["set_aside"]
+        try:
+            number = parts[rewind]["rewind"]
+        except (IndexError, TypeError):
+            raise UsageError(
+                f"rewind index {rewind!r} out of range: run {run_id!r} has {len(parts)} "
+                "rewind(s) with rows set aside"
+            ) from None
+        try:
+            doc = self.http.json("POST", f"/runs/{q(run_id)}/set-aside/{number}/restore")
+        except FatalApiError as exc:
+            raise self._not_found(exc, f"rewind {number} of run {run_id!r}") from None
+        return self.get_run(str(doc["key"]))
+
     def files(self, run_id: str) -> list[dict[str, Any]]:
         try:
             return list(self.http.json("GET", f"/runs/{q(run_id)}/files").get("files", []))
@@ -306,3 +347,11 @@ def _batch_rows(batch: Any, keys: list[str], complete: bool) -> Iterator[dict[st
                 row[k] = v
         if not complete or len(row) == len(keys) + 1:
             yield row
+
+
+def _no_lineage() -> UsageError:
+    """Rows set aside are read from run files for now (docs/fork.md)."""
+    return UsageError(
+        "the rows a rewind set aside are read from the run's files for now "
+        "(wisp.Api(dir=<the folder holding wisp/>)); restore_set_aside() makes them a run"
+    )

@@ -152,11 +152,14 @@ def _export(args: argparse.Namespace) -> int:
         report = _load(args.source)
         api = _api(args, False)
     else:
+        from wisp.reports import Report
         from wisp.reports._client import get
 
         api = _api(args, True)
         project, rid = _project(args, args.source)
-        report = get(api, f"{project}/{rid}", args.at_version).report
+        ref = get(api, f"{project}/{rid}", args.at_version)
+        source = f"{project}/{rid} v{ref.version}"
+        report = Report.from_markdown(ref.markdown, source)
     print(report.export_html(args.html, api))
     return EXIT["ok"]
 

@@ -85,13 +85,6 @@ class ReportRef:
     def _base(self) -> str:
         return f"{project_path(self.project)}/reports/{self.id}"
 
-    @property
-    def report(self) -> Any:
-        """This version parsed: a ``wisp.Report``."""
-        from wisp.reports._report import Report
-
-        return Report.from_markdown(self.markdown, f"{self.project}/{self.id} v{self.version}")
-
     def versions(self) -> list[dict[str, Any]]:
         """Every version, oldest first: ``{version, author, created_at, title, bytes}``."""
         doc = _call(_http(self._api), "GET", f"{self._base}/versions", f"report {self.id!r}")
@@ -124,9 +117,9 @@ def push(
     api: Any, project: str, markdown: str, report_id: str | None = None, base: int | None = None
 ) -> ReportRef:
     """Upload ``markdown`` as a new version of report ``report_id`` (a new report when None)."""
-    from wisp.reports._report import Report
+    from wisp.reports._format import parse
 
-    Report.from_markdown(markdown, "report")  # refuse a broken file before it travels
+    parse(markdown, "report")  # refuse a broken file before it travels
     rid = report_id or new_id()
     body: dict[str, Any] = {"markdown": markdown}
     if base is not None:

@@ -85,7 +85,7 @@ RULES = (
     _r("POST", f"/runs/{_RUN}/records", "write", "none"),
     _r("POST", f"/runs/{_RUN}/heartbeat", "write", "none"),
     _r("POST", f"/runs/{_RUN}/stop", "write", "run_admin", "run.stop"),
-    _r("GET HEAD", f"/runs/{_RUN}/(writers/[^/]+|history|media|console)", "read", "run"),
+    _r("GET HEAD", f"/runs/{_RUN}/(writers/[^/]+|history|media|console|lineage)", "read", "run"),
     _r("GET HEAD", r"/media/(?P<sha>[0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?", "read", "media"),
     _r("PUT", r"/media/(?P<sha>[0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?", "write", "upload"),
     _r("GET HEAD", "/projects", "read", "none"),
@@ -93,6 +93,7 @@ RULES = (
     _r("GET HEAD", "/series", "read", "runs_query"),
     _r("GET HEAD", "/filter/parse", "read", "none"),
     _r("PATCH DELETE", f"/runs/{_RUN}", "write", "run_admin", "run.edit"),
+    _r("POST", f"/runs/{_RUN}/set-aside/[0-9]+/restore", "write", "run_admin", "run.restore"),
     _r("GET HEAD", f"/runs/{_RUN}/files", "read", "run"),
     _r("POST", "/export/histories", "read", "none"),  # the runs of the body: the handler
     _r("GET HEAD", "/sweeps", "read", "none"),

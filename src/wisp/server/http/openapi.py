@@ -31,6 +31,7 @@ def api_classes() -> list[type]:
     from wisp.server.views.admin import AdminApi
     from wisp.server.views.artifacts import ArtifactApi
     from wisp.server.views.export import ExportApi
+    from wisp.server.views.lineage import LineageApi
     from wisp.server.views.reports import ReportApi
     from wisp.server.views.runs import Api
     from wisp.server.views.sweeps import SweepApi
@@ -47,6 +48,7 @@ def api_classes() -> list[type]:
         AdminApi,
         WorkspaceApi,
         ReportApi,
+        LineageApi,
     ]
 
 

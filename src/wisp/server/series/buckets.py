@@ -33,6 +33,7 @@ from sqlalchemy import func, or_, select
 from wisp.server.series.chunks import decode_many
 from wisp.server.series.read import MAX as _MAX
 from wisp.server.series.read import read_chunks
+from wisp.server.store import lineage
 from wisp.server.store import schema as S
 
 __all__ = [
@@ -428,6 +429,10 @@ def series(
     d = store.dialect
     with store.engine.connect() as conn:
         for run_id in runs:
+            segs = lineage.view_segments(conn, run_id)
+            if x == "step" and segs != [(run_id, 0, lineage.MAX_STEP)]:  # a fork: its view
+                out.extend(_fork_series(conn, d, run_id, segs, keys, lo, hi, after, buckets))
+                continue
             want = [*keys, x] if x not in ("step", "time", "relative") else keys
             ids = _key_ids(conn, run_id, want)
             offset = 0.0
@@ -453,6 +458,50 @@ def series(
                         continue
                     s = _other_series(conn, d, kid, xid, x, 0.0, lo, hi, after, buckets, hk)
                 out.append({"run": run_id, "key": key, **s})
+    return out
+
+
+def _fork_series(
+    conn: Any,
+    dialect: Any,
+    run_id: str,
+    segs: list[tuple[str, int, int]],
+    keys: list[str],
+    lo: float | None,
+    hi: float | None,
+    after: float | None,
+    buckets: int,
+) -> list[dict[str, Any]]:
+    """A fork's keys against x=step through its view (``store.lineage``): the points of each
+    segment decoded (the parent's chunk aggregates run past the fork step) and folded into
+    the step grid with numpy, as the points of a chunk across a bucket edge are."""
+    import numpy as np
+
+    a, b = step_range(lo, hi, after)
+    out = []
+    for key in keys:
+        got = lineage.fork_points(conn, dialect, segs, key, a, b) if a <= b else None
+        if got is None or not len(got[0]):
+            continue
+        st, vals = got
+        fin = np.isfinite(vals)
+        nonfinite = int((~fin).sum())
+        count = len(st)
+        if count <= buckets:
+            gaps = (~fin).astype(np.int64).tolist() if nonfinite else None
+            s = {**_raw(st.tolist(), _list(vals), gaps), "count": count}
+        else:
+            bucket = _bucket_fn(int(st[0]), int(st[-1]), buckets)
+            v = vals if fin.all() else np.where(fin, vals, np.nan)
+            one = np.ones(count, np.int64)
+            x, _n, vmin, vmax, first, last, nonf = _fold(
+                bucket(st), st, one, v, v, v, v, (~fin).astype(np.int64)
+            )
+            lasts = _list(last)
+            s = {"x": x.tolist(), "y": lasts, "min": _list(vmin), "max": _list(vmax),
+                 "first": _list(first), "last": lasts, "raw": False, "count": count,
+                 "gaps": nonf.tolist() if nonfinite else None}  # fmt: skip
+        out.append({"run": run_id, "key": key, **s, "nonfinite": nonfinite, "nonnumeric": 0})
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 
 from wisp._protocol import RecordType
+from wisp.server.store import lineage
 from wisp.server.store import schema as S
 
 __all__ = ["delete_run", "edit_run", "run_files"]
@@ -33,6 +34,7 @@ def edit_run(store: Any, run_id: str, cols: dict[str, Any]) -> dict[str, Any] | 
 def delete_run(store: Any, run_id: str) -> bool:
     """Delete a run and everything stored for it; False when it is unknown."""
     with store.db.tx() as conn:
+        lineage.forget(conn, run_id)  # its fork record and the points its rewinds set aside
         kids = select(S.metric_keys.c.id).where(S.metric_keys.c.run_id == run_id)
         conn.execute(delete(S.chunks).where(S.chunks.c.key_id.in_(kids)))
         for table in (

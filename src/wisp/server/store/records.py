@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 
 from wisp._protocol import RecordType
 from wisp.server.http.problem import Problem
+from wisp.server.store import lineage
 from wisp.server.store import schema as S
 from wisp.server.store.db import Db
 from wisp.server.store.ingest import Column, Prepared, conflict
@@ -123,17 +124,34 @@ class RecordStore:
         ck = f"{run_id}:{gen}"  # the key-id cache: never a deleted run's ids
         points: list[Column] = []
         run_vals: dict[str, Any] = {}  # the runs row's new columns, in record order
-        for rec in todo:
+        for i, rec in enumerate(todo, acked + 1 - first_seq):
+            if rec.kind in (RecordType.RESUME, RecordType.LINEAGE):  # fork, rewind
+                back = lineage.on_record(conn, self.runs.guard, run_id, rec, f"records[{i}]")
+                if back is not None:  # the points before a rewind go in, then later ones aside
+                    self._write_points(conn, run_id, ck, points, new_keys)
+                    points = []
+                    lineage.set_aside_after(conn, dialect, run_id, back, self.db.clock())
             self._apply(conn, run_id, rec, points, run_vals)
-        if points:  # once per batch: a chunk is rewritten once, not once per record
-            ids = self._key_id_map(conn, run_id, ck, {c.key for c in points}, new_keys)
-            dialect.write_points(conn, ids, points)
+        self._write_points(conn, run_id, ck, points, new_keys)
         new_acked = first_seq + len(records) - 1
         conn.execute(_SET_ACKED, {**who, "acked_seq": new_acked})
         # one UPDATE of the run for the batch: its RUN, CONFIG, SUMMARY, FINISH and RESUME
         # records set columns of one row, and of two that set a column the later wins
         conn.execute(UPDATE_RUN, {**run_vals, "run_key": run_id, "last_seen": self.db.clock()})
         return new_acked
+
+    def _write_points(
+        self,
+        conn: Connection,
+        run_id: str,
+        ck: str,
+        points: list[Column],
+        new_keys: dict[tuple[str, str], int],
+    ) -> None:
+        """Once per batch (and before a rewind): a chunk is rewritten once, not per record."""
+        if points:
+            ids = self._key_id_map(conn, run_id, ck, {c.key for c in points}, new_keys)
+            self.db.dialect.write_points(conn, ids, points)
 
     def _apply(
         self,
@@ -153,8 +171,8 @@ class RecordStore:
             run_vals.update(cols, meta=d["meta"], state="running", finished_at=None)
         elif rec.kind == RecordType.CONFIG:
             run_vals["config"] = d["config"]
-        elif rec.kind == RecordType.SUMMARY:
-            run_vals["summary"] = d["summary"]
+        elif rec.kind == RecordType.SUMMARY:  # a fork's: over its view (store.lineage)
+            run_vals["summary"] = lineage.view_summary(conn, self.db.dialect, run_id, d["summary"])
         elif rec.kind == RecordType.METRIC:
             row = {"run_id": run_id, "name": d["name"], "spec": d["spec"]}
             self.db.dialect.upsert(conn, S.run_metrics, [row], ["run_id", "name"])

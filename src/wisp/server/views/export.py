@@ -39,6 +39,7 @@ from wisp.server.http.problem import Problem, check_id, clean_json, clean_str, i
 from wisp.server.http.routes import In, endpoint
 from wisp.server.schemas import runs as T
 from wisp.server.settings import ServerSettings
+from wisp.server.store import lineage
 from wisp.server.store import schema as S
 from wisp.server.store.edit import delete_run, edit_run, run_files
 from wisp.server.store.facade import Store
@@ -228,6 +229,17 @@ def export_windows(
             yield from _split(got, group, len(keys))
 
         for run_id in req.runs:
+            segs = lineage.view_segments(conn, run_id, lo, hi)
+            if segs != [(run_id, lo, hi)]:  # a fork: its parents' points up to its steps
+                if group:
+                    yield from flush()
+                    group, group_points = [], 0
+                for seg_run, a, b in segs:
+                    seg_ids = _run_keys(conn, [seg_run], keys).get(seg_run)
+                    seg_ext = _extents(conn, list(seg_ids or ()))
+                    if seg_ids:
+                        yield from _windows(store, conn, run_id, seg_ids, seg_ext, a, b, page, keys)
+                continue
             ids = run_ids.get(run_id)
             if not ids:
                 continue
@@ -245,17 +257,37 @@ def export_windows(
             if group:
                 yield from flush()
                 group, group_points = [], 0
-            s_lo = max(lo, min(e[0] for e in spans))
-            s_hi = min(hi, max(e[1] for e in spans))
-            width = max(1, int((s_hi - s_lo + 1) * page / total))
-            a = s_lo
-            while a <= s_hi:
-                b = min(s_hi, a + width - 1)
-                got = store.dialect.read_points(conn, list(ids), a, b)
-                yield from _split(got, [(run_id, ids)], len(keys))
-                a += width
+            yield from _windows(store, conn, run_id, ids, ext, lo, hi, page, keys)
         if group:
             yield from flush()
+
+
+def _windows(
+    store: Any,
+    conn: Any,
+    run_id: str,
+    ids: dict[int, int],
+    ext: dict[int, tuple[int, int, int]],
+    lo: int,
+    hi: int,
+    page: int,
+    keys: list[str],
+) -> Iterator[tuple[str, Any, list[tuple[Any, Any]]]]:
+    """The points of key ids ``ids`` in ``[lo, hi]`` as ``run_id``'s, in step windows of
+    about ``page`` points (``ext``: the keys' extents)."""
+    spans = [ext[k] for k in ids if k in ext]
+    if not spans:
+        return
+    total = sum(e[2] for e in spans)
+    s_lo = max(lo, min(e[0] for e in spans))
+    s_hi = min(hi, max(e[1] for e in spans))
+    width = max(1, int((s_hi - s_lo + 1) * page / max(1, total)))
+    a = s_lo
+    while a <= s_hi:
+        b = min(s_hi, a + width - 1)
+        got = store.dialect.read_points(conn, list(ids), a, b)
+        yield from _split(got, [(run_id, ids)], len(keys))
+        a += width
 
 
 class _Sink:
@@ -373,9 +405,11 @@ def prefetch(it: Iterator[bytes], depth: int = 2) -> Iterator[bytes]:
 
 
 def _all_keys(store: Any, runs: list[str]) -> list[str]:
+    """The keys of ``runs`` (a fork's: its parents' too)."""
     mk = S.metric_keys.c
     with store.engine.connect() as conn:
-        q = select(mk.key).where(mk.run_id.in_(runs)).distinct()
+        every = {seg[0] for r in runs for seg in lineage.view_segments(conn, r)} | set(runs)
+        q = select(mk.key).where(mk.run_id.in_(sorted(every))).distinct()
         return sorted(conn.execute(q).scalars())
 
 

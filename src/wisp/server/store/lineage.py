@@ -1,0 +1,375 @@
+"""Runs' lineage on the server: forks read through their parents, rewinds set rows aside.
+
+Two tables (Alembic ``0009_lineage``; the records are ``wisp._lineage``'s, docs/fork.md):
+
+* ``run_lineage`` ``(run_id, parent_project, parent_given_id, step, created_at)``: run key
+  ``run_id`` was forked from the run ``parent_given_id`` of ``parent_project`` at ``step``
+  (from its LINEAGE record).  The parent is resolved when read, so a fork may arrive before
+  its parent; its history is the parent's view up to ``step`` then its own
+  (:func:`view_segments`).
+* ``set_aside`` ``(run_id, rewind, step, shadow_id, created_at)``: rewind number ``rewind``
+  of the run (a RESUME record with a ``rewind`` member) moved its points, extras and media
+  items past ``step`` to the key ``shadow_id``; no ``runs`` row has that key, so nothing
+  lists or reads them until they are asked for.
+
+Bound parameters only; every statement names the run by its key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    Index,
+    Integer,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    select,
+    update,
+)
+from sqlalchemy.engine import Connection
+
+from wisp._protocol import SYSTEM_KEY_PREFIX, RecordType
+from wisp.server.http.problem import invalid
+from wisp.server.rights.matrix import ACTOR, can_read_project
+from wisp.server.store import schema as S
+
+__all__ = [
+    "MAX_DEPTH",
+    "describe",
+    "forget",
+    "fork_points",
+    "on_record",
+    "record_fork",
+    "restore",
+    "run_lineage",
+    "set_aside",
+    "set_aside_after",
+    "view_segments",
+    "view_summary",
+]
+
+run_lineage = Table(
+    "run_lineage",
+    S.metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("parent_project", String(128), nullable=False),
+    Column("parent_given_id", String(64), nullable=False),
+    Column("step", BigInteger, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_run_lineage_parent", "parent_project", "parent_given_id"),
+)
+
+set_aside = Table(
+    "set_aside",
+    S.metadata,
+    Column("run_id", String(64), nullable=False),
+    Column("rewind", Integer, nullable=False),
+    Column("step", BigInteger, nullable=False),
+    Column("shadow_id", String(64), nullable=False),
+    Column("created_at", Float, nullable=False),
+    PrimaryKeyConstraint("run_id", "rewind"),
+)
+
+MAX_STEP = (1 << 63) - 1
+#: forks of forks deeper than this are read down to here only (a loop ends here)
+MAX_DEPTH = 64
+
+
+def on_record(conn: Connection, guard: Any, run_id: str, rec: Any, fld: str) -> int | None:
+    """A RESUME or LINEAGE record of ``run_id``: the step of a rewind (the caller sets the
+    later points aside), or None; a fork is noted (:func:`record_fork`)."""
+    try:
+        obj = json.loads(rec.data["text"])
+    except (KeyError, ValueError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    if rec.kind == RecordType.LINEAGE:
+        if obj.get("kind") == "fork":
+            record_fork(conn, guard, run_id, obj, fld)
+        return None
+    back = obj.get("rewind")
+    step = back.get("step") if isinstance(back, dict) else None
+    return step if type(step) is int and step >= 0 else None
+
+
+def record_fork(conn: Connection, guard: Any, run_id: str, data: dict[str, Any], fld: str) -> None:
+    """Note a LINEAGE record's fork (the run's first one counts).  The parent must be on
+    this server and readable by the caller (422 otherwise: the uploader sets the record aside
+    and ``wisp sync --retry-rejected`` sends it again once the parent is there), unless the
+    caller reads every project (a site admin, the local caller of ``wisp ui``, the CLI)."""
+    pid, project, step = data.get("parent_id"), data.get("parent_project"), data.get("step")
+    if not (isinstance(pid, str) and isinstance(project, str) and type(step) is int):
+        raise invalid(f"{fld}.data", "a fork names parent_id, parent_project and step")
+    lin, r = run_lineage.c, S.runs.c
+    if conn.execute(select(lin.run_id).where(lin.run_id == run_id)).first():
+        return
+    parent = conn.execute(select(r.id).where(r.project == project, r.given_id == pid)).first()
+    actor = ACTOR.get()  # None: a trusted caller (the CLI)
+    reads_all = actor is None or actor.is_admin or actor.via == "local"  # wisp ui: local
+    info = None if reads_all else guard.info(conn, project)
+    may_read = reads_all or (
+        actor is not None and info is not None and can_read_project(actor, info)
+    )
+    # as ProjectStore.readable() decides; a caller who reads every project may name a parent
+    # not uploaded yet (wisp ui imports runs in any order): it is resolved when read
+    if not may_read or (parent is None and not reads_all):
+        raise invalid(
+            f"{fld}.data.parent_id",
+            f"no run {pid!r} in project {project!r} that this caller may read: "
+            "upload the parent first (wisp sync does)",
+        )
+    if parent is not None and parent[0] == run_id:
+        raise invalid(f"{fld}.data.parent_id", "a run cannot be forked from itself")
+    conn.execute(
+        run_lineage.insert(),
+        [{"run_id": run_id, "parent_project": project[:128], "parent_given_id": pid[:64],
+          "step": step, "created_at": time.time()}],
+    )  # fmt: skip
+
+
+def parent_of(conn: Connection, run_id: str) -> tuple[str | None, int] | None:
+    """(the parent's run key, None while it is not on this server; the fork step), or None
+    for a run that is not a fork."""
+    lin, r = run_lineage.c, S.runs.c
+    on = (r.project == lin.parent_project) & (r.given_id == lin.parent_given_id)
+    row = conn.execute(
+        select(r.id, lin.step)
+        .select_from(run_lineage.outerjoin(S.runs, on))
+        .where(lin.run_id == run_id)
+    ).first()
+    return None if row is None else (row[0], int(row[1]))
+
+
+def view_segments(
+    conn: Connection, run_id: str, lo: int = 0, hi: int = MAX_STEP
+) -> list[tuple[str, int, int]]:
+    """``[(run key, lo, hi), ...]``, oldest ancestor first: where the points of ``run_id``'s
+    view in ``[lo, hi]`` are (``[(run_id, lo, hi)]`` for a run that is not a fork)."""
+    out: list[tuple[str, int, int]] = []
+    cur, top = run_id, hi
+    for _ in range(MAX_DEPTH):
+        got = parent_of(conn, cur)
+        if got is None or got[0] is None:
+            out.append((cur, lo if got is None else max(lo, got[1] + 1), top))
+            break
+        parent, step = got
+        if step < top:
+            out.append((cur, max(lo, step + 1), top))
+        top = min(top, step)
+        cur = str(parent)
+        if top < lo:
+            break
+    return [s for s in reversed(out) if s[1] <= s[2]]
+
+
+def _shadow_key(run_id: str, rewind: int) -> str:
+    raw = f"{run_id}~{rewind}"  # "~" is in no run key: never a run's
+    if len(raw) <= 64:
+        return raw
+    return "~" + hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
+
+
+def set_aside_after(conn: Connection, dialect: Any, run_id: str, step: int, now: float) -> str:
+    """Set aside the points, extras and media items of ``run_id`` past ``step`` (a rewind):
+    the chunk holding ``step`` is split, later chunks change key; returns the shadow key.
+    System samples (keys ``system/...``, at step = time in ms) stay."""
+    from wisp.server.series.chunks import chunk_row, decode, pieces
+
+    sa = set_aside.c
+    last = conn.execute(
+        select(sa.rewind).where(sa.run_id == run_id).order_by(sa.rewind.desc()).limit(1)
+    ).scalar()
+    rewind = 0 if last is None else int(last) + 1
+    shadow = _shadow_key(run_id, rewind)
+    mk, ch = S.metric_keys.c, S.chunks.c
+    keys = [  # system samples are at step = time in ms, not training steps: they stay
+        (kid, key)
+        for kid, key in conn.execute(select(mk.id, mk.key).where(mk.run_id == run_id))
+        if not key.startswith(SYSTEM_KEY_PREFIX)
+    ]
+    new_ids: dict[str, int] = {}
+    if keys:
+        rows = [{"run_id": shadow, "key": k} for _i, k in keys]
+        dialect.insert_ignore(conn, S.metric_keys, rows, ["run_id", "key"])
+        new_ids = dict(conn.execute(select(mk.key, mk.id).where(mk.run_id == shadow)).all())
+    split = []
+    for kid, key in keys:
+        skid = new_ids[key]
+        conn.execute(update(S.chunks).where(ch.key_id == kid, ch.s0 > step).values(key_id=skid))
+        for _k, s0, s1, _n, data in dialect.fetch_chunks(conn, [(kid, step, step)], "merge"):
+            if s0 <= step < s1:
+                st, tm, vs = decode(bytes(data))
+                keep = st <= step
+                split.append(chunk_row(kid, st[keep], tm[keep], vs[keep]))
+                split.extend(pieces(skid, st[~keep], tm[~keep], vs[~keep]))
+    if split:
+        dialect.write_chunks(conn, split, [])
+    for table in (S.extras, S.media_items):
+        c = table.c
+        conn.execute(update(table).where(c.run_id == run_id, c.step > step).values(run_id=shadow))
+    conn.execute(
+        set_aside.insert(),
+        [{"run_id": run_id, "rewind": rewind, "step": step, "shadow_id": shadow,
+          "created_at": now}],
+    )  # fmt: skip
+    return shadow
+
+
+def fork_points(
+    conn: Connection, dialect: Any, segs: list[tuple[str, int, int]], key: str, a: int, b: int
+) -> tuple[Any, Any] | None:
+    """(steps, values) of ``key`` over a fork's view ``segs`` within ``[a, b]``, in step
+    order (the parent's chunks are decoded: their aggregates run past the fork step); None
+    when no segment has the key."""
+    import numpy as np
+
+    from wisp.server.series.read import read_chunks
+
+    mk = S.metric_keys.c
+    steps, values = [], []
+    for run_key, lo, hi in segs:
+        lo, hi = max(lo, a), min(hi, b)
+        if lo > hi:
+            continue
+        kid = conn.execute(select(mk.id).where(mk.run_id == run_key, mk.key == key)).scalar()
+        if kid is not None:
+            _k, st, _t, vs = read_chunks(dialect, conn, [int(kid)], lo, hi)
+            steps.append(st)
+            values.append(vs)
+    if not steps:
+        return None
+    return np.concatenate(steps), np.concatenate(values)
+
+
+def describe(conn: Connection, run_id: str, readable: Any) -> dict[str, Any] | None:
+    """``{"parent", "forks", "set_aside"}`` of run key ``run_id`` (None: no such run); forks
+    only in ``readable`` projects (None: every project)."""
+    from sqlalchemy import func
+
+    r, lin, sa, mk, ch = S.runs.c, run_lineage.c, set_aside.c, S.metric_keys.c, S.chunks.c
+    me = conn.execute(select(r.project, r.given_id).where(r.id == run_id)).first()
+    if me is None:
+        return None
+    parent = None
+    row = conn.execute(
+        select(lin.parent_given_id, lin.parent_project, lin.step).where(lin.run_id == run_id)
+    ).first()
+    if row is not None:
+        got = parent_of(conn, run_id)
+        key = None if got is None else got[0]
+        parent = {"id": row[0], "project": row[1], "key": key, "step": int(row[2])}
+    q = (
+        select(r.given_id, r.id, r.project, r.name, lin.step)
+        .select_from(run_lineage.join(S.runs, r.id == lin.run_id))
+        .where(lin.parent_project == me[0], lin.parent_given_id == me[1])
+        .order_by(r.created_at)
+    )
+    forks = [
+        {"id": g, "key": k, "project": p, "name": n, "step": int(s)}
+        for g, k, p, n, s in conn.execute(q)
+        if readable is None or p in readable
+    ]
+    aside = []
+    for rewind, step, shadow in conn.execute(
+        select(sa.rewind, sa.step, sa.shadow_id).where(sa.run_id == run_id).order_by(sa.rewind)
+    ):
+        n, lo, hi = conn.execute(
+            select(func.sum(ch.n), func.min(ch.s0), func.max(ch.s1))
+            .select_from(S.chunks.join(S.metric_keys, mk.id == ch.key_id))
+            .where(mk.run_id == shadow)
+        ).one()
+        aside.append(
+            {"rewind": int(rewind), "step": int(step), "points": int(n or 0),
+             "min_step": None if lo is None else int(lo),
+             "max_step": None if hi is None else int(hi)}
+        )  # fmt: skip
+    return {"parent": parent, "forks": forks, "set_aside": aside}
+
+
+def forget(conn: Connection, run_id: str) -> None:
+    """Delete run ``run_id``'s lineage: its fork record and what its rewinds set aside (its
+    forks keep theirs, and read their own points only once it is gone)."""
+    from sqlalchemy import delete
+
+    sa = set_aside.c
+    for (shadow,) in conn.execute(select(sa.shadow_id).where(sa.run_id == run_id)).all():
+        kids = select(S.metric_keys.c.id).where(S.metric_keys.c.run_id == shadow)
+        conn.execute(delete(S.chunks).where(S.chunks.c.key_id.in_(kids)))
+        for table in (S.metric_keys, S.extras, S.media_items):
+            conn.execute(delete(table).where(table.c.run_id == shadow))
+    conn.execute(delete(set_aside).where(sa.run_id == run_id))
+    conn.execute(delete(run_lineage).where(run_lineage.c.run_id == run_id))
+
+
+def view_summary(
+    conn: Connection, dialect: Any, run_id: str, summary: dict[str, Any]
+) -> dict[str, Any]:
+    """A fork's SUMMARY record (over its own rows) completed over its view: the last value at
+    or before the fork step of each numeric key of its parents it does not have itself (one
+    chunk per key read); any other run's summary as it is."""
+    import math
+
+    from wisp.server.series.chunks import decode
+
+    segs = view_segments(conn, run_id)
+    if len(segs) < 2:
+        return summary
+    mk = S.metric_keys.c
+    out: dict[str, Any] = {}
+    for seg_run, _lo, hi in segs[:-1]:  # the parents' parts, oldest first: later ones win
+        for kid, key in conn.execute(select(mk.id, mk.key).where(mk.run_id == seg_run)):
+            if key in summary or key.startswith(SYSTEM_KEY_PREFIX):
+                continue
+            rows = [r for r in dialect.fetch_chunks(conn, [(kid, hi, hi)], "merge") if r[1] <= hi]
+            if not rows:
+                continue
+            st, _tm, vs = decode(bytes(rows[-1][4]))
+            at = st <= hi
+            if at.any():
+                v = float(vs[at][-1])
+                out[key] = v if math.isfinite(v) else None
+    return {**out, **summary}
+
+
+def restore(conn: Connection, runs: Any, run_id: str, rewind: int, now: float) -> str | None:
+    """Make what rewind ``rewind`` of run key ``run_id`` set aside a run of its own: a fork of
+    the run at the rewind's step, id ``<id>-rewind<i>`` in the same project, holding those
+    points (finished).  Returns its key (the same one when asked again); None when the run
+    has no such rewind."""
+    sa, r = set_aside.c, S.runs.c
+    row = conn.execute(
+        select(sa.step, sa.shadow_id).where(sa.run_id == run_id, sa.rewind == rewind)
+    ).first()
+    me = conn.execute(select(r.project, r.given_id, r.name, r.config).where(r.id == run_id)).first()
+    if me is None:
+        return None
+    new_id = f"{me[1][:48]}-rewind{rewind}"
+    if row is None:  # restored already (or never set aside): the run made then, if any
+        found = runs.resolve(conn, me[0], new_id)
+        return None if found is None else str(found)
+    step, shadow = int(row[0]), str(row[1])
+    key = str(runs.create(conn, new_id, {"project": me[0], "name": f"{me[2]}-rewind{rewind}"}))
+    for table in (S.metric_keys, S.extras, S.media_items):
+        c = table.c
+        conn.execute(update(table).where(c.run_id == shadow).values(run_id=key))
+    conn.execute(
+        update(S.runs).where(r.id == key).values(config=me[3], state="finished", finished_at=now)
+    )
+    conn.execute(
+        run_lineage.insert(),
+        [{"run_id": key, "parent_project": me[0], "parent_given_id": me[1], "step": step,
+          "created_at": now}],
+    )  # fmt: skip
+    from sqlalchemy import delete
+
+    conn.execute(delete(set_aside).where(sa.run_id == run_id, sa.rewind == rewind))
+    return key
