@@ -83,14 +83,78 @@ def bench_import(rows: list[tuple[str, str, str]], runs: int = 15) -> None:
     rows.append(("  (bare interpreter start, median)", f"{bare:.1f} ms", ""))
 
 
-def bench_init(rows: list[tuple[str, str, str]], tmp: str) -> None:
-    times = []
-    for i in range(20):
+def _median_ms(start: Any, stop: Any, n: int = 40) -> tuple[float, float]:
+    """Medians (ms) over ``n`` rounds of ``start(i)`` and of ``stop(handle)``, timed apart."""
+    starts, stops = [], []
+    for i in range(n):
         t0 = time.perf_counter()
-        r = _init(project="b", dir=os.path.join(tmp, f"i{i}"))
-        times.append((time.perf_counter() - t0) * 1000)
-        r.finish()
-    rows.append(("init() in-process, median of 20", f"{statistics.median(times):.2f} ms", ""))
+        handle = start(i)
+        t1 = time.perf_counter()
+        stop(handle)
+        stops.append((time.perf_counter() - t1) * 1000)
+        starts.append((t1 - t0) * 1000)
+    return statistics.median(starts), statistics.median(stops)
+
+
+def _mlflow_file_store_uri(tmp: str) -> str | None:
+    """Point MLflow at a file store under ``tmp`` (experiment "b"); None: not installed."""
+    try:
+        import mlflow
+    except ImportError:
+        return None
+    import logging
+    import warnings
+
+    logging.getLogger("mlflow").setLevel(logging.WARNING)  # "Creating a new experiment"
+    warnings.filterwarnings("ignore", module="mlflow")  # the file store's deprecation notice
+    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"  # MLflow 3 refuses it otherwise
+    uri = Path(tmp, "mlruns").as_uri()
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_experiment("b")
+    return uri
+
+
+def _mlflow_file_store(tmp: str) -> tuple[float, float] | None:
+    """MLflow's file store ``start_run()``/``end_run()`` medians, or None (not installed)."""
+    if _mlflow_file_store_uri(tmp) is None:
+        return None
+    import mlflow
+
+    mlflow.start_run()  # warm: the experiment, the store's imports
+    mlflow.end_run()
+    return _median_ms(lambda i: mlflow.start_run(), lambda r: mlflow.end_run())
+
+
+def _trackio(tmp: str) -> tuple[float, float] | None:
+    """trackio's local ``init()``/``finish()`` medians, or None (not installed)."""
+    try:
+        import trackio
+    except ImportError:
+        return None
+    os.environ.setdefault("TRACKIO_DIR", os.path.join(tmp, "trackio"))
+    with contextlib.redirect_stdout(io.StringIO()):
+        trackio.init(project="b").finish()  # warm
+        return _median_ms(lambda i: trackio.init(project="b"), lambda r: r.finish())
+
+
+def bench_init(rows: list[tuple[str, str, str]], tmp: str) -> None:
+    """init() and finish(), system metrics and console capture on (the defaults), against
+    MLflow's file store and trackio (when installed) measured here, in this process."""
+    _init(project="b", dir=os.path.join(tmp, "warm")).finish()  # lazy imports, as peers
+    init_ms, finish_ms = _median_ms(
+        lambda i: _init(project="b", dir=os.path.join(tmp, f"i{i}")), lambda r: r.finish()
+    )
+    peers = {"mlflow file store": _mlflow_file_store(tmp), "trackio": _trackio(tmp)}
+    rows.append(("init() in-process, median of 40", f"{init_ms:.2f} ms", "<= 1.5 ms"))
+    rows.append(("finish() right after init(), median of 40", f"{finish_ms:.2f} ms", ""))
+    for peer, got in peers.items():
+        if got is None:
+            rows.append((f"  vs {peer}", "not installed", "skipped"))
+            continue
+        rows.append((f"  {peer} start/init, median", f"{got[0]:.2f} ms", ""))
+        rows.append((f"  {peer} end/finish, median", f"{got[1]:.2f} ms", ""))
+        rows.append((f"  init() / {peer}", f"{init_ms / got[0]:.2f}x", "<= 1"))
+        rows.append((f"  finish() / {peer}", f"{finish_ms / got[1]:.2f}x", "<= 1"))
 
 
 def _percentiles(ns: list[int]) -> tuple[float, float, float]:
@@ -129,6 +193,49 @@ def bench_log_latency(rows: list[tuple[str, str, str]], tmp: str, calls: int = 2
     rows.append(("  baseline dict.copy+deque.append p50 / p99", f"{b50:.2f} / {b99:.2f} us", ""))
     rows.append(("  log() p50 / baseline p50", f"{p50 / b50:.1f}x", ""))
     rows.append(("  backpressure waits", str(run.backpressure_waits), ""))
+    ring: deque[object] = deque(maxlen=10_000)  # bounded, as the writer drains log()'s queue
+    floor, _ = _cpu_per_call(lambda d, i: ring.append((0, i, time.time(), d.copy())), calls)
+    run = _init(project="b", dir=tmp, settings={"git": False})
+    cpu, cpu_thread = _cpu_per_call(run.log, calls, run.barrier)
+    run.finish()
+    rows.append(("CPU per log(), whole process (writer included)", f"{cpu:.2f} us", "<= 2 us"))
+    rows.append(("  CPU per log(), calling thread", f"{cpu_thread:.2f} us", ""))
+    rows.append(("  CPU per baseline append (no tracker)", f"{floor:.2f} us", ""))
+    rows.append(("  CPU per log() / baseline", f"{cpu / floor:.1f}x", ""))
+    mlflow_p50 = _mlflow_log_p50(tmp)
+    if mlflow_p50 is not None:
+        rows.append(("  mlflow file store log_metrics() p50", f"{mlflow_p50:.0f} us", ""))
+        rows.append(("  log() p50 / mlflow file store", f"{p50 / mlflow_p50:.4f}x", "<= 1"))
+
+
+def _cpu_per_call(log: Any, calls: int, drain: Any = None) -> tuple[float, float]:
+    """CPU microseconds per ``log(d, step)`` of a 5-float dict: the whole process (the
+    writer thread too, up to ``drain()``), and the calling thread alone."""
+    gc.collect()
+    p0, t0 = time.process_time_ns(), time.thread_time_ns()
+    for i in range(calls):
+        log({"a": 0.1 * i, "b": 1.0, "c": 2.0, "d": 3.0, "e": 4.0}, i)
+    t1 = time.thread_time_ns()
+    if drain is not None:
+        drain()
+    p1 = time.process_time_ns()
+    return (p1 - p0) / calls / 1000, (t1 - t0) / calls / 1000
+
+
+def _mlflow_log_p50(tmp: str, calls: int = 200) -> float | None:
+    """MLflow's file store ``log_metrics()`` p50 (us) for the same dict, or None."""
+    if _mlflow_file_store_uri(tmp) is None:
+        return None
+    import mlflow
+
+    lat = []
+    with mlflow.start_run():
+        for i in range(calls):
+            d = {"a": 0.1 * i, "b": 1.0, "c": 2.0, "d": 3.0, "e": 4.0}
+            t0 = time.perf_counter_ns()
+            mlflow.log_metrics(d, step=i)
+            lat.append(time.perf_counter_ns() - t0)
+    return _percentiles(lat)[0]
 
 
 def _timed_logs(log: Any, calls: int) -> list[int]:
@@ -171,6 +278,24 @@ def bench_log_after_fork(rows: list[tuple[str, str, str]], tmp: str, calls: int 
         )
     )
     rows.append(("  in a forked child (write-through): p50 / p99", f"{c50:.2f} / {c99:.2f} us", ""))
+    rows.append(
+        ("forked children leaving by os._exit(0): values kept", _exit_children(tmp), "20/20")
+    )
+
+
+def _exit_children(tmp: str, children: int = 20) -> str:
+    """Children that each log one value and leave with ``os._exit(0)`` (as launchers do):
+    how many values the run keeps (wandb and MLflow keep 20 of 20)."""
+    run = _init(project="x", dir=tmp, settings={"git": False})
+    for k in range(children):
+        pid = os.fork()
+        if pid == 0:
+            run.log({"child": float(k)})
+            os._exit(0)
+        os.waitpid(pid, 0)
+    run.finish()
+    kept = {r["child"] for r in wisp.open_run(run.dir).history() if "child" in r}
+    return f"{len(kept)}/{children}"
 
 
 def bench_throughput(rows: list[tuple[str, str, str]], tmp: str, points: int = 1_000_000) -> None:

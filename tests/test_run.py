@@ -264,6 +264,19 @@ def test_run_directory_layout_and_metadata() -> None:
     assert data.metadata["pid"] == os.getpid() and data.metadata["python"]
 
 
+def test_run_json_says_running_once_the_writer_has_started() -> None:
+    """run.json is written by the writer thread as its first work: it says "running" by the time anything logged is written."""
+    run = wisp.init(project="proj", name="early", settings={"git": False})
+    run.log({"a": 1.0})
+    assert run.dir is not None and run.barrier(10)
+    from wisp._rundir import read_meta
+
+    meta = read_meta(run.dir)
+    assert (meta["state"], meta["name"], meta["pid"]) == ("running", "early", os.getpid())
+    run.finish()
+    assert read_meta(run.dir)["state"] == "finished"
+
+
 def test_repr_html_names_the_run() -> None:
     """Run has an HTML repr with name, id and directory for notebooks."""
     run = wisp.init(name="<shown>")

@@ -103,6 +103,26 @@ def test_thread_samples_on_interval_and_stops() -> None:
     assert len(out) == 3 and waits == [7.0, 7.0, 7.0]
 
 
+def test_first_reading_comes_after_first_delay_and_a_stop_before_it_reads_nothing() -> None:
+    """The first reading waits first_delay (init() and an early finish() never wait for it); a stop within it ends the thread with no reading."""
+    waits: list[float] = []
+    out: list[dict[str, Any]] = []
+
+    def wait(seconds: float) -> bool:
+        waits.append(seconds)
+        return len(waits) >= 2
+
+    s = SystemSampler(out.append, interval=7.0, wait=wait, gpus=False, first_delay=0.5)
+    s.start()
+    assert s.thread is not None
+    s.thread.join(10)
+    assert waits == [0.5, 7.0] and len(out) == 1
+    early = SystemSampler(out.append, interval=7.0, gpus=False, first_delay=30.0)
+    early.start()
+    early.stop()
+    assert early.thread is not None and not early.thread.is_alive() and len(out) == 1
+
+
 def test_failing_emit_is_counted_not_raised() -> None:
     """An exception in the sink is counted and the sampler keeps going."""
 

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["console_mode", "start"]
 
+#: seconds from init() to the first system reading (less when ``system_interval`` is less)
+_FIRST_READING = 1.0
+
 
 def _in_notebook() -> bool:
     if "ipykernel" not in sys.modules:
@@ -84,6 +87,14 @@ def start(run: Run) -> None:
             if capture is not None:
                 capture.flush()  # lines printed before a quiet spell reach the file too
 
-        sampler = SystemSampler(on_sample, interval=s.system_interval, disk_path=run.dir)
+        # The first reading comes a moment after init() (at most one interval): it no longer
+        # competes with init() for the GIL, and a finish() soon after does not wait for it.
+        # (Started here, not by the writer thread: finish() would wait for that start.)
+        sampler = SystemSampler(
+            on_sample,
+            interval=s.system_interval,
+            disk_path=run.dir,
+            first_delay=min(s.system_interval, _FIRST_READING),
+        )
         sampler.start()
         run.attach("system", sampler, sampler.stop)

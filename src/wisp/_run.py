@@ -113,6 +113,7 @@ class Run(WandbRunApi):
         self.sweep_id = os.environ.get("WISP_SWEEP_ID") or None  # set by a sweep agent
         #: run.json members of a fork or a rewound run (``fork_from``, ``rewinds``: _lineage)
         self.lineage_meta: dict[str, Any] = {}
+        self._meta_lock = threading.RLock()  # run.json: the writer thread's first, then ours
         if config:
             self.config.update(config)
         object.__setattr__(self.config, "_run", self)
@@ -132,9 +133,9 @@ class Run(WandbRunApi):
             disk_full_memory=settings.disk_full_memory,
         )
         self._queue = self._writer.queue
-        self._write_meta("running")
         self._live = True
         self._writer.start()
+        # run.json and the RUN record (git) are the writer's first work, not init()'s
         self._writer.put((CALL, self._write_start))
         if self.config:
             self._changed_config()
@@ -188,6 +189,10 @@ class Run(WandbRunApi):
 
     def _write_start(self) -> None:
         assert self._writer is not None
+        try:
+            self._write_meta("running")
+        except OSError as exc:  # counted: finish() raises WriterError naming it
+            self._writer.record_failure("run.json", exc)
         self._segment = self._run_record()
         self._writer.append(RecordType.RUN, self._segment)
 
@@ -592,25 +597,26 @@ class Run(WandbRunApi):
             raise WriterError(f"run {self.id}: {_failure_text(w)}") from w.first_error
 
     def _write_meta(self, state: str) -> None:
-        assert self.dir is not None
-        meta = {
-            "id": self.id,
-            "project": self.project_path,
-            "name": self.name,
-            "state": state,
-            "created_at": self.created_at,
-            "pid": self._pid,
-            "host": os.uname().nodename,
-            "file": self._file,
-            "rank": self.rank,
-            "format_version": _runfile.FORMAT_VERSION,
-            "exit_code": self.exit_code,
-            **self.lineage_meta,
-        }
-        if state != "running":  # what a fork of this run needs, without reading its file
-            meta["last_step"] = self._step - 1 if self._step else None
-            meta["config"] = self.config.as_dict()
-        write_meta(self.dir, meta, self._meta_file)
+        with self._meta_lock:  # the last rename holds what was set before it
+            assert self.dir is not None
+            meta = {
+                "id": self.id,
+                "project": self.project_path,
+                "name": self.name,
+                "state": state,
+                "created_at": self.created_at,
+                "pid": self._pid,
+                "host": os.uname().nodename,
+                "file": self._file,
+                "rank": self.rank,
+                "format_version": _runfile.FORMAT_VERSION,
+                "exit_code": self.exit_code,
+                **self.lineage_meta,
+            }
+            if state != "running":  # what a fork of this run needs, without reading its file
+                meta["last_step"] = self._step - 1 if self._step else None
+                meta["config"] = self.config.as_dict()
+            write_meta(self.dir, meta, self._meta_file)
 
     def refresh_meta(self) -> None:
         """Rewrite ``run.json`` (after ``lineage_meta`` changed)."""

@@ -289,7 +289,8 @@ class SystemSampler:
 
     ``emit(payload)`` receives each sample.  ``get_time`` (wall clock, for
     ``ts``), ``get_monotonic`` (for rates) and ``wait`` (sleeps up to its
-    argument, returns True when the sampler should stop) are injectable.
+    argument, returns True when the sampler should stop) are injectable.  The first
+    reading comes ``first_delay`` seconds after ``start()``.
     """
 
     def __init__(
@@ -303,9 +304,11 @@ class SystemSampler:
         get_monotonic: Callable[[], float] = time.monotonic,
         wait: Callable[[float], bool] | None = None,
         pid: int | None = None,
+        first_delay: float = 0.0,
     ) -> None:
         self.emit = emit
         self.interval = interval
+        self.first_delay = first_delay
         self.disk_path = disk_path
         self.gpus = gpus
         self._get_time = get_time
@@ -335,6 +338,8 @@ class SystemSampler:
             self._nvml = None
 
     def _main(self) -> None:
+        if self.first_delay > 0 and self._wait(self.first_delay):
+            return  # stopped before the first reading
         while not self._stop.is_set():
             self.sample_once()
             if self._wait(self.interval):
