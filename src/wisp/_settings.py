@@ -118,6 +118,7 @@ OTHER_ENV = frozenset(
         "WISP_PASSWORD",
         "WISP_SERVER_DB_POOL",
         "WISP_SERVER_SETTINGS_JSON",
+        "WISP_MCP_MAX_BYTES",  # wisp mcp (docs/agents.md)
     }
 )
 #: Prefixes of the project's own test and benchmark knobs, never warned about.
