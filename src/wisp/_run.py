@@ -124,14 +124,7 @@ class Run(WandbRunApi):
         from wisp import _meta  # imported here, never on the writer thread (fork + import locks)
 
         self._meta = _meta
-        self._writer = Writer(
-            run_dir,
-            self._file,
-            flush_interval=settings.flush_interval,
-            fsync=settings.fsync,
-            queue_size=settings.queue_size,
-            disk_full_memory=settings.disk_full_memory,
-        )
+        self._writer = self._new_writer(run_dir)
         self._queue = self._writer.queue
         self._live = True
         self._writer.start()
@@ -317,17 +310,8 @@ class Run(WandbRunApi):
         self._fork_segment = True
         self._pid = os.getpid()
         self._file = fork_file_name(self._pid)
-        s = self._settings
-        self._writer = Writer(
-            self.dir,
-            self._file,
-            flush_interval=s.flush_interval,
-            fsync=s.fsync,
-            queue_size=s.queue_size,
-            summaries=False,
-            disk_full_memory=s.disk_full_memory,
-            inline=True,  # no thread: log() writes through (wisp._shared_steps), os._exit is safe
-        )
+        # no thread: log() writes through (wisp._shared_steps), so os._exit loses nothing
+        self._writer = self._new_writer(self.dir, summaries=False, inline=True)
         self._queue = self._writer.queue
         self._live = True
         register(self)
@@ -336,6 +320,18 @@ class Run(WandbRunApi):
         if mp_util is not None:  # a Pool worker ends with os._exit after its finalizers
             mp_util.Finalize(None, self._close_segment, exitpriority=100)
         return True
+
+    def _new_writer(self, run_dir: str, **kw: Any) -> Writer:
+        s = self._settings
+        return Writer(
+            run_dir,
+            self._file,
+            flush_interval=s.flush_interval,
+            fsync=s.fsync,
+            queue_size=s.queue_size,
+            disk_full_memory=s.disk_full_memory,
+            **kw,
+        )
 
     def _write_segment_start(self) -> None:
         assert self._writer is not None
@@ -583,7 +579,7 @@ class Run(WandbRunApi):
                 f"run {self.id}: the writer did not finish within "
                 f"{self._settings.finish_timeout}s; {len(w.queue)} queued items "
                 f"are not in {self.file_path}"
-                + (f"; {_failure_text(w)}" if w.first_error is not None else "")
+                + (f"; {w.failure_text()}" if w.first_error is not None else "")
             ) from w.first_error
         left_out = w.failures.get("value", 0)
         if left_out:
@@ -594,7 +590,7 @@ class Run(WandbRunApi):
                 stacklevel=2,
             )
         if w.first_error is not None:
-            raise WriterError(f"run {self.id}: {_failure_text(w)}") from w.first_error
+            raise WriterError(f"run {self.id}: {w.failure_text()}") from w.first_error
 
     def _write_meta(self, state: str) -> None:
         with self._meta_lock:  # the last rename holds what was set before it
@@ -675,18 +671,6 @@ def _unregister(run: Run) -> None:
     del _recent_runs[:-5]
     if run in _live_runs:
         _live_runs.remove(run)
-
-
-def _failure_text(w: Writer) -> str:
-    """What went wrong in the background: counts, rows lost to a full disk, the first error."""
-    counts = ", ".join(f"{k}: {v}" for k, v in w.failures.items())
-    lost, full = w.rows_lost, w.disk_full_error
-    return (
-        f"background writes failed ({counts}); "
-        + (f"{lost} rows lost to a full disk ({full}); " if lost else "")
-        + (f"the disk is full ({full}); " if full is not None and not lost else "")
-        + f"first error: {type(w.first_error).__name__}: {w.first_error}"
-    )
 
 
 def live_runs() -> list[Run]:

@@ -662,3 +662,15 @@ class Writer:
                 f.write(data)
             os.replace(tmp, path)
         return f"{MEDIA_DIR}/{name}"
+
+    def failure_text(self) -> str:
+        """What went wrong in the background: counts, rows lost to a full disk, the first
+        error (``finish()`` raises it in a WriterError)."""
+        counts = ", ".join(f"{k}: {v}" for k, v in self.failures.items())
+        lost, full = self.rows_lost, self.disk_full_error
+        return (
+            f"background writes failed ({counts}); "
+            + (f"{lost} rows lost to a full disk ({full}); " if lost else "")
+            + (f"the disk is full ({full}); " if full is not None and not lost else "")
+            + f"first error: {type(self.first_error).__name__}: {self.first_error}"
+        )
