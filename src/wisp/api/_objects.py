@@ -42,10 +42,13 @@ class File:
         self._info = info
 
     def download(self, root: str = ".", replace: bool = False) -> str:
-        """Write the file to ``<root>/<name>``; returns the path."""
+        """Write the file to ``<root>/<name>``; returns the path.  A name that would land
+        outside ``root`` (absolute, ``..``, a drive letter) is refused with UsageError."""
         import os
 
-        path = os.path.join(root, self.name)
+        from wisp._localpath import local_path
+
+        path = local_path(root, self.name)
         if os.path.exists(path) and not replace:
             raise UsageError(f"{path} exists: pass replace=True to overwrite it")
         data = self._backend.file_bytes(self.run_id, self._info)
