@@ -11,10 +11,11 @@ cap all use this one answer.
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["client_address", "is_trusted", "redact_secrets"]
+__all__ = ["RedactSecrets", "client_address", "is_trusted", "redact_secrets", "scope_client"]
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -84,3 +85,14 @@ def redact_secrets(target: str) -> str:
         name, eq, _value = pair.partition("=")
         parts.append(f"{name}=[redacted]" if eq and name.lower() in _SECRET_NAMES else pair)
     return f"{path}?{'&'.join(parts)}"
+
+
+class RedactSecrets(logging.Filter):
+    """A filter for uvicorn's access log: the request target through :func:`redact_secrets`
+    (an API key put in a URL is never written to the log)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            record.args = (*args[:2], redact_secrets(args[2]), *args[3:])
+        return True
