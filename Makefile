@@ -24,12 +24,12 @@ $(WEB_OUT): $(WEB_SRC)
 
 web: $(WEB_OUT)
 
-# The HTTP API's shapes, regenerated from the server's declarations (src/wisp/server/_types.py
+# The HTTP API's shapes, regenerated from the server's declarations (src/wisp/server/schemas/runs.py
 # and the @endpoint routes): web/openapi.json, then web/src/api.gen.ts from it. Both are
 # committed; the Vite build (npm prebuild) regenerates api.gen.ts from web/openapi.json, and
 # tests/server/test_types.py fails when either is stale.
 api-types: $(STAMP)
-	$(BIN)/python -m wisp.server._openapi > web/openapi.json
+	$(BIN)/python -m wisp.server.http.openapi > web/openapi.json
 	cd web && npm ci --no-audit --no-fund && npm run gen:api
 
 # Browser tests drive Debian's Chromium (never a downloaded browser).

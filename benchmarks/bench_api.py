@@ -79,7 +79,7 @@ def _finished(db_url: str, project: str) -> set[str]:
     """Ids of the finished runs of ``project`` already in the database (a resumed fill)."""
     from sqlalchemy import text
 
-    from wisp.server._db import make_engine, migrate
+    from wisp.server.store.db import make_engine, migrate
 
     engine = make_engine(db_url)
     try:
@@ -95,7 +95,7 @@ def seed(db_url: str, project: str, runs: int, metrics: int, steps: int, prefix:
     """``runs`` runs of ``metrics`` x ``steps`` points, through the server's ingestion code
     (runs already finished in the database are kept as they are)."""
     from wisp.server import open_store
-    from wisp.server._ingest import prepare_records
+    from wisp.server.store.ingest import prepare_records
 
     keys = _keys(metrics)
     done = _finished(db_url, project)
@@ -130,7 +130,7 @@ def seed(db_url: str, project: str, runs: int, metrics: int, steps: int, prefix:
 def seed_table(db_url: str, n: int) -> float:
     """``n`` finished runs with config and summary (the runs-list target)."""
     from wisp.server import open_store
-    from wisp.server._ingest import prepare_records
+    from wisp.server.store.ingest import prepare_records
 
     rng = random.Random(0)
     done = _finished(db_url, "table")

@@ -52,7 +52,7 @@ def _pct(xs: list[float], q: float) -> float:
 
 def bench(backend: str, points: int, tmp: Path) -> dict[str, Any]:
     from wisp.server import open_store
-    from wisp.server._ingest import prepare_records
+    from wisp.server.store.ingest import prepare_records
 
     if backend == "sqlite":
         url = f"sqlite:///{tmp / 'bench.db'}"
@@ -136,7 +136,7 @@ def bench(backend: str, points: int, tmp: Path) -> dict[str, Any]:
         out["series_p50_ms"], out["series_p99_ms"] = _pct(times, 0.5) * 1e3, _pct(times, 0.99) * 1e3
         # -- 10k runs --------------------------------------------------------------------------
         with store.db.tx() as conn:  # bulk seed; the query is what is measured
-            from wisp.server import _schema as S
+            from wisp.server.store import schema as S
 
             now = time.time()
             conn.execute(

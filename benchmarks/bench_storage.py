@@ -70,7 +70,7 @@ def fill(url: str, runs: int, keys: int, steps: int, big: int, batch: int) -> fl
     import numpy as np
 
     from wisp.server import open_store
-    from wisp.server._ingest import prepare_records
+    from wisp.server.store.ingest import prepare_records
 
     rng = np.random.default_rng(0)
     names = [f"metric{j:02d}" for j in range(keys)]
@@ -153,7 +153,7 @@ def measure(url: str, repeat: int, work: Path) -> None:
     import httpx
 
     from wisp.server import open_store
-    from wisp.server._series import series
+    from wisp.server.series.buckets import series
     from wisp.testing import Server
 
     with Server(work, db=url) as srv, httpx.Client(base_url=srv.url + "/api/v1") as http:

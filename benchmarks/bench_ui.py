@@ -81,7 +81,7 @@ def _pct(xs: list[float], q: float) -> float:
 def seed_table(db_url: str, n: int) -> float:
     """``n`` finished runs with config and summary, through the server's ingestion code."""
     from wisp.server import open_store
-    from wisp.server._ingest import prepare_records
+    from wisp.server.store.ingest import prepare_records
 
     rng = random.Random(0)
     store = open_store(db_url)

@@ -45,9 +45,9 @@ LRS = (0.1, 0.03, 0.01, 0.001)
 
 def seed(db_url: str, table_runs: int, group_runs: int, points: int, panels: int) -> None:
     """The three projects (table, groups, panels); prints how long each took."""
-    from wisp.server import _schema as S
     from wisp.server import open_store
-    from wisp.server._ingest import prepare_records
+    from wisp.server.store import schema as S
+    from wisp.server.store.ingest import prepare_records
 
     rng = random.Random(0)
     store = open_store(db_url)

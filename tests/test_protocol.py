@@ -21,9 +21,9 @@ def test_record_types_have_one_definition() -> None:
 
 def test_run_states_are_the_servers_states() -> None:
     """The server accepts exactly the protocol's run states in a FINISH record."""
-    from wisp.server import _ingest
+    from wisp.server.store import ingest
 
-    assert _ingest.STATES == P.RUN_STATES
+    assert ingest.STATES == P.RUN_STATES
     assert P.RunState.CRASHED in P.RUN_STATES and len(set(P.RUN_STATES)) == 5
 
 
@@ -51,8 +51,8 @@ def test_key_limit_is_enforced_alike_by_sdk_and_server() -> None:
     """A key one character over MAX_KEY_LENGTH is refused by log()'s checks and by server ingestion."""
     from wisp._values import prepare_row
     from wisp.errors import UsageError
-    from wisp.server._ingest import prepare_records
-    from wisp.server._problem import Problem
+    from wisp.server.http.problem import Problem
+    from wisp.server.store.ingest import prepare_records
 
     ok, bad = "k" * P.MAX_KEY_LENGTH, "k" * (P.MAX_KEY_LENGTH + 1)
     assert P.key_problem(ok) is None and P.key_problem(bad) is not None
@@ -68,8 +68,8 @@ def test_key_limit_is_enforced_alike_by_sdk_and_server() -> None:
 
 def test_step_limit_is_the_servers() -> None:
     """A step at MAX_STEP is refused by the server; one below is stored."""
-    from wisp.server._ingest import prepare_records
-    from wisp.server._problem import Problem
+    from wisp.server.http.problem import Problem
+    from wisp.server.store.ingest import prepare_records
 
     top = P.MAX_STEP - 1
     prepare_records([{"type": P.RecordType.HISTORY, "data": {"rows": [[top, 1.0, {"a": 1}]]}}])
@@ -101,7 +101,7 @@ _BAD_TEXT = ["a\x00b", "\ud800", "x\udcff", "y" * (P.MAX_STRING_LENGTH + 1)]
 @pytest.mark.parametrize("text", [*_BAD_TEXT, "ok", "é😀"])
 def test_text_rule_is_the_servers_rule(text: str) -> None:
     """text_problem() refuses exactly what the server's clean_str answers 422 for."""
-    from wisp.server._problem import Problem, clean_str
+    from wisp.server.http.problem import Problem, clean_str
 
     try:
         clean_str(text, "f")
@@ -135,7 +135,7 @@ def test_clean_json_refuses_what_the_server_refuses(
     value: dict[object, object], reason: str
 ) -> None:
     """The SDK's JSON check and the server's clean_json refuse the same values, naming the field."""
-    from wisp.server._problem import Problem, clean_json
+    from wisp.server.http.problem import Problem, clean_json
 
     with pytest.raises(P.Invalid, match=reason) as got:
         P.clean_json(value, "config")
@@ -146,7 +146,7 @@ def test_clean_json_refuses_what_the_server_refuses(
 
 def test_clean_json_refuses_nesting_past_the_depth_limit() -> None:
     """A config nested 100 deep is refused by both sides; 64 deep is accepted by both."""
-    from wisp.server._problem import Problem, clean_json
+    from wisp.server.http.problem import Problem, clean_json
 
     def nest(n: int) -> dict[str, object]:
         out: dict[str, object] = {}
@@ -163,7 +163,7 @@ def test_clean_json_refuses_nesting_past_the_depth_limit() -> None:
 
 def test_sanitised_json_is_accepted_by_the_server() -> None:
     """NUL and lone surrogates in JSON strings are replaced by the SDK, and the result passes the server."""
-    from wisp.server._problem import clean_json
+    from wisp.server.http.problem import clean_json
 
     value = {"a": ["x\x00", {"b": "\udcff"}], "c": "ok"}
     cleaned = P.clean_json(value, "config")
@@ -188,8 +188,8 @@ def test_sanitised_json_is_accepted_by_the_server() -> None:
 )
 def test_project_rule_is_the_servers_rule(value: str, ok: bool) -> None:
     """project_problem() and the server's check_project accept the same project names."""
-    from wisp.server._ingest import check_project
-    from wisp.server._problem import Problem
+    from wisp.server.http.problem import Problem
+    from wisp.server.store.ingest import check_project
 
     assert (P.project_problem(value) is None) is ok
     if ok:

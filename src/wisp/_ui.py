@@ -322,10 +322,10 @@ class _LocalServer:
         try:
             import uvicorn
 
-            from wisp.server._app import create_app
-            from wisp.server._conn import uvicorn_options
-            from wisp.server._settings import LOOPBACK_NAMES, ServerSettings, port_problem
-            from wisp.server._store import open_store
+            from wisp.server.app import create_app
+            from wisp.server.conn import uvicorn_options
+            from wisp.server.settings import LOOPBACK_NAMES, ServerSettings, port_problem
+            from wisp.server.store.facade import open_store
         except ImportError as e:
             raise ImportError(
                 f"wisp ui needs the server extra: pip install 'wisp[server]' ({e})"

@@ -7,7 +7,7 @@ its :class:`~wisp._upload._uploader.Uploader` would send: the same run descripti
 the records as the server decodes them (read by the run file's decoder,
 ``decode_payload``, rather than written as JSON text by ``history_json`` and parsed
 back).  It hands many runs' bodies to the server's store in one transaction
-(:meth:`wisp.server._store.Store.write_batch`, which validates them with the endpoints'
+(:meth:`wisp.server.store.facade.Store.write_batch`, which validates them with the endpoints'
 functions and writes them through the endpoints' store code, as the ui's API key).
 Afterwards each run's ``upload.json`` says the server has the whole file, as the
 uploader's would, so a restart or ``wisp sync`` to this server sends nothing again.
@@ -64,7 +64,7 @@ class BatchImporter:
     server at ``server_url`` (whose cursors the runs' ``upload.json`` files keep)."""
 
     def __init__(self, store: Any, write_key: str, server_url: str, addr: str = "127.0.0.1"):
-        from wisp.server._auth import key_principal
+        from wisp.server.http.auth import key_principal
 
         self.store = store
         self.actor = key_principal(store, write_key)
@@ -120,8 +120,8 @@ class BatchImporter:
         """Send ``runs`` in one transaction; returns those now on the server (their cursors
         are saved on a thread, see :meth:`wait`) and those refused, each with the server's
         reason.  A database failure raises (nothing of the batch is written)."""
-        from wisp.server._problem import Problem
-        from wisp.server._store_batch import prepare_run_write
+        from wisp.server.http.problem import Problem
+        from wisp.server.store.batch import prepare_run_write
 
         refused: list[tuple[SmallRun, str]] = []
         writes = []

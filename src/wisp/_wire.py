@@ -1,8 +1,8 @@
 """The request bodies the SDK sends to the server, standard library only (API v1).
 
 The server declares the same bodies, with their limits, as msgspec Structs in
-``wisp.server._types`` (``RunBody``, ``RecordsBody``), ``wisp.server._sweeps_types``
-(the sweep bodies, sent by ``wisp.sweeps._remote``) and ``wisp.server._artifacts_types``
+``wisp.server.schemas.runs`` (``RunBody``, ``RecordsBody``), ``wisp.server.schemas.sweeps``
+(the sweep bodies, sent by ``wisp.sweeps._remote``) and ``wisp.server.schemas.artifacts``
 (the artifact bodies, sent by ``wisp.artifacts._client``); ``tests/server/test_types.py``
 checks the two declarations name the same fields with the same types and that the
 uploader's encoded batches decode as ``RecordsBody``.  The SDK never imports

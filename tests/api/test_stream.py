@@ -24,7 +24,7 @@ STEPS = 400_000  # 1.6M points: ~130 MB as Python row dicts, ~13 MB as float col
 def _seed(db_url: str) -> None:
     """One big run through the server's own ingestion code (as the HTTP API would)."""
     from wisp.server import open_store
-    from wisp.server._ingest import prepare_records
+    from wisp.server.store.ingest import prepare_records
 
     store = open_store(db_url)
     try:

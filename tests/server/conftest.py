@@ -40,8 +40,8 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     url: str = request.getfixturevalue("pg_url")
     from sqlalchemy import text
 
-    from wisp.server._db import make_engine, migrate
-    from wisp.server._schema import metadata
+    from wisp.server.store.db import make_engine, migrate
+    from wisp.server.store.schema import metadata
 
     engine = make_engine(url)
     migrate(engine)

@@ -1,4 +1,4 @@
-"""Artifact endpoints (src/wisp/server/_artifacts.py): answers match their declared Structs."""
+"""Artifact endpoints (src/wisp/server/views/artifacts.py): answers match their declared Structs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from wisp.artifacts._manifest import manifest_digest
-from wisp.server import _artifacts_types as A
+from wisp.server.schemas import artifacts as A
 
 V1 = "/api/v1"
 

@@ -141,19 +141,23 @@ def test_upgrade_gives_existing_keys_and_runs_to_an_admin(tmp_path: Path) -> Non
     from alembic.config import Config
     from sqlalchemy import text
 
-    from wisp.server._db import make_engine
-    from wisp.server._store import open_store
+    from wisp.server.store.db import make_engine
+    from wisp.server.store.facade import open_store
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = make_engine(url)
     cfg = Config()
     cfg.set_main_option(
         "script_location",
-        str(Path(__import__("wisp.server._db").server._db.__file__).with_name("migrations")),
+        str(
+            Path(__import__("wisp.server.store.db").server.store.db.__file__).with_name(
+                "migrations"
+            )
+        ),
     )
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0001")
+        command.upgrade(cfg, "0001_initial")
         conn.execute(
             text(
                 "INSERT INTO api_keys (id, key_hash, scope, name, created_at) "
@@ -201,16 +205,20 @@ def test_upgrade_indexes_the_files_of_stored_artifact_versions(tmp_path: Path) -
     from alembic.config import Config
     from sqlalchemy import text
 
-    from wisp.server._db import make_engine
-    from wisp.server._rights import Principal
-    from wisp.server._store import open_store
+    from wisp.server.rights.matrix import Principal
+    from wisp.server.store.db import make_engine
+    from wisp.server.store.facade import open_store
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = make_engine(url)
     cfg = Config()
     cfg.set_main_option(
         "script_location",
-        str(Path(__import__("wisp.server._db").server._db.__file__).with_name("migrations")),
+        str(
+            Path(__import__("wisp.server.store.db").server.store.db.__file__).with_name(
+                "migrations"
+            )
+        ),
     )
     sha, ref = "cd" * 32, "ef" * 32
     manifest = (
@@ -219,7 +227,7 @@ def test_upgrade_indexes_the_files_of_stored_artifact_versions(tmp_path: Path) -
     )
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0002_team")
+        command.upgrade(cfg, "0004_team")
         conn.execute(text("INSERT INTO artifacts VALUES (1, 'p', 'net', 'model', 1.0, 1.0)"))
         conn.execute(
             text(
@@ -269,9 +277,9 @@ def test_gc_deletes_only_unreferenced_media(tmp_path: Path) -> None:
     import time
 
     from wisp.server import media_gc
-    from wisp.server._blobs import open_blob_store
-    from wisp.server._ingest import prepare_records
-    from wisp.server._store import open_store
+    from wisp.server.blobs import open_blob_store
+    from wisp.server.store.facade import open_store
+    from wisp.server.store.ingest import prepare_records
 
     url, media = f"sqlite:///{tmp_path / 'gc.db'}", str(tmp_path / "media")
     store, blobs = open_store(url), open_blob_store(media)

@@ -1,4 +1,4 @@
-"""The media blob store (src/wisp/server/_blobs.py): streamed, verified, content-addressed."""
+"""The media blob store (src/wisp/server/blobs/local.py): streamed, verified, content-addressed."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from typing import Any, BinaryIO
 import pytest
 
 from wisp.errors import UsageError
-from wisp.server._blobs import BlobInfo, LocalBlobStore, open_blob_store
-from wisp.server._problem import Problem
+from wisp.server.blobs import open_blob_store
+from wisp.server.blobs.base import BlobInfo
+from wisp.server.blobs.local import LocalBlobStore
+from wisp.server.http.problem import Problem
 
 DATA = b"\x89PNG" + bytes(range(256)) * 300
 SHA = hashlib.sha256(DATA).hexdigest()

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from wisp.errors import UsageError
-from wisp.server._blobs import open_blob_store
-from wisp.server._problem import Problem
+from wisp.server.blobs import open_blob_store
+from wisp.server.http.problem import Problem
 
 MiB = 1 << 20
 

@@ -1,4 +1,4 @@
-"""The SQL dialect layer (src/wisp/server/_dialect.py), run on SQLite and on PostgreSQL."""
+"""The SQL dialect layer (src/wisp/server/store/dialect.py), run on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import select
 
 from wisp.errors import UsageError
-from wisp.server import _schema as S
-from wisp.server._dialect import (
+from wisp.server.store import schema as S
+from wisp.server.store.dialect import (
     PostgresDialect,
     SqliteDialect,
     dialect_for_url,
@@ -113,7 +113,7 @@ def test_postgres_connections_run_without_jit(pg_url: str) -> None:
     """Every pooled PostgreSQL connection has JIT off (it doubled the cost of chunk reads)."""
     from sqlalchemy import text
 
-    from wisp.server._db import make_engine
+    from wisp.server.store.db import make_engine
 
     engine = make_engine(pg_url)
     try:

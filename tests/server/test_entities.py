@@ -164,7 +164,7 @@ def test_run_bodies_refuse_a_malformed_entity(world: World) -> None:
 def test_openapi_lists_each_project_operation_under_entities_too(app: Any) -> None:
     """Every /projects/{project}... operation has its /entities/{entity}/projects/... twin in
     the OpenAPI document, with an ``entity`` path parameter."""
-    from wisp.server._openapi import openapi_document
+    from wisp.server.http.openapi import openapi_document
 
     paths = openapi_document()["paths"]
     plain = [p for p in paths if p.startswith("/api/v1/projects/{project}")]

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from tests.server.conftest import Api
-from wisp.server._filter import MAX_DEPTH, TREE_VERSION, parse
-from wisp.server._problem import Problem
+from wisp.server.http.problem import Problem
+from wisp.server.query.filter import MAX_DEPTH, TREE_VERSION, parse
 
 
 def test_tree_shape() -> None:

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from tests.server.conftest import Api
-from wisp.server._grouped import grouped_series
-from wisp.server._ingest import prepare_records
-from wisp.server._series import series, step_grid
+from wisp.server.series.buckets import series, step_grid
+from wisp.server.series.grouped import grouped_series
+from wisp.server.store.ingest import prepare_records
 
 LRS = (0.1, 0.01, 0.001)
 
@@ -150,7 +150,7 @@ def test_many_points_in_a_fine_range_coarsen_the_grid(
 ) -> None:
     """Past MAX_POINTS to decode, a fine grid becomes one of whole 64-step blocks at least a
     chunk wide (256 steps for chunks of consecutive steps), still exact."""
-    import wisp.server._grouped as G
+    import wisp.server.series.grouped as G
 
     data = _log(store, 3, range(0, 3000), seed=3, keep=keep)
     monkeypatch.setattr(G, "MAX_POINTS", 100 if keep == 1.0 else 1000)

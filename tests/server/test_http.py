@@ -1,4 +1,4 @@
-"""HTTP plumbing of the server (src/wisp/server/_http.py): body limits, gzip, JSON."""
+"""HTTP plumbing of the server (src/wisp/server/http/body.py): body limits, gzip, JSON."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from wisp.server._http import json_response, loads, read_body, read_json
-from wisp.server._problem import Problem
+from wisp.server.http.body import json_response, loads, read_body, read_json
+from wisp.server.http.problem import Problem
 
 LIMIT = 1000
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from wisp.server._ingest import _fast_history, _slow_history, prepare_records
-from wisp.server._problem import Problem
+from wisp.server.http.problem import Problem
+from wisp.server.store.ingest import _fast_history, _slow_history, prepare_records
 
 
 def _columns(prep: Any) -> list[tuple[Any, ...]]:

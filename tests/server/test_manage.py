@@ -1,4 +1,4 @@
-"""`wisp server gc` (src/wisp/server/_manage.py) over the artifact file index."""
+"""`wisp server gc` (src/wisp/server/manage.py) over the artifact file index."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 from wisp.server import media_gc
-from wisp.server._blobs import open_blob_store
-from wisp.server._ingest import prepare_records
-from wisp.server._store import open_store
+from wisp.server.blobs import open_blob_store
+from wisp.server.store.facade import open_store
+from wisp.server.store.ingest import prepare_records
 
 
 def test_gc_frees_artifact_files_no_version_names(tmp_path: Path) -> None:

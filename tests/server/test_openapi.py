@@ -14,7 +14,7 @@ from schemathesis.specs.openapi.checks import (
 )
 from starlette.routing import Route
 
-from wisp.server._openapi import openapi_document
+from wisp.server.http.openapi import openapi_document
 
 CHECKS = (
     not_a_server_error,
@@ -27,7 +27,7 @@ NOT_ENDPOINTS = {"/api/{rest:path}", "/{path:path}"}  # the 404 catch-all and th
 
 def _fuzz_app(app: Any, keys: dict[str, str], store: Any) -> Any:
     """The app with one run, one history batch and console lines, so reads hit real data."""
-    from wisp.server._ingest import prepare_records
+    from wisp.server.store.ingest import prepare_records
 
     store.put_run("r1", {"project": "p", "config": {"lr": 0.1}})
     rows = [[i, 1.0 + i, {"loss": 1.0 / (i + 1), "s": "x"}] for i in range(100)]

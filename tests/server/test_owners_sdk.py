@@ -9,7 +9,7 @@ import pytest
 import wisp
 from wisp.errors import ApiError
 from wisp.server import keys_create, users_add
-from wisp.server._store import open_store
+from wisp.server.store.facade import open_store
 from wisp.testing import Server
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from wisp.server._chunks import CHUNK, decode
-from wisp.server._ingest import prepare_records
+from wisp.server.series.chunks import CHUNK, decode
+from wisp.server.store.ingest import prepare_records
 
 
 def _bits(v: float | None) -> bytes | None:
@@ -179,7 +179,7 @@ def test_points_round_trip_bit_exact(store: Any, n: int) -> None:
     ]
     import numpy as np
 
-    from wisp.server._chunks import nf_codes
+    from wisp.server.series.chunks import nf_codes
 
     ws = [v for _, (_, v) in sorted(got["w"].items())]
     assert nf_codes(np.array(ws)).tolist() == [[1, 2, 3, 0][i % 4] for i in range(n)]
@@ -188,7 +188,7 @@ def test_points_round_trip_bit_exact(store: Any, n: int) -> None:
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_upgrade_moves_points_into_chunks(backend: str, tmp_path: Any) -> None:
     """A schema-2 database's points (NaN/+-inf, sparse steps, several keys, more than one
-    chunk each) come out of the 0003_points upgrade bit for bit, with 64-bit key ids."""
+    chunk each) come out of the 0005_points upgrade bit for bit, with 64-bit key ids."""
     from contextlib import ExitStack
     from pathlib import Path
 
@@ -196,7 +196,7 @@ def test_upgrade_moves_points_into_chunks(backend: str, tmp_path: Any) -> None:
     from alembic.config import Config
 
     from tests.server.conftest import PG_HOST
-    from wisp.server._db import make_engine
+    from wisp.server.store.db import make_engine
     from wisp.testing import temporary_postgres_database
 
     with ExitStack() as stack:
@@ -206,14 +206,14 @@ def test_upgrade_moves_points_into_chunks(backend: str, tmp_path: Any) -> None:
             url = stack.enter_context(temporary_postgres_database(PG_HOST))
         engine = make_engine(url)
         cfg = Config()
-        import wisp.server._db as db_mod
+        import wisp.server.store.db as db_mod
 
         cfg.set_main_option("script_location", str(Path(db_mod.__file__).with_name("migrations")))
         rng = random.Random(3)
         want: dict[str, dict[int, tuple[float, float | None, int]]] = {}
         with engine.begin() as conn:
             cfg.attributes["connection"] = conn
-            command.upgrade(cfg, "0002_team")
+            command.upgrade(cfg, "0004_team")
             for kid, key in ((1, "a"), (2, "b"), (3, "c")):
                 conn.execute(
                     text("INSERT INTO metric_keys (id, run_id, key) VALUES (:i, 'r', :k)"),

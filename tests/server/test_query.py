@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from wisp.server._problem import Problem
-from wisp.server._query import list_runs
+from wisp.server.http.problem import Problem
+from wisp.server.query.runs import list_runs
 
 
 def _seed(store: Any) -> None:

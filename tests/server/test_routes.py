@@ -1,4 +1,4 @@
-"""Route declarations (src/wisp/server/_routes.py): requests decoded through declared types."""
+"""Route declarations (src/wisp/server/http/routes.py): requests decoded through declared types."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from wisp.server._http import json_response
-from wisp.server._problem import Problem
-from wisp.server._routes import In, bind, endpoint, endpoints
+from wisp.server.http.body import json_response
+from wisp.server.http.problem import Problem
+from wisp.server.http.routes import In, bind, endpoint, endpoints
 
 
 class Q(msgspec.Struct):

@@ -6,8 +6,8 @@ import math
 import random
 from typing import Any
 
-from wisp.server._ingest import prepare_records
-from wisp.server._series import series
+from wisp.server.series.buckets import series
+from wisp.server.store.ingest import prepare_records
 
 
 def _load(store: Any, values: dict[int, float], run: str = "r") -> None:

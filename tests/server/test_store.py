@@ -6,9 +6,9 @@ import math
 import random
 from typing import Any
 
-from wisp.server._ingest import prepare_records
-from wisp.server._problem import Problem
-from wisp.server._series import export_history
+from wisp.server.http.problem import Problem
+from wisp.server.series.buckets import export_history
+from wisp.server.store.ingest import prepare_records
 
 
 def _records(rng: random.Random, n: int) -> list[dict[str, Any]]:
@@ -75,7 +75,7 @@ def test_a_run_deleted_by_another_process_is_logged_again_from_scratch(db_url: s
     """Two stores on one database (two server processes): a run one of them deleted and the
     other logs again under the same key gets fresh metric-key ids, not cached stale ones."""
     from wisp.server import open_store
-    from wisp.server._store_edit import delete_run
+    from wisp.server.store.edit import delete_run
 
     a, b = open_store(db_url), open_store(db_url)
     try:

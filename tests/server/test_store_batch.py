@@ -1,4 +1,4 @@
-"""Store.write_batch (wisp.server._store_batch): many runs' PUT + records in one transaction,
+"""Store.write_batch (wisp.server.store.batch): many runs' PUT + records in one transaction,
 the same result as the two requests, a refused run undone alone."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 
 from tests.server.conftest import Api, history
 from wisp._protocol import RecordType
-from wisp.server._auth import key_principal
-from wisp.server._problem import Problem
-from wisp.server._store_batch import prepare_run_write
+from wisp.server.http.auth import key_principal
+from wisp.server.http.problem import Problem
+from wisp.server.store.batch import prepare_run_write
 
 
 def _bodies(run_id: str, first_seq: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""Token buckets in the database (``_store_limits``), on SQLite and PostgreSQL."""
+"""Token buckets in the database (``server.store.limits``), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from wisp.server import _sweeps_types as ST
+from wisp.server.schemas import sweeps as ST
 
 GRID = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1, 2]}}}
 

@@ -14,12 +14,12 @@ import msgspec
 import pytest
 
 from wisp import _wire
-from wisp.server import _artifacts_types as AT
-from wisp.server import _sweeps_types as ST
-from wisp.server import _types as T
-from wisp.server._openapi import dumps, openapi_document
-from wisp.server._problem import Problem
-from wisp.server._routes import convert
+from wisp.server.http.openapi import dumps, openapi_document
+from wisp.server.http.problem import Problem
+from wisp.server.http.routes import convert
+from wisp.server.schemas import artifacts as AT
+from wisp.server.schemas import runs as T
+from wisp.server.schemas import sweeps as ST
 
 ROOT = Path(__file__).resolve().parents[2]
 WEB = ROOT / "web"

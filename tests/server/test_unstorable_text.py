@@ -1,5 +1,5 @@
 """Text no database can store (NUL, a lone surrogate) in any path, query or body field of any
-documented operation is a 4xx naming it, on SQLite and PostgreSQL (src/wisp/server/_routes.py,
+documented operation is a 4xx naming it, on SQLite and PostgreSQL (src/wisp/server/http/routes.py,
 _auth.py)."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 import type { Tree } from "./filter";
 import type { components, operations } from "./api.gen";
 // Shapes are generated from the server's OpenAPI document (web/openapi.json, made by
-// `python -m wisp.server._openapi`) into api.gen.ts by `npm run gen:api` (run before every build).
+// `python -m wisp.server.http.openapi`) into api.gen.ts by `npm run gen:api` (run before every build).
 type Schemas = components["schemas"];
 export type Project = Schemas["Project"];
 export type RunRow = Schemas["RunRow"];

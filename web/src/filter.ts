@@ -1,7 +1,7 @@
 // Client-side evaluation of the runs filter language, for when every run of a project is
-// already loaded.  The language is defined once, in src/wisp/server/_filter.py: the server
+// already loaded.  The language is defined once, in src/wisp/server/query/filter.py: the server
 // parses an expression (GET /api/v1/filter/parse) and this module only evaluates the tree it
-// returns, with the two-valued logic of the server's SQL (src/wisp/server/_query.py).  It
+// returns, with the two-valued logic of the server's SQL (src/wisp/server/query/runs.py).  It
 // decides only what it can decide exactly as that SQL does on SQLite and PostgreSQL alike;
 // anything else throws `Unsupported` (while compiling the tree, or for one row while
 // evaluating) and the caller asks the server instead.  An invalid expression never gets here:
@@ -12,7 +12,7 @@ export class Unsupported extends Error {}
 
 export type Predicate = (run: RunRow) => boolean;
 
-/** The expression tree, format version 1 (documented in src/wisp/server/_filter.py). */
+/** The expression tree, format version 1 (documented in src/wisp/server/query/filter.py). */
 export interface Field {
   name: string;
   path: string[];

@@ -1,10 +1,10 @@
 """Filters for ``Api.runs()``: MongoDB-style dicts translated to wisp's filter language, and
 the language's expression tree evaluated over local runs.
 
-The grammar is defined once, in ``wisp.server._filter`` (standard library only); a dict is
+The grammar is defined once, in ``wisp.server.query.filter`` (standard library only); a dict is
 *translated* to that language's text (never evaluated as code), and a local folder's runs are
 selected by evaluating the parsed tree with the semantics of the server's SQL
-(``wisp.server._query``): a number compares numerically and never matches a non-number, a
+(``wisp.server.query.runs``): a number compares numerically and never matches a non-number, a
 string compares as text, a comparison on a missing key is false (so ``not`` selects it),
 ``tags contains "x"`` tests membership, other ``contains`` search the text.
 """
@@ -34,8 +34,8 @@ _PART = re.compile(r"[\w/\-]+")
 
 def parse(src: str) -> dict[str, Any] | None:
     """The expression tree of a filter; UsageError naming the fault when invalid."""
-    from wisp.server._filter import parse as _parse
-    from wisp.server._problem import Problem
+    from wisp.server.http.problem import Problem
+    from wisp.server.query.filter import parse as _parse
 
     try:
         return _parse(src)

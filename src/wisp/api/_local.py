@@ -1,7 +1,7 @@
 """``wisp.Api`` over a local folder: runs found by ``_rundir`` and read by ``open_run``.
 
 Run dicts take the shape the server returns; filters are parsed by the server's grammar
-(``wisp.server._filter``, standard library only) and evaluated by ``_filters.evaluate``.
+(``wisp.server.query.filter``, standard library only) and evaluated by ``_filters.evaluate``.
 Only numeric history values are histories here, as on the server.  Edits need a server.
 """
 
@@ -125,8 +125,8 @@ class LocalBackend:
     ) -> tuple[list[dict[str, Any]], int]:
         tree = parse(filters)
         runs = [r for r in self._all() if r["project"] == project and evaluate(tree, r)]
-        from wisp.server._filter import field_path
-        from wisp.server._problem import Problem
+        from wisp.server.http.problem import Problem
+        from wisp.server.query.filter import field_path
 
         try:
             path = field_path(sort)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from wisp.server._app import create_app
-    from wisp.server._manage import (
+    from wisp.server.app import create_app
+    from wisp.server.manage import (
         media_gc,
         projects_set,
         teams_add,
@@ -20,9 +20,9 @@ if TYPE_CHECKING:
         users_list,
         users_reset_password,
     )
-    from wisp.server._serve import keys_create, keys_list, keys_revoke, serve
-    from wisp.server._settings import ServerSettings
-    from wisp.server._store import Store, open_store
+    from wisp.server.serving import keys_create, keys_list, keys_revoke, serve
+    from wisp.server.settings import ServerSettings
+    from wisp.server.store.facade import Store, open_store
 
 __all__ = [
     "ServerSettings",
@@ -45,23 +45,23 @@ __all__ = [
 ]
 
 _WHERE = {
-    "create_app": "_app",
-    "keys_create": "_serve",
-    "keys_list": "_serve",
-    "keys_revoke": "_serve",
-    "serve": "_serve",
-    "media_gc": "_manage",
-    "projects_set": "_manage",
-    "teams_add": "_manage",
-    "teams_list": "_manage",
-    "teams_member": "_manage",
-    "users_add": "_manage",
-    "users_disable": "_manage",
-    "users_list": "_manage",
-    "users_reset_password": "_manage",
-    "ServerSettings": "_settings",
-    "Store": "_store",
-    "open_store": "_store",
+    "create_app": "app",
+    "keys_create": "serving",
+    "keys_list": "serving",
+    "keys_revoke": "serving",
+    "serve": "serving",
+    "media_gc": "manage",
+    "projects_set": "manage",
+    "teams_add": "manage",
+    "teams_list": "manage",
+    "teams_member": "manage",
+    "users_add": "manage",
+    "users_disable": "manage",
+    "users_list": "manage",
+    "users_reset_password": "manage",
+    "ServerSettings": "settings",
+    "Store": "store.facade",
+    "open_store": "store.facade",
 }
 
 

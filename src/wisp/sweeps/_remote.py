@@ -4,7 +4,7 @@ The same :class:`~wisp.sweeps._controller.SweepStore` as the local SQLite file: 
 keeps the rows, the agents do the sampling.  ``POST .../trials`` answers 409 when the trial
 number is taken, which is the controller's cue to read again and re-sample.  The bodies sent
 are declared in ``wisp._wire`` (``SweepBody``, ``SweepStateBody``, ``TrialBody``,
-``TrialFields``), the server's side in ``wisp.server._sweeps_types``.
+``TrialFields``), the server's side in ``wisp.server.schemas.sweeps``.
 """
 
 from __future__ import annotations

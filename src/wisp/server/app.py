@@ -1,0 +1,86 @@
+"""The ASGI application factory: ``create_app(settings)`` -> Starlette app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, Response
+from starlette.routing import Route
+
+from wisp.server.blobs import open_blob_store
+from wisp.server.blobs.base import BlobStore
+from wisp.server.http.auth import AuthMiddleware
+from wisp.server.http.body import json_response
+from wisp.server.http.openapi import api_classes, openapi_bytes
+from wisp.server.http.routes import bind, endpoints
+from wisp.server.settings import ServerSettings
+from wisp.server.store.facade import Store, open_store
+from wisp.server.views.runs import Api
+
+__all__ = ["create_app"]
+
+_NO_UI = """<!doctype html><html><head><meta charset="utf-8"><title>wisp server</title></head>
+<body><h1>wisp server</h1><p>The dashboard UI is not built into this install.
+The HTTP API is at <a href="/api/openapi.json">/api/openapi.json</a>.</p></body></html>"""
+
+
+def create_app(
+    settings: ServerSettings | None = None,
+    *,
+    store: Store | None = None,
+    blobs: BlobStore | None = None,
+) -> Any:
+    """Build the app: API under ``/api/v1``, OpenAPI at ``/api/openapi.json``, UI at ``/``.
+
+    ``store`` (the database) and ``blobs`` (media bytes) default to the ones named by
+    ``settings.db`` and ``settings.media_dir`` (a directory or ``file:///path``).
+    """
+    settings = (settings or ServerSettings()).resolved()
+    if store is None:
+        store = open_store(
+            settings.db,
+            heartbeat_timeout=settings.heartbeat_timeout,
+            run_migrations=settings.migrate,
+        )
+    blobs = blobs if blobs is not None else open_blob_store(settings.media_dir)
+    api = Api(store, settings, blobs)
+    routes = []
+    for cls in api_classes():  # every handler class takes (store, settings, blobs)
+        obj = api if cls is Api else cls(store, settings, blobs)
+        routes += [Route(e.full_path, bind(e, obj), methods=[e.method]) for e in endpoints(cls)]
+    routes += [
+        Route("/api/{rest:path}", _api_not_found),
+        Route("/{path:path}", _static_handler(Path(settings.static_dir)), methods=["GET", "HEAD"]),
+    ]
+    openapi_bytes()  # generated once, at startup: a bad declaration fails here
+    auth = Middleware(AuthMiddleware, store=store, settings=settings)  # who may do what
+    app = Starlette(routes=routes, middleware=[auth])
+    app.state.store = store
+    app.state.settings = settings
+    return app
+
+
+async def _api_not_found(request: Request) -> Response:
+    body = {"error": {"code": "not_found", "message": f"no endpoint {request.url.path}"}}
+    return json_response(body, 404)
+
+
+def _static_handler(root: Path) -> Any:
+    async def static(request: Request) -> Response:
+        index = root / "index.html"
+        if not index.is_file():
+            if request.path_params["path"] in ("", "index.html"):
+                return HTMLResponse(_NO_UI)
+            return HTMLResponse(_NO_UI, status_code=404)
+        base = root.resolve()
+        rel = request.path_params["path"]
+        target = (base / rel).resolve()
+        if rel and base in target.parents and target.is_file():
+            return FileResponse(target)
+        return FileResponse(index, media_type="text/html")
+
+    return static

@@ -1,1 +1,0 @@
-"""Alembic migrations of the server database (see ``_schema.py``)."""

@@ -1,0 +1,220 @@
+"""The runs filter language, defined once: its grammar, parsed to a JSON expression tree.
+
+The server compiles the tree to bound SQL (``server.query.runs``); the dashboard fetches the same
+tree from ``GET /api/v1/filter/parse`` and evaluates it over the runs it has loaded
+(``web/src/filter.ts``), so the page holds no tokenizer or grammar of its own.
+
+Grammar (keywords case-insensitive)::
+
+    expr  := term ("or" term)*
+    term  := fact ("and" fact)*
+    fact  := "not" fact | "(" expr ")" | field op value | field "exists" | field "contains" value
+    op    := "=" | "==" | "!=" | "<" | "<=" | ">" | ">=" | "contains"
+    field := state | name | id | notes | group | job_type | tags | created_at | finished_at
+             | duration | config.<path> | summary.<path>      (path: dotted, parts may be "quoted")
+    value := number | "string" | 'string' | true | false | null | bare-word
+
+Expression tree, format version 1 (``TREE_VERSION``); an empty filter is ``null``::
+
+    {"or": [tree, tree, ...]}            two or more
+    {"and": [tree, tree, ...]}           two or more
+    {"not": tree}
+    {"exists": field}
+    {"contains": field, "value": value}
+    {"cmp": "=" | "!=" | "<" | "<=" | ">" | ">=", "field": field, "value": value}
+
+    field := {"name": "config.a.b", "path": ["config", "a", "b"]}   (a column: a 1-part path)
+    value := null | true | false | "text" | {"num": "<Python str() of the number>"}
+
+A number travels as the text Python gives it (``str(int)`` or ``str(float)``, ``inf`` for
+an overflow), so the page compares the very double SQL compares and ``contains`` searches
+for the very text SQL searches for.  ``==`` arrives as ``=``.  Which fields and value types
+an operator accepts is checked when the tree is compiled to SQL (``server.query.runs``), so an
+invalid filter is refused with the same 422 on both paths.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from wisp.server.http.problem import Problem
+
+__all__ = [
+    "COLUMNS",
+    "MAX_DEPTH",
+    "MAX_LENGTH",
+    "TREE_VERSION",
+    "bad",
+    "field_path",
+    "number",
+    "parse",
+]
+
+TREE_VERSION = 1
+MAX_LENGTH = 4000
+MAX_DEPTH = 300  # nested parentheses and "not"s (as deep as SQL compiles); deeper is refused
+MAX_KEY_DEPTH = 16
+COLUMNS = (
+    "state",
+    "name",
+    "id",
+    "notes",
+    "group",
+    "job_type",
+    "tags",
+    "created_at",
+    "finished_at",
+    "duration",
+)
+_TOKEN = re.compile(
+    r"""\s*(?:(?P<num>-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.]))"""
+    r"""|(?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')"""
+    r"""|(?P<op><=|>=|==|!=|<|>|=|\(|\))"""
+    r"""|(?P<word>(?:[A-Za-z_][\w/\-]*|"(?:[^"\\]|\\.)*")(?:\.(?:[\w/\-]+|"(?:[^"\\]|\\.)*"))*))"""
+)
+_KEYWORDS = {"and", "or", "not", "contains", "exists"}
+_CMP = {"=": "=", "==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+def bad(message: str) -> Problem:
+    """The 422 for an invalid filter."""
+    return Problem(422, "invalid", f"filter: {message}", "filter")
+
+
+def _unquote(s: str) -> str:
+    return re.sub(r"\\(.)", r"\1", s[1:-1])
+
+
+def _tokens(src: str) -> list[tuple[str, str]]:
+    out = []
+    pos = 0
+    src = src.rstrip()
+    while pos < len(src):
+        m = _TOKEN.match(src, pos)
+        if m is None or m.end() == pos:
+            raise bad(f"unexpected text at position {pos}: {src[pos : pos + 20]!r}")
+        kind = m.lastgroup or ""
+        out.append((kind, m.group(kind)))
+        pos = m.end()
+    return out
+
+
+def field_path(name: str) -> list[str]:
+    """``["state"]`` for a column, ``["config", "a", "b"]`` for ``config.a.b``; 422 otherwise."""
+    head, _, rest = name.partition(".")
+    if head in ("config", "summary") and rest:
+        parts = re.findall(r'"(?:[^"\\]|\\.)*"|[^.]+', rest)
+        path = [_unquote(p) if p.startswith('"') else p for p in parts]
+        if any(not p or '"' in p for p in path) or len(path) > MAX_KEY_DEPTH:
+            raise bad(f"bad key path in {name!r}")
+        return [head, *path]
+    if name not in COLUMNS:
+        raise bad(
+            f"unknown field {name!r}: expected one of {', '.join(COLUMNS)}, "
+            "config.<key> or summary.<key>"
+        )
+    return [name]
+
+
+class _Parser:
+    def __init__(self, toks: list[tuple[str, str]]) -> None:
+        self.toks = toks
+        self.i = 0
+        self.depth = 0
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def take(self) -> tuple[str, str]:
+        t = self.peek()
+        if t is None:
+            raise bad("unexpected end of expression")
+        self.i += 1
+        return t
+
+    def kw(self, word: str) -> bool:
+        t = self.peek()
+        if t is not None and t[0] == "word" and t[1].lower() == word:
+            self.i += 1
+            return True
+        return False
+
+    def expr(self) -> dict[str, Any]:
+        parts = [self.term()]
+        while self.kw("or"):
+            parts.append(self.term())
+        return {"or": parts} if len(parts) > 1 else parts[0]
+
+    def term(self) -> dict[str, Any]:
+        parts = [self.fact()]
+        while self.kw("and"):
+            parts.append(self.fact())
+        return {"and": parts} if len(parts) > 1 else parts[0]
+
+    def nested(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise bad(f"nested deeper than {MAX_DEPTH} levels")
+
+    def fact(self) -> dict[str, Any]:
+        if self.kw("not"):
+            self.nested()
+            inner = self.fact()
+            self.depth -= 1
+            return {"not": inner}
+        t = self.take()
+        if t == ("op", "("):
+            self.nested()
+            e = self.expr()
+            self.depth -= 1
+            if self.take() != ("op", ")"):
+                raise bad("expected ')'")
+            return e
+        if t[0] != "word" or t[1].lower() in _KEYWORDS:
+            raise bad(f"expected a field name, got {t[1]!r}")
+        fld = {"name": t[1], "path": field_path(t[1])}
+        if self.kw("exists"):
+            return {"exists": fld}
+        if self.kw("contains"):
+            return {"contains": fld, "value": self.value()}
+        op = self.take()
+        if op[0] != "op" or op[1] in "()":
+            raise bad(f"expected an operator after {t[1]!r}, got {op[1]!r}")
+        return {"cmp": _CMP[op[1]], "field": fld, "value": self.value()}
+
+    def value(self) -> Any:
+        kind, v = self.take()
+        if kind == "num":
+            return {"num": str(float(v) if any(c in v for c in ".eE") else int(v))}
+        if kind == "str":
+            return _unquote(v)
+        if kind == "word":
+            low = v.lower()
+            if low in ("true", "false"):
+                return low == "true"
+            if low == "null":
+                return None
+            return v
+        raise bad(f"expected a value, got {v!r}")
+
+
+def parse(src: str) -> dict[str, Any] | None:
+    """The expression tree of a filter (``None`` when empty); a 422 ``Problem`` names the fault."""
+    if len(src) > MAX_LENGTH:
+        raise bad(f"longer than {MAX_LENGTH} characters")
+    toks = _tokens(src)
+    if not toks:
+        return None
+    p = _Parser(toks)
+    e = p.expr()
+    extra = p.peek()
+    if extra is not None:
+        raise bad(f"unexpected {extra[1]!r}")
+    return e
+
+
+def number(value: dict[str, str]) -> int | float:
+    """The Python number of a ``{"num": text}`` tree value."""
+    text = value["num"]
+    return float(text) if any(c in text for c in ".eEn") else int(text)

@@ -1,0 +1,106 @@
+"""Engines, migrations and transactions for the two backends, chosen by URL scheme.
+
+What differs between SQLite and PostgreSQL lives in :mod:`wisp.server.store.dialect`; this module
+builds the engine through it, runs the Alembic migrations under the dialect's
+migration lock (several processes may start at once), and holds :class:`Db`, the
+engine + dialect + clock that every part of the store shares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from wisp.errors import UsageError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
+
+    from wisp.server.store.dialect import Dialect
+
+__all__ = ["Db", "make_engine", "migrate"]
+
+
+def make_engine(url: str) -> Any:
+    """A SQLAlchemy engine for ``url`` (``sqlite:///...`` or ``postgresql://...``)."""
+    try:
+        import sqlalchemy  # noqa: F401
+    except ImportError:  # pragma: no cover - depends on the install
+        raise UsageError("the wisp server needs its extra: pip install 'wisp[server]'") from None
+    from wisp.server.store.dialect import dialect_for_url
+
+    return dialect_for_url(url).make_engine(url)
+
+
+def migrate(engine: Any) -> None:
+    """Bring the schema to the newest Alembic revision (idempotent, safe concurrently)."""
+    from alembic import command
+    from alembic.config import Config
+
+    from wisp.server.store.dialect import dialect_of
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
+    with _connect(engine) as conn, conn.execution_options(wisp_write=True).begin():
+        dialect_of(engine).migration_lock(conn)
+        cfg.attributes["connection"] = conn
+        _restamp(conn)
+        command.upgrade(cfg, "head")
+
+
+def _restamp(conn: Any) -> None:
+    """A database stamped with a revision id from before the files were renamed gets the
+    new id of the same migration (:data:`wisp.server.store.migrations.RENAMED`)."""
+    from sqlalchemy import inspect, text
+
+    from wisp.server.store.migrations import RENAMED
+
+    if not inspect(conn).has_table("alembic_version"):
+        return
+    for (old,) in conn.execute(text("SELECT version_num FROM alembic_version")).all():
+        if old in RENAMED:
+            conn.execute(
+                text("UPDATE alembic_version SET version_num = :new WHERE version_num = :old"),
+                {"new": RENAMED[old], "old": old},
+            )
+
+
+def _connect(engine: Any) -> Any:
+    """The first connection to a database: one that cannot be opened (no server, wrong
+    password, unwritable file) is a ``ConnectionError`` naming it (password hidden), so the
+    CLI says it in one line."""
+    from sqlalchemy.exc import OperationalError
+
+    try:
+        return engine.connect()
+    except OperationalError as exc:
+        where = engine.url.render_as_string(hide_password=True)
+        why = " ".join(str(exc.orig or exc).split())
+        raise ConnectionError(f"cannot open the database {where}: {why}") from None
+
+
+class Db:
+    """The engine, its dialect and the clock, shared by the parts of the store."""
+
+    def __init__(self, engine: Engine, clock: Callable[[], float]) -> None:
+        from wisp.server.store.dialect import dialect_of
+
+        self.engine = engine
+        self.dialect: Dialect = dialect_of(engine)
+        self.clock = clock
+
+    @contextmanager
+    def tx(self) -> Iterator[Connection]:
+        """A write transaction (``BEGIN IMMEDIATE`` on SQLite)."""
+        with self.engine.connect() as conn:
+            conn.execution_options(wisp_write=True)
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A connection for reads."""
+        with self.engine.connect() as conn:
+            yield conn

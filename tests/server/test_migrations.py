@@ -1,0 +1,99 @@
+"""The Alembic migrations: file names in chain order, and databases stamped before the rename."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import wisp.server.store.db as db_mod
+
+MIGRATIONS = Path(db_mod.__file__).with_name("migrations")
+
+
+def _revisions() -> dict[str, tuple[str, str | None]]:
+    """file stem -> (revision, down_revision), read from the files without importing them."""
+    out = {}
+    for path in (MIGRATIONS / "versions").glob("*.py"):
+        values: dict[str, str | None] = {}
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        values[target.id] = node.value.value
+        rev = values["revision"]
+        assert isinstance(rev, str)
+        out[path.stem] = (rev, values["down_revision"])
+    return out
+
+
+def test_migration_files_sort_in_chain_order() -> None:
+    """Each file is named by its revision id, and sorting the names gives the upgrade chain."""
+    revs = _revisions()
+    assert all(stem == rev for stem, (rev, _) in revs.items())
+    assert all(len(stem) <= 32 for stem in revs)  # alembic_version.version_num is VARCHAR(32)
+    down_of = {rev: down for rev, down in revs.values()}
+    chain: list[str] = []
+    heads = [rev for rev in down_of if rev not in down_of.values()]
+    assert len(heads) == 1, f"one head expected, got {heads}"
+    at: str | None = heads[0]
+    while at is not None:
+        chain.append(at)
+        at = down_of[at]
+    assert chain[::-1] == sorted(revs)
+
+
+def test_renamed_revisions_name_existing_files() -> None:
+    """Every old revision id maps to a migration that exists, each one once."""
+    from wisp.server.store.migrations import RENAMED
+
+    assert sorted(RENAMED.values()) == sorted(_revisions())
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database (a new PostgreSQL database, not the session's shared one)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'old.db'}"
+        return
+    from tests.server.conftest import PG_HOST
+    from wisp.testing import temporary_postgres_database
+
+    with temporary_postgres_database(PG_HOST) as url:
+        yield url
+
+
+def _upgrade_to(url: str, revision: str, stamp: str) -> None:
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import text
+
+    engine = db_mod.make_engine(url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+        conn.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": stamp})
+    engine.dispose()
+
+
+def test_a_database_stamped_with_an_old_revision_id_keeps_upgrading(fresh_url: str) -> None:
+    """A database at ``0004_team`` still stamped ``0002_team`` (its id before the rename) is
+    restamped and upgraded to the head by ``open_store``, and a second open changes nothing."""
+    from sqlalchemy import inspect, text
+
+    from wisp.server import open_store
+
+    _upgrade_to(fresh_url, "0004_team", stamp="0002_team")
+    for _ in range(2):
+        store = open_store(fresh_url)
+        try:
+            with store.engine.connect() as conn:
+                got = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+                assert got == [max(_revisions())]
+                assert inspect(conn).has_table("workspaces")
+        finally:
+            store.close()
