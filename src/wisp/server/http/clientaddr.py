@@ -1,4 +1,4 @@
-"""Who is calling: the client's address, believed from forwarded headers only through trusted proxies.
+"""Who is calling: the client address, from forwarded headers only through trusted proxies.
 
 uvicorn's own ``proxy_headers`` is off (it trusts ``X-Forwarded-For`` from loopback by default,
 so anyone on the host, or behind a proxy that passes the header through, could pick their
@@ -12,10 +12,17 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from typing import Any
 
-__all__ = ["RedactSecrets", "client_address", "is_trusted", "redact_secrets", "scope_client"]
+__all__ = [
+    "RedactSecrets",
+    "client_address",
+    "is_trusted",
+    "redact_secrets",
+    "request_client",
+    "scope_client",
+]
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -53,7 +60,7 @@ def client_address(peer: str, forwarded_for: str | None, proxies: Sequence[Netwo
     return addr
 
 
-def scope_client(scope: dict[str, Any], proxies: Sequence[Network]) -> str:
+def scope_client(scope: MutableMapping[str, Any], proxies: Sequence[Network]) -> str:
     """:func:`client_address` of an ASGI scope, computed once per request."""
     got = scope.get("wisp_client")
     if isinstance(got, str):
@@ -66,6 +73,15 @@ def scope_client(scope: dict[str, Any], proxies: Sequence[Network]) -> str:
     addr = client_address(peer, xff, proxies)
     scope["wisp_client"] = addr
     return addr
+
+
+def request_client(request: Any) -> str:
+    """The client's address of a Starlette request (set by the auth middleware; the peer
+    in apps without it)."""
+    got = request.scope.get("wisp_client")
+    if isinstance(got, str):
+        return got
+    return str(request.client.host) if request.client else ""
 
 
 _SECRET_NAMES = {"key", "api_key", "apikey", "token", "access_token", "password", "secret"}

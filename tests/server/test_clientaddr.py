@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from wisp.server._clientaddr import RedactSecrets, client_address, redact_secrets
+from wisp.server.http.clientaddr import RedactSecrets, client_address, redact_secrets
 
 NETS = [ipaddress.ip_network("10.0.0.0/24"), ipaddress.ip_network("::1/128")]
 
@@ -39,5 +39,7 @@ def test_secrets_are_redacted_from_log_lines() -> None:
     )
     assert redact_secrets("/x?token=abc&password=p") == "/x?token=[redacted]&password=[redacted]"
     assert key not in redact_secrets(f"/api/v1/x/{key}?filter={key}")
-    rec = logging.LogRecord("uvicorn.access", 20, "", 0, "%s %s %s", ("1.2.3.4", "GET", f"/?key={key}"), None)
+    rec = logging.LogRecord(
+        "uvicorn.access", 20, "", 0, "%s %s %s", ("1.2.3.4", "GET", f"/?key={key}"), None
+    )
     assert RedactSecrets().filter(rec) and key not in rec.getMessage()
