@@ -29,7 +29,7 @@ class Team:
     on u1's projects) and anonymous callers."""
 
     def __init__(self, srv: Any) -> None:
-        from wisp.server._manage import users_add
+        from wisp.server.manage import users_add
 
         from wisp.server import keys_create
 
