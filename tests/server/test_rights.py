@@ -481,3 +481,23 @@ def test_run_files_download_follows_the_run(world: World) -> None:
         for who, want in zip(WHO, READ_MATRIX[(run_id, project)], strict=True):
             got = world.client(who).get(f"/api/v1/runs/{run_id}/files").status_code
             assert got == want, (run_id, who, got)
+
+
+def test_anonymous_callers_read_what_public_read_allows(world: World) -> None:
+    """Anonymous callers export, list the sweeps of and read the settings of a public-read
+    project (and nothing else: a project they may not read is a 404 like a missing one)."""
+    grid = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1]}}}
+    sweep = {"id": "pub-sweep", "project": "pub", "config": grid, "created_at": 1.0}
+    assert world.client("eve").post("/api/v1/sweeps", json=sweep).status_code == 201
+    anon = world.client("anon")
+    got = anon.post("/api/v1/export/histories", json={"runs": ["c1"], "format": "jsonl"})
+    assert got.status_code == 200
+    got = anon.post("/api/v1/export/histories", json={"runs": ["a1"], "format": "jsonl"})
+    assert got.status_code == 401
+    assert [s["id"] for s in anon.get("/api/v1/sweeps?project=pub").json()["sweeps"]] == [
+        "pub-sweep"
+    ]
+    assert anon.get("/api/v1/sweeps?project=teamp").json()["sweeps"] == []
+    assert anon.get("/api/v1/projects/pub").json()["visibility"] == "public-read"
+    assert anon.get("/api/v1/projects/priv").status_code == 404
+    assert world.client("outsider").get("/api/v1/projects/priv").status_code == 404

@@ -89,13 +89,16 @@ RULES = (
     _r("GET HEAD", r"/media/(?P<sha>[0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?", "read", "media"),
     _r("PUT", r"/media/(?P<sha>[0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?", "write", "upload"),
     _r("GET HEAD", "/projects", "read", "none"),
+    # a project's settings: the handler (404 for one the caller may not read, even anonymous)
+    _r("GET HEAD", f"{_PROJECT}", "read", "handler"),
     _r("GET HEAD", f"{_PROJECT}/runs(/[^/]+)?", "read", "project"),
     _r("GET HEAD", "/series", "read", "runs_query"),
     _r("GET HEAD", "/filter/parse", "read", "none"),
     _r("PATCH DELETE", f"/runs/{_RUN}", "write", "run_admin", "run.edit"),
     _r("GET HEAD", f"/runs/{_RUN}/files", "read", "run"),
-    _r("POST", "/export/histories", "read", "none"),  # the runs of the body: the handler
-    _r("GET HEAD", "/sweeps", "read", "none"),
+    # the runs of the body / the listed sweeps: the handler (anonymous callers: public-read)
+    _r("POST", "/export/histories", "read", "handler"),
+    _r("GET HEAD", "/sweeps", "read", "handler"),
     _r("POST", "/sweeps", "write", "none"),  # the project of the body: the handler
     _r("GET HEAD", r"/sweeps/(?P<sweep>[^/]+)(/trials|/importance|/runs)?", "read", "sweep"),
     _r("PATCH", r"/sweeps/(?P<sweep>[^/]+)", "write", "sweep_write"),

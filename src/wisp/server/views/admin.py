@@ -560,7 +560,8 @@ class AdminApi:
     async def project(self, r: In) -> Response:
         request = r.request
         p = principal_of(request)
-        need_scope(p, "read")
+        if not p.anonymous:  # anonymous callers read public-read projects' settings
+            need_scope(p, "read")
         name = request.path_params["project"]
         info = await run_in_threadpool(self.store.access.project, name)
         if info is None or not can_read_project(p, info):
