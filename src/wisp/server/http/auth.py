@@ -248,6 +248,12 @@ class AuthMiddleware:
                 status = message["status"]
                 if is_media:
                     message["headers"] = _media_headers(list(message.get("headers", [])))
+                sha = scope.get("wisp_proven")  # the handler checked the bytes: body.proven
+                if sha and 200 <= status < 300 and principal.user_id is not None:
+                    # recorded before the answer leaves: the caller's next read may rely on it
+                    await run_in_threadpool(
+                        self.store.access.add_media_owner, sha, principal.user_id
+                    )
             await send(message)
 
         token = ACTOR.set(principal)
@@ -255,9 +261,6 @@ class AuthMiddleware:
             await self.app(scope, receive, send_wrapped)
         finally:
             ACTOR.reset(token)
-        sha = scope.get("wisp_proven")  # the handler checked the bytes: _http.proven
-        if sha and 200 <= status < 300 and principal.user_id is not None:
-            await run_in_threadpool(self.store.access.add_media_owner, sha, principal.user_id)
         if rule is not None and rule.audit and status:
             await self._audit(scope, principal, rule.audit, scope["path"], status)
 

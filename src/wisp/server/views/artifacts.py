@@ -91,7 +91,7 @@ class ArtifactApi:
 
     def _lacking(self, r: In, shas: list[str]) -> list[str]:
         """Those of ``shas`` the server lacks, or holds but the caller may not read (it sends
-        them, proving it has the bytes: see ``_http.check_possession``)."""
+        them, proving it has the bytes: see ``http.body.check_possession``)."""
         known = self.art.files_known(shas)
         readable = self.access.readable_blobs(
             principal_of(r.request), [s for s in shas if s in known]

@@ -7,7 +7,7 @@ this process; ``complete`` then has the store check the size and sha256 before t
 is recorded.  Asking again for a blob whose upload was interrupted lists only the parts
 still missing (resumable).  Rights: write scope; the declared size counts against the
 caller's media quota (``_auth.check_quota``).  Only a finished upload of the bytes
-(or a PUT of them) makes the caller one of the blob's uploaders (``_http.proven``):
+(or a PUT of them) makes the caller one of the blob's uploaders (``http.body.proven``):
 ``complete`` on a blob the server held already proves nothing (409 ``upload_not_proven``).
 """
 
@@ -83,7 +83,7 @@ class UploadApi:
             return json_response({"sha256": sha, "method": "stored"})
         if not readable and await run_in_threadpool(self.blobs.exists, sha):
             # held, but not the caller's to read: it proves it has the bytes by sending them
-            # through this server (hashed, not stored again: ``_http.check_possession``)
+            # through this server (hashed, not stored again: ``http.body.check_possession``)
             return json_response({"sha256": sha, "method": "direct", "url": self._url(b, sha)})
         await run_in_threadpool(check_quota, r.request, b.size)
         if b.size == 0:  # nothing to send: the server stores the empty blob itself
