@@ -1138,6 +1138,7 @@ export interface components {
         AuditRow: {
             action: string;
             actor: string;
+            addr: string;
             id: number;
             status: number;
             target: string;
