@@ -29,9 +29,8 @@ class Team:
     on u1's projects) and anonymous callers."""
 
     def __init__(self, srv: Any) -> None:
-        from wisp.server.manage import users_add
-
         from wisp.server import keys_create
+        from wisp.server.manage import users_add
 
         self.srv = srv
         self.port = srv.port
@@ -90,14 +89,16 @@ class Team:
 
 
 @contextlib.contextmanager
-def _team(backend: str, base: Path, args: tuple[str, ...] = ()) -> Iterator[Team]:
+def _team(
+    backend: str, base: Path, args: tuple[str, ...] = (), media_url: str | None = None
+) -> Iterator[Team]:
     from wisp.testing import Server, temporary_postgres_database
 
     with contextlib.ExitStack() as stack:
         db = None
         if backend == "postgresql":
             db = stack.enter_context(temporary_postgres_database(PG_HOST))
-        yield Team(stack.enter_context(Server(base, db=db, args=args)))
+        yield Team(stack.enter_context(Server(base, db=db, args=args, media_url=media_url)))
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -367,3 +368,25 @@ def test_keys_in_query_strings_are_never_logged(team: Team) -> None:
     team.call("GET", f"/api/v1/projects?api_key={key}&token={key}")
     time.sleep(0.3)
     assert key not in team.srv.log.read_text(errors="replace")
+
+
+@pytest.mark.parametrize("kind", ["media", "artifact"])
+def test_complete_without_bytes_grants_nothing_on_an_object_store(
+    tmp_path: Path, s3_url: str, kind: str
+) -> None:
+    """With S3 (presigned uploads) too: a `complete` naming an upload that never carried the
+    bytes, for a blob held as either kind, is refused and grants no read (GET, HEAD, or the
+    presigned redirect)."""
+    with _team("sqlite", tmp_path / "srv", media_url=s3_url) as team:
+        data, sha = _blob(f"s3-private-{kind}")
+        assert team.call("PUT", f"/api/v1/media/{sha}.png", "u1", data)[0] == 201
+        team.log_run("u1", "r1", "u1/secret", {"img": {"_type": "image", "sha256": sha}})
+        done = {"kind": kind, "size": len(data), "upload_id": "x"}
+        status, got = team.call("POST", f"/api/v1/uploads/{sha}/complete", "u2", done)
+        assert status == 409 and got["error"]["code"] == "upload_not_proven", (status, got)
+        for method in ("GET", "HEAD"):
+            assert team.call(method, f"/api/v1/media/{sha}", "u2")[0] in (403, 404)
+        plan = {"kind": kind, "size": len(data)}
+        status, got = team.call("POST", f"/api/v1/uploads/{sha}", "u2", plan)
+        assert status == 200 and got["method"] == "direct", got  # send the bytes instead
+        assert team.call("GET", f"/api/v1/media/{sha}", "u1")[0] in (200, 302, 307)
