@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.server.conftest import blob_namings
+
 PG_HOST = os.environ.get("WISP_TEST_PG", "postgresql://postgres@127.0.0.1:5432")
 PASSWORD = "correct horse battery"
 
@@ -168,21 +170,6 @@ def test_complete_without_bytes_grants_nothing(team: Team, kind: str) -> None:
     assert team.call("GET", read, "u2")[0] == 200
 
 
-# every way a media value can name a sha256
-def _namings(sha: str) -> list[dict[str, Any]]:
-    img = {"_type": "image", "sha256": sha, "path": "media/x.png"}
-    return [
-        img,
-        {"_type": "images", "items": [img]},
-        {"_type": "html", "sha256": sha},
-        {"_type": "object3d", "sha256": sha},
-        {"_type": "video", "sha256": sha},
-        {"_type": "audio", "sha256": sha},
-        {"_type": "table", "sha256": sha, "columns": ["a"], "rows": 1},
-        {"_type": "table", "columns": ["a"], "data": [[img]]},
-    ]
-
-
 def test_naming_a_sha_in_your_own_run_grants_nothing(team: Team) -> None:
     """u2 naming u1's private sha256 in its own runs (every media type, tables, galleries, a
     public-read project) reads nothing, nor does anyone reading u2's project; once u2 sends
@@ -190,7 +177,7 @@ def test_naming_a_sha_in_your_own_run_grants_nothing(team: Team) -> None:
     data, sha = _blob("u1-private")
     assert team.call("PUT", f"/api/v1/media/{sha}.png", "u1", data)[0] == 201
     team.log_run("u1", "r1", "u1/secret", {"img": {"_type": "image", "sha256": sha}})
-    for i, value in enumerate(_namings(sha)):
+    for i, value in enumerate(blob_namings(sha)):
         team.log_run("u2", f"steal{i}", "u2/pub", {"v": value})
     status, _ = team.call(
         "PUT", "/api/v1/entities/u2/projects/pub", "u2", {"visibility": "public-read"}
@@ -327,15 +314,20 @@ def test_headers_are_limited_as_documented(team: Team) -> None:
 
 
 def test_content_length_over_the_limit_is_refused_before_reading(team: Team) -> None:
-    """A declared 1 GiB JSON body gets 413 at once, before a byte of it is sent."""
-    head = (
-        f"POST /api/v1/runs/r9/records HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        f"Authorization: Bearer {team.keys['u1']}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {1 << 30}\r\n\r\n"
-    ).encode()
-    t0 = time.monotonic()
-    assert _raw(team, head).startswith(b"HTTP/1.1 413")
-    assert time.monotonic() - t0 < 5
+    """A declared body over the route's limit (a 1 GiB batch, a 2 TiB artifact file) gets 413
+    at once, before a byte of it is sent."""
+    for target, size in (
+        ("POST /api/v1/runs/r9/records", 1 << 30),
+        (f"PUT /api/v1/artifact-files/{'a' * 64}", 1 << 41),
+    ):
+        head = (
+            f"{target} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: Bearer {team.keys['u1']}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {size}\r\n\r\n"
+        ).encode()
+        t0 = time.monotonic()
+        assert _raw(team, head).startswith(b"HTTP/1.1 413"), target
+        assert time.monotonic() - t0 < 5
 
 
 def test_malformed_paths_are_4xx(team: Team) -> None:

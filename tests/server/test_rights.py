@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from tests.server.conftest import history
+from tests.server.conftest import blob_namings, history
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"team-image"
 SHA = hashlib.sha256(PNG).hexdigest()
@@ -380,18 +380,6 @@ def _blob_reads(sha: str) -> list[tuple[str, str]]:
     ]
 
 
-def _namings(sha: str) -> list[dict[str, Any]]:
-    """Every way a media value can name a blob (tables nest images in their cells)."""
-    img = {"_type": "image", "sha256": sha}
-    kinds = ("html", "object3d", "video", "audio", "table")
-    return [
-        img,
-        {"_type": "images", "items": [img]},
-        *({"_type": k, "sha256": sha} for k in kinds),
-        {"_type": "table", "columns": ["a"], "data": [[img]]},
-    ]
-
-
 def test_blob_matrix(world: World) -> None:
     """Who reads a blob's bytes, through every read path: alice's private image only alice
     (and site admins); the team image its project's readers.  Dave naming either sha256 in
@@ -412,7 +400,7 @@ def test_blob_matrix(world: World) -> None:
         for kind in ("media", "artifact"):
             done = {"kind": kind, "size": 10, "upload_id": "x"}
             assert dave.post(f"/api/v1/uploads/{sha}/complete", json=done).status_code == 409
-        rows = [(i, 1.0, {"v": v}) for i, v in enumerate(_namings(sha))]
+        rows = [(i, 1.0, {"v": v}) for i, v in enumerate(blob_namings(sha))]
         records = [{"type": 1, "data": {"project": "daves"}}, history(rows)]
         batch = {"writer_id": "wd", "first_seq": 0, "records": records}
         assert dave.post(f"/api/v1/runs/d-{sha[:8]}/records", json=batch).status_code == 200
