@@ -2,18 +2,28 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+SUM := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# The demo needs the runtime extras only (numpy and video for examples/train.py, the server for the
+# dashboard); the tests need the whole development stack (torch, lightning, playwright, ...).
+# One virtual environment, one stamp per set: `make demo` after `make test` installs nothing.
+DEMO_STAMP := $(VENV)/.installed-demo-$(SUM)
+DEV_STAMP := $(VENV)/.installed-dev-$(SUM)
 
-.PHONY: demo test lint typecheck bench install clean web chromium nginx api-types
+.PHONY: demo ui test lint typecheck bench install install-demo clean web chromium nginx api-types
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q -e '.[dev]'
-	rm -f $(VENV)/.installed-*
+$(DEMO_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q -e '.[server,numpy,video]'
+	rm -f $(VENV)/.installed-demo-*
 	touch $@
+
+$(DEV_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-dev-* $(VENV)/.installed-demo-*
+	touch $@ $(DEMO_STAMP)
 
 # The dashboard: built by Vite into the package (src/wisp/server/static, not committed).
 WEB_OUT := src/wisp/server/static/index.html
@@ -28,23 +38,46 @@ web: $(WEB_OUT)
 # and the @endpoint routes): web/openapi.json, then web/src/api.gen.ts from it. Both are
 # committed; the Vite build (npm prebuild) regenerates api.gen.ts from web/openapi.json, and
 # tests/server/test_types.py fails when either is stale.
-api-types: $(STAMP)
+api-types: $(DEV_STAMP)
 	$(BIN)/python -m wisp.server.http.openapi > web/openapi.json
 	cd web && npm ci --no-audit --no-fund && npm run gen:api
 
-# Browser tests drive Debian's Chromium (never a downloaded browser).
+# System packages, said before they are installed (apt-get needs root):
+# - Debian's chromium and chromium-driver, installed with apt-get: the browser tests drive them
+#   (never a downloaded browser);
+# - Debian's nginx binary for the stateless-servers test (three `wisp server` processes behind
+#   it, run as the test user with its own prefix and config on a loopback port): the package is
+#   downloaded and unpacked into .venv/nginx, never installed, so no service is enabled or started.
 chromium:
-	command -v chromium || (apt-get update && apt-get install -y chromium chromium-driver)
+	@command -v chromium >/dev/null || test -x /usr/bin/chromium || { \
+	  echo "make: installing Debian packages chromium chromium-driver (browser tests) with apt-get (needs root)"; \
+	  apt-get update -qq && apt-get install -y -qq chromium chromium-driver; }
 
-# The stateless-servers test puts three `wisp server` processes behind Debian's nginx
-# (run as the test user, with its own prefix and config, on a loopback port).
-nginx:
-	command -v nginx || test -x /usr/sbin/nginx || (apt-get update && apt-get install -y nginx)
+NGINX := $(BIN)/nginx
+$(NGINX): | $(BIN)/python
+	@echo "make: unpacking Debian's nginx package into $(VENV)/nginx (not installed: no service is enabled)"
+	rm -rf $(VENV)/nginx && mkdir -p $(VENV)/nginx
+	cd $(VENV)/nginx && { apt-get download -qq nginx 2>/dev/null || \
+	  { echo "make: apt-get update (the package lists are needed to download nginx)"; \
+	    apt-get update -qq && apt-get download -qq nginx; }; }
+	dpkg-deb -x $(VENV)/nginx/nginx_*.deb $(VENV)/nginx && rm $(VENV)/nginx/nginx_*.deb
+	ln -sf ../nginx/usr/sbin/nginx $@
+	$@ -v
 
-install: $(STAMP) web
+nginx: $(NGINX)
 
-demo: install web
+install: $(DEV_STAMP) web
+
+install-demo: $(DEMO_STAMP) web
+
+# The demo's runs are written to ./wisp; afterwards `.venv/bin/wisp ui` (or `make ui`) serves
+# them again, `.venv/bin/python` runs scripts that `import wisp` (no activation needed).
+demo: install-demo
 	$(BIN)/python examples/train.py
+	@echo "make: the dashboard follows ./wisp; stop it with Ctrl-C, start it again with .venv/bin/wisp ui (or make ui)"
+	$(BIN)/wisp ui
+
+ui: install-demo
 	$(BIN)/wisp ui
 
 lint: install
@@ -54,8 +87,9 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# .venv/bin first on PATH: the tests find the unpacked nginx (and the venv's `wisp`) there.
 test: install web chromium nginx lint typecheck
-	$(BIN)/python -m pytest
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
 # `make bench` runs every benchmark; `make bench ONLY="sdk media"` runs some.
 bench: install

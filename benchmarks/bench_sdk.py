@@ -131,6 +131,48 @@ def bench_log_latency(rows: list[tuple[str, str, str]], tmp: str, calls: int = 2
     rows.append(("  backpressure waits", str(run.backpressure_waits), ""))
 
 
+def _timed_logs(log: Any, calls: int) -> list[int]:
+    pc = time.perf_counter_ns
+    lat = []
+    for i in range(calls):
+        d = {"a": 0.1 * i, "b": 1.0, "c": 2.0, "d": 3.0, "e": 4.0}
+        t0 = pc()
+        log(d)
+        lat.append(pc() - t0)
+    return lat
+
+
+def bench_log_after_fork(rows: list[tuple[str, str, str]], tmp: str, calls: int = 100_000) -> None:
+    """log() in a parent that has forked (one step counter shared with its children), and a
+    forked child's write-through log() (each row written before the call returns)."""
+    run = _init(project="f", dir=tmp, settings={"git": False})
+    before, _, _ = _percentiles(_timed_logs(run.log, calls))
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: write-through log() to its own segment
+        os.close(read)
+        p50, p99, _ = _percentiles(_timed_logs(run.log, 5_000))
+        os.write(write, f"{p50} {p99}".encode())
+        os._exit(0)
+    os.close(write)
+    child = os.read(read, 100).decode().split()
+    os.close(read)
+    os.waitpid(pid, 0)
+    gc.collect()
+    after, after99, _ = _percentiles(_timed_logs(run.log, calls))
+    run.finish()
+    c50, c99 = float(child[0]), float(child[1])
+    rows.append(("log() 5 floats, auto step, before any fork: p50", f"{before:.2f} us", ""))
+    rows.append(
+        (
+            "  after a fork, in the parent (shared steps): p50 / p99",
+            f"{after:.2f} / {after99:.2f} us",
+            "",
+        )
+    )
+    rows.append(("  in a forked child (write-through): p50 / p99", f"{c50:.2f} / {c99:.2f} us", ""))
+
+
 def bench_throughput(rows: list[tuple[str, str, str]], tmp: str, points: int = 1_000_000) -> None:
     gc.collect()
     rss0 = _rss_kb()
@@ -180,6 +222,7 @@ def main() -> list[tuple[str, str, str]]:
         bench_init(rows, tmp)
         bench_log_latency(rows, tmp)
         bench_throughput(rows, tmp)
+        bench_log_after_fork(rows, tmp)
     width = max(len(r[0]) for r in rows)
     print(f"\n== SDK core ({sys.version.split()[0]}, {os.cpu_count()} cpus) ==")
     print(f"{'measure'.ljust(width)}  {'value':>16}  target")

@@ -77,7 +77,7 @@ def final_media(
         "plots/roc": wisp.plot.roc_curve(yv.astype(int), pv, labels=["inner", "outer"]),
         "plots/pr": wisp.plot.pr_curve(yv.astype(int), pv, labels=["inner", "outer"]),
     }
-    try:  # H.264 with PyAV (pip install 'wisp[video]'), else a GIF with Pillow
+    try:  # H.264 with PyAV (pip install 'wisp-tracker[video]'), else a GIF with Pillow
         frames = np.stack(surfaces).transpose(0, 3, 1, 2)  # (T, C, H, W)
         out["media/surface_video"] = wisp.Video(frames, fps=4, caption="decision surface")
     except ImportError as exc:

@@ -10,6 +10,20 @@ import pytest
 import wisp
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Tests behave the same whatever SIGINT disposition the suite was started with.
+
+    A shell that ignores SIGINT (nohup, a background job, CI) hands the ignored signal to
+    pytest and through it to every child process, where Ctrl-C then does nothing and the
+    SIGINT tests hang.  A handler (unlike an ignored signal) is reset to the default by exec,
+    so every child the tests start gets SIGINT as a terminal would deliver it.
+    """
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     for name in list(__import__("os").environ):

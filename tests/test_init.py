@@ -52,6 +52,42 @@ def test_bad_arguments_are_clear_errors() -> None:
         wisp.init(id="a b")
 
 
+def test_an_argument_typo_gets_a_suggestion_and_the_list_of_arguments() -> None:
+    """A misspelt init() argument is refused with the closest of init()'s own names (or wandb's) and every name init() takes."""
+    with pytest.raises(UsageError) as err:
+        wisp.init(projet="p")  # type: ignore[call-arg]
+    msg = str(err.value)
+    assert "'projet' (did you mean 'project'?)" in msg
+    assert "init() takes project, name, config," in msg and "entity, reinit" in msg
+    assert "ignores) these wandb-only ones: allow_val_change" in msg
+    with pytest.raises(UsageError, match=r"'save_cod' \(did you mean 'save_code'\?\)"):
+        wisp.init(save_cod=True)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    "call", ["wisp.init(projet='p')", "wisp.init(mode='onlin')", "wisp.init(tags='a')"]
+)
+def test_a_refused_init_shows_the_callers_line_and_one_line_of_wisp(
+    tmp_path: Path, call: str
+) -> None:
+    """The traceback of a UsageError from init() is the user's line, then wisp's one `raise` line that points at the message: no internal frames."""
+    (tmp_path / "train.py").write_text(f"import wisp\n{call}\n")
+    out = subprocess.run(
+        [sys.executable, str(tmp_path / "train.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "WISP_DIR": str(tmp_path)},
+    )
+    frames = [line.strip() for line in out.stderr.splitlines() if line.startswith("  File ")]
+    assert len(frames) == 2, out.stderr
+    assert frames[0].startswith(f'File "{tmp_path / "train.py"}", line 2')
+    assert frames[1].endswith("in init")
+    assert "raise refused  # init() refused: the message below says why" in out.stderr
+    assert "noqa" not in out.stderr and "During handling" not in out.stderr
+    assert out.stderr.splitlines()[-1].startswith("wisp.errors.UsageError: ")
+
+
 def test_explicit_id_and_dir_are_used(tmp_path: Path) -> None:
     """id= and dir= choose the run id and the base directory."""
     run = wisp.init(id="my-run_1", dir=str(tmp_path / "base"))

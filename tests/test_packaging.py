@@ -72,7 +72,7 @@ def test_built_wheel_serves_the_dashboard(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     res = _build(src, dist, env=_clean_env())  # sdist, then the wheel from that sdist
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    (wheel,) = dist.glob("wisp-*.whl")
+    (wheel,) = dist.glob("wisp_tracker-*.whl")
     built = (src / "src/wisp/server/static/index.html").read_bytes()
 
     env_dir = tmp_path / "venv"

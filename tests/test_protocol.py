@@ -203,3 +203,10 @@ def test_step_rule_matches_the_servers_column() -> None:
     """Steps 0 .. 2**62-1 are valid; 2**62 and -1 are not (the server's signed 64-bit column)."""
     assert P.step_problem(0) is None and P.step_problem(P.MAX_STEP - 1) is None
     assert P.step_problem(P.MAX_STEP) is not None and P.step_problem(-1) is not None
+
+
+def test_step_refusal_names_the_keys_and_the_rule() -> None:
+    """log()'s refusal of a step out of range names up to five keys, the step and the rule."""
+    msg = P.step_refusal([f"k{i}" for i in range(7)], 2**62)
+    assert msg.startswith("log() of 'k0', 'k1', 'k2', 'k3', 'k4', ... refused: step must be")
+    assert "< 2**62, got 4611686018427387904" in msg

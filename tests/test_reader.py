@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import wisp
+from wisp._reader import _merge_step_runs
 from wisp.errors import RunFileError
 
 
@@ -108,3 +109,13 @@ def test_scalars_indexed_by_a_declared_step_metric() -> None:
     assert data.step_metric("trainer/global_step") is None
     assert data.scalars("epoch_acc", x="defined") == ([0], [0.9])
     assert data.scalars("loss", x="epoch") == ([], [])
+
+
+def test_a_forked_childs_rows_at_one_step_merge_as_on_the_server() -> None:
+    """Consecutive rows of a child's segment at one step read as one row, later values winning; other rows pass as they are."""
+    rows = [(5, 1.0, {"a": 1}), (5, 2.0, {"a": 2, "b": 3}), (6, 3.0, {"a": 4}), (5, 4.0, {"c": 5})]
+    assert list(_merge_step_runs(iter(rows))) == [
+        (5, 2.0, {"a": 2, "b": 3}),
+        (6, 3.0, {"a": 4}),
+        (5, 4.0, {"c": 5}),
+    ]

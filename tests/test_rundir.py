@@ -183,3 +183,9 @@ def test_user_files_skip_what_wisp_writes(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "media").write_text("u")
     assert user_files(str(tmp_path)) == ["model.pt", "sub/media"]
+
+
+def test_the_run_id_is_read_from_a_run_directory_name() -> None:
+    """id_of_dir() gives the id in run-<stamp>-<id> (ids may hold dashes), else the folder's name."""
+    assert R.id_of_dir(f"/x/{R.dir_name('20240101_000000', 'my-run-1')}/") == "my-run-1"
+    assert R.id_of_dir("/x/elsewhere") == "elsewhere"

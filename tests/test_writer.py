@@ -8,10 +8,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from wisp._deferred import Deferred
 from wisp._protocol import RecordType
+from wisp._rundir import write_meta
 from wisp._runfile import decode_history, iter_records
 from wisp._writer import CALL, METRIC, RECORD, ROW, ROW_DEFERRED, SUMMARY_SET, Writer
+from wisp.errors import RunStateError
 
 
 def _writer(tmp_path: Path, **kw: Any) -> Writer:
@@ -200,3 +204,24 @@ def test_a_record_with_one_bad_piece_is_written_without_it(tmp_path: Path) -> No
     assert recs[RecordType.CONSOLE]["lines"] == [[1.0, "stdout", "ok"], [1.0, "stdout", "\ufffd"]]
     assert recs[RecordType.WARNING]["where"] == "config.config.n"
     assert w.failures == {"value": 1}
+
+
+def test_a_run_file_has_one_writer_at_a_time(tmp_path: Path) -> None:
+    """A second writer of the same run file is refused (flock) naming the process in run.json; once the first closes, it may open."""
+    first = _writer(tmp_path)
+    write_meta(str(tmp_path), {"id": "r1", "pid": 4242, "host": "box"})
+    with pytest.raises(RunStateError, match=r"being written by process 4242 on box"):
+        _writer(tmp_path)
+    assert first.close(5)
+    second = _writer(tmp_path)
+    assert second.close(5)
+
+
+def test_an_inline_writer_writes_before_put_returns(tmp_path: Path) -> None:
+    """inline=True (a forked child's segment): no thread; each put() is encoded and on disk when it returns."""
+    w = Writer(
+        str(tmp_path), "run.wisp", flush_interval=1, fsync="never", queue_size=100, inline=True
+    )
+    w.put((ROW, 0, 1.0, {"a": 1.0}))
+    assert _records(tmp_path) == [(RecordType.HISTORY, [[0, 1.0, {"a": 1.0}]])]
+    assert not w.thread.is_alive() and w.barrier(0) and w.close(0)

@@ -14,8 +14,7 @@ wandb.login()
 run = wandb.init(
     project="switch-demo",
     config={"lr": 0.01, "epochs": 5},
-    entity="my-team",  # wandb-only: accepted and ignored with one warning
-    save_code=True,
+    entity="my-team",  # on a server: the run is filed under my-team/switch-demo
 )
 wandb.define_metric("val/acc", summary="max")
 for epoch in range(wandb.config.epochs):

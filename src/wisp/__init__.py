@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from wisp.api import Api
     from wisp.artifacts import Artifact
     from wisp.media import Audio, Histogram, Html, Image, Object3D, Table, Video
+    from wisp.reports import Report
     from wisp.sweeps import agent, sweep
 
 __version__ = "0.1.0"
@@ -45,6 +46,7 @@ __all__ = [
     "Image",
     "Metric",
     "Object3D",
+    "Report",
     "Run",
     "RunData",
     "RunStateError",
@@ -91,6 +93,7 @@ _LAZY = {
     "Settings": ("wisp._settings", "Settings"),
     "open_run": ("wisp._reader", "open_run"),
     "Api": ("wisp.api", "Api"),
+    "Report": ("wisp.reports", "Report"),
     "flush": ("wisp._hooks", "flush"),
     "RunData": ("wisp._reader", "RunData"),
     "doctor": ("wisp._doctor", "doctor"),
@@ -151,24 +154,26 @@ def init(
     """
     from wisp._init import start_run
 
-    reinit, entity = wandb_only.get("reinit"), wandb_only.get("entity")
-    if wandb_only:
-        from wisp._init import wandb_only_args
-
-        config = wandb_only_args(wandb_only, config)
-    how = "finish_previous"
-    if reinit is not None:
-        from wisp._wandb_env import reinit_mode
-
-        how = reinit_mode(reinit)
-        if how == "return_previous":
-            from wisp._run import live_runs
-
-            live = live_runs()
-            if live:
-                return live[-1]
-
+    refused: WispError | None = None
     try:
+        reinit, entity = wandb_only.get("reinit"), wandb_only.get("entity")
+        if wandb_only:
+            from wisp._init import wandb_only_args
+
+            code = init.__code__
+            own = code.co_varnames[: code.co_argcount]  # init()'s own parameters
+            config = wandb_only_args(wandb_only, config, own)
+        how = "finish_previous"
+        if reinit is not None:
+            from wisp._wandb_env import reinit_mode
+
+            how = reinit_mode(reinit)
+            if how == "return_previous":
+                from wisp._run import live_runs
+
+                live = live_runs()
+                if live:
+                    return live[-1]
         new = start_run(
             project=project,
             name=name,
@@ -187,9 +192,11 @@ def init(
             entity=entity,
         )
     except (UsageError, FatalApiError) as exc:
-        # the caller's mistake (a bad setting, a refused key): the message says it all, so
-        # the traceback ends at this call, not deep inside wisp
-        raise exc.with_traceback(None)  # noqa: B904 - the same exception, re-raised
+        # the caller's mistake (a bad argument or setting, a refused key): the message says
+        # it all, so the traceback is the caller's line and the one below, not wisp's insides
+        refused = exc.with_traceback(None)
+    if refused is not None:
+        raise refused  # init() refused: the message below says why
     if how != "create_new":  # as in wandb: create_new leaves wisp.run alone
         global run
         run = new

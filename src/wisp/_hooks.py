@@ -106,10 +106,11 @@ _held: list[Any] = []  # writer locks taken by _before_fork, released in the par
 
 def _before_fork() -> None:
     """Let each writer finish the slice it is on (bounded), so the fork sees it idle."""
-    from wisp import _run
+    from wisp import _run, _shared_steps
 
     deadline = time.monotonic() + _FORK_WAIT
     for run in _run.live_runs():
+        _shared_steps.before_fork(run)  # one step counter for the run's processes
         w = run.writer
         if w is not None and w.busy.acquire(timeout=max(0.0, deadline - time.monotonic())):
             _held.append(w.busy)

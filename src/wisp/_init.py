@@ -149,16 +149,26 @@ def _check_str(what: str, value: Any, max_len: int = MAX_NAME_LENGTH) -> str | N
     return value
 
 
-def wandb_only_args(kwargs: Mapping[str, Any], config: Any) -> Any:
+def wandb_only_args(kwargs: Mapping[str, Any], config: Any, own: tuple[str, ...] = ()) -> Any:
     """Check ``init(**kwargs)``: refuse unknown names, warn once about ignored wandb ones.
 
-    Returns ``config`` filtered by ``config_exclude_keys`` / ``config_include_keys``.
+    ``own`` is init()'s own parameter names (suggested for a typo first).  Returns
+    ``config`` filtered by ``config_exclude_keys`` / ``config_include_keys``.
     """
     unknown = sorted(k for k in kwargs if k not in WANDB_ONLY_ARGS)
     if unknown:
+        from wisp._settings import _did_you_mean
+
+        takes = (*own, *_HONOURED)
+        ignored = sorted(set(WANDB_ONLY_ARGS) - set(_HONOURED))
+
+        def which(k: str) -> str:  # a typo of init()'s own names first, then wandb's
+            return f"{k!r}{_did_you_mean(k, takes) or _did_you_mean(k, ignored)}"
+
         raise UsageError(
-            f"init() got unexpected argument(s) {', '.join(map(repr, unknown))}; wisp accepts "
-            f"wisp's own arguments and these wandb-only ones: {', '.join(sorted(WANDB_ONLY_ARGS))}"
+            f"init() got unexpected argument(s) {'; '.join(map(which, unknown))}. "
+            f"init() takes {', '.join(takes)}, and accepts (and ignores) these wandb-only "
+            f"ones: {', '.join(ignored)}"
         )
     ignored = sorted(k for k in kwargs if k not in _HONOURED)
     if ignored:
@@ -317,6 +327,10 @@ def start_run(
                 project = resumed.project
             config = resumed.merge_config(config)
     run_id = id or (_ranks.shared_run_id() if shared else new_run_id())
+    if id is not None and resumed is None and not shared and s.mode != "disabled":
+        from wisp._resume import refuse_live_twin
+
+        refuse_live_twin(os.path.abspath(s.dir or os.getcwd()), run_id)
     name = name or _default_name(run_id, shared=shared)
     if s.mode == "disabled":
         return Run(

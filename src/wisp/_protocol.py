@@ -19,6 +19,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # no typing at run time (import cost)
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 __all__ = [
@@ -39,6 +40,10 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "MAX_NOTES_LENGTH",
     "MAX_PROJECT_LENGTH",
+    "MAX_REPORT_BYTES",
+    "MAX_REPORT_PANELS",
+    "MAX_RUNSETS",
+    "MAX_RUNSET_RUNS",
     "MAX_SEQ",
     "MAX_STEP",
     "MAX_STREAM_LENGTH",
@@ -64,6 +69,7 @@ __all__ = [
     "project_problem",
     "row_problem",
     "step_problem",
+    "step_refusal",
     "text_problem",
     "url_problem",
 ]
@@ -162,6 +168,14 @@ MAX_INT = 1 << 64
 REPLACEMENT = "\ufffd"
 #: The default of the ``max_value_bytes`` setting (bytes one logged value may store).
 DEFAULT_MAX_VALUE_BYTES = 4 * 1024 * 1024
+
+# -- reports (wisp.reports, docs/reports.md) ---------------------------------------------------
+
+#: A report file's size in UTF-8 bytes, its panels, run sets and the ids one run set names.
+MAX_REPORT_BYTES = 1 << 20
+MAX_REPORT_PANELS = 200
+MAX_RUNSETS = 50
+MAX_RUNSET_RUNS = 1000
 
 # -- ids ----------------------------------------------------------------------------------------
 
@@ -322,6 +336,17 @@ def step_problem(step: int) -> str | None:
     if 0 <= step < MAX_STEP:
         return None
     return f"must be >= 0 and < 2**62, got {step}"
+
+
+def step_refusal(keys: Iterable[str], step: int) -> str:
+    """What ``log()`` says when the step a row would get (given, or the next one after
+    ``step=2**62 - 1``) breaks :func:`step_problem`: the keys, the step and the rule."""
+    names = [repr(k) for k in keys]
+    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    return (
+        f"log() of {shown} refused: step {step_problem(step)} (wisp._protocol.MAX_STEP); "
+        "nothing was recorded and the run goes on"
+    )
 
 
 class Invalid(ValueError):

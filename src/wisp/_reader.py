@@ -13,8 +13,9 @@ distinct; ``RunData.ranks`` maps each rank to its own, unprefixed RunData.
 
 Rows that forked child processes logged to the run are in segment files of their
 own (``run.fork<PID>.wisp``); ``open_run(dir)`` yields them after the run's own
-rows, child by child, with their keys unchanged; ``RunData.forks`` maps each pid
-to its segment.  Summary and state are the run's own.
+rows, child by child, with their keys unchanged (a child's consecutive rows at one
+step merged, later values winning, as the server keeps them); ``RunData.forks`` maps
+each pid to its segment.  Summary and state are the run's own.
 """
 
 from __future__ import annotations
@@ -336,7 +337,23 @@ def _with_forks(data: RunData, run_dir: str) -> RunData:
         part = RunData(path)
         pid = int(os.path.basename(path)[len("run.fork") : -len(".wisp")])
         data.forks[pid] = part
-        data._extra_rows.extend(part._rows())
+        data._extra_rows.extend(_merge_step_runs(part._rows()))
         data.record_count += part.record_count
         data.ignored_bytes += part.ignored_bytes
     return data
+
+
+def _merge_step_runs(rows: Iterator[Any]) -> Iterator[Any]:
+    """A forked child's rows with consecutive rows at one step merged (later values win),
+    as the server stores them: a child writes each ``log()`` through, so ``log(.., step=5)``
+    twice is two rows at step 5 in its segment (docs/safety.md)."""
+    held = None
+    for step, ts, values in rows:
+        if held is not None and held[0] == step:
+            held = (step, ts, {**held[2], **values})
+            continue
+        if held is not None:
+            yield held
+        held = (step, ts, values)
+    if held is not None:
+        yield held

@@ -21,14 +21,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wisp._meta import process_alive
-from wisp._rundir import RUN_FILE, RUNS_DIR, find_by_id, mark_not_done, read_meta
+from wisp._rundir import RUN_FILE, RUNS_DIR, find_by_id, id_of_dir, mark_not_done, read_meta
 from wisp._runfile import RecordTail, RecordType, decode_history, scan
 from wisp.errors import RunFileError, RunStateError, UsageError
 
 if TYPE_CHECKING:
     from wisp._run import Run
 
-__all__ = ["Resumed", "find_resumable"]
+__all__ = ["Resumed", "find_resumable", "refuse_live_twin"]
 
 
 class Resumed(NamedTuple):
@@ -94,8 +94,8 @@ def find_resumable(base: str, run_id: str | None, resume: Any) -> Resumed | None
     return _read(run_dir)
 
 
-def _read(run_dir: str) -> Resumed:
-    path = os.path.join(run_dir, RUN_FILE)
+def _writing_process(run_dir: str) -> str | None:
+    """``"process PID on HOST"`` while another live process writes the run in ``run_dir``."""
     meta = read_meta(run_dir)
     pid = meta.get("pid")
     if (
@@ -103,9 +103,28 @@ def _read(run_dir: str) -> Resumed:
         and pid != os.getpid()
         and process_alive(pid, meta.get("host"))
     ):
-        raise RunStateError(
-            f"cannot resume run {meta.get('id')}: process {meta['pid']} is still writing it"
-        )
+        return f"process {pid} on {meta.get('host')}"
+    return None
+
+
+def refuse_live_twin(base: str, run_id: str) -> None:
+    """A new run given an id that a live process is writing under ``base`` is refused at
+    ``init()`` (RunStateError naming that process): two writers of one id never mix steps."""
+    for run_dir in find_by_id(base, run_id):
+        other = _writing_process(run_dir)
+        if other is not None:
+            raise RunStateError(
+                f"init(id={run_id!r}): {other} is writing run {run_id} ({run_dir}); two "
+                "processes never write one run: give this one another id, or resume it once "
+                "that process has ended (init(id=..., resume='allow'))"
+            )
+
+
+def _read(run_dir: str) -> Resumed:
+    path = os.path.join(run_dir, RUN_FILE)
+    other = _writing_process(run_dir)
+    if other is not None:
+        raise RunStateError(f"cannot resume run {id_of_dir(run_dir)}: {other} is still writing it")
     try:
         info = scan(path)
         if info.ignored:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 
 from wisp import _runfile
 from wisp._config import Config
-from wisp._protocol import MAX_STEP, project_entity, step_problem
+from wisp._protocol import MAX_STEP, project_entity, step_refusal
 from wisp._run_wandb import WandbRunApi
 from wisp._rundir import META_FILE, RUN_FILE, write_meta
 from wisp._runfile import RecordType
@@ -127,6 +127,7 @@ class Run(WandbRunApi):
             flush_interval=settings.flush_interval,
             fsync=settings.fsync,
             queue_size=settings.queue_size,
+            disk_full_memory=settings.disk_full_memory,
         )
         self._queue = self._writer.queue
         self._write_meta("running")
@@ -274,7 +275,7 @@ class Run(WandbRunApi):
                     )
                     return
                 if step >= MAX_STEP:  # the server stores steps as signed 64-bit (protocol)
-                    raise UsageError(f"log() step {step_problem(step)}")
+                    raise UsageError(step_refusal(data, step))
                 if self._pending is not None:
                     self._commit_pending()
                 self._step = cur = step
@@ -282,6 +283,8 @@ class Run(WandbRunApi):
                 commit = False
         elif commit is None:
             commit = True
+        if cur >= MAX_STEP:  # the step counter ran past the range (after step=2**62 - 1)
+            raise UsageError(step_refusal(data, cur))
         pending = self._pending
         if pending is not None:
             pending.update(row)
@@ -296,9 +299,9 @@ class Run(WandbRunApi):
             self._pending_deferred = deferred
 
     def _start_fork_segment(self) -> bool:
-        """In a forked child, on its first record: a writer of its own on
-        ``run.fork<PID>.wisp`` (never the parent's file, locks or threads).  False when
-        this process cannot record to the run."""
+        """In a forked child, on its first record: a writer of its own on ``run.fork<PID>.wisp``
+        (never the parent's file or locks), written through, no thread.  False when this
+        process cannot record to the run."""
         if self._fork_of is None or self._finished or self.dir is None:
             return False
         from wisp._rundir import fork_file_name
@@ -315,11 +318,12 @@ class Run(WandbRunApi):
             fsync=s.fsync,
             queue_size=s.queue_size,
             summaries=False,
+            disk_full_memory=s.disk_full_memory,
+            inline=True,  # no thread: log() writes through (wisp._shared_steps), os._exit is safe
         )
         self._queue = self._writer.queue
         self._live = True
         register(self)
-        self._writer.start()
         self._writer.put((CALL, self._write_segment_start))
         mp_util = sys.modules.get("multiprocessing.util")
         if mp_util is not None:  # a Pool worker ends with os._exit after its finalizers

@@ -32,6 +32,7 @@ file is what a resume continues from.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import threading
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ARTIFACTS_DIR",
     "CURSOR_FILE",
+    "DISK_FULL",
     "FILES_DIR",
     "LOCK_FILE",
     "MEDIA_DIR",
@@ -86,6 +88,8 @@ FILES_DIR = "files"
 ARTIFACTS_DIR = "artifacts"  # artifact jobs (wisp.artifacts._upload), one JSON file each
 _RANK_PREFIX, _RUN_SUFFIX, _META_SUFFIX = "run.rank", ".wisp", ".json"
 _FORK_PREFIX = "run.fork"
+#: errnos of a full disk or quota: writes are held back and retried, never fatal
+DISK_FULL = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
 
 
 # -- names and discovery ------------------------------------------------------------------------
@@ -94,6 +98,13 @@ _FORK_PREFIX = "run.fork"
 def dir_name(stamp: str, run_id: str) -> str:
     """The directory name of a run started at ``stamp`` (``%Y%m%d_%H%M%S``)."""
     return f"run-{stamp}-{run_id}"
+
+
+def id_of_dir(run_dir: str) -> str:
+    """The run id in a run directory's name (``run-<stamp>-<id>``), else the name itself."""
+    name = os.path.basename(os.path.normpath(run_dir))
+    parts = name.split("-", 2)
+    return parts[2] if len(parts) == 3 and parts[0] == "run" and parts[2] else name
 
 
 def rank_file_names(rank: int) -> tuple[str, str]:
@@ -229,9 +240,14 @@ def read_meta(run_dir: str, name: str = META_FILE) -> dict[str, Any]:
 
 def _replace_json(path: str, doc: Any, *, indent: int | None = None) -> None:
     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=indent)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=indent)
+        os.replace(tmp, path)
+    except OSError:  # e.g. a full disk: leave no half-written temporary file behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def write_meta(run_dir: str, meta: dict[str, Any], name: str = META_FILE) -> None:
@@ -311,8 +327,20 @@ class Cursor:
             "done": self.done,
         }
 
-    def save(self, run_dir: str) -> None:
-        _replace_json(os.path.join(run_dir, CURSOR_FILE), self.as_dict())
+    def save(self, run_dir: str) -> bool:
+        """Replace ``upload.json``.  False when the disk is full: uploads go on with the
+        cursor in memory (a later save writes it; a cursor saved late or never only makes a
+        later sync send records again, which the server skips by sequence number)."""
+        try:
+            _replace_json(os.path.join(run_dir, CURSOR_FILE), self.as_dict())
+        except OSError as exc:
+            if exc.errno not in DISK_FULL:
+                raise
+            import logging
+
+            logging.getLogger("wisp").info("wisp: %s not saved (%s)", CURSOR_FILE, exc)
+            return False
+        return True
 
     def save_first(self, run_dir: str) -> None:
         """:meth:`save` where the run has no cursor yet: written in place, without a
@@ -413,6 +441,33 @@ def lock_uploads(run_dir: str) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def lock_run_file(fd: int) -> bool:
+    """An exclusive, non-blocking lock on an open run file, held as long as its writer keeps
+    the file open (a forked child drops its copy, see ``Writer.after_fork_in_child``).
+    False when another process holds it: two processes never write one run file.  A file
+    system without locks (some network mounts) is written unlocked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:  # no locks on this file system (ENOLCK, EOPNOTSUPP): go on unlocked
+        return True
+    return True
+
+
+def writer_of(run_dir: str, file_name: str) -> str:
+    """Who writes ``file_name`` of ``run_dir`` (its metadata's pid and host), for messages."""
+    meta = read_meta(run_dir, file_name[: -len(_RUN_SUFFIX)] + _META_SUFFIX)
+    pid, host = meta.get("pid"), meta.get("host")
+    if type(pid) is not int:
+        return "another process (it has not written its metadata yet)"
+    return f"process {pid} on {host}"
 
 
 def unlock_uploads(fd: int | None) -> None:

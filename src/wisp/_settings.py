@@ -69,6 +69,8 @@ _FIELDS: dict[str, tuple[type, Any, str | None, Callable[[Any], str | None]]] = 
     "dir": (str, None, "WISP_DIR", _any),
     "flush_interval": (float, 1.0, "WISP_FLUSH_INTERVAL", _positive),
     "queue_size": (int, 10_000, "WISP_QUEUE_SIZE", _positive),
+    # bytes of rows held in memory while the disk is full (None: 256 MiB or RAM/8, less)
+    "disk_full_memory": (int, None, "WISP_DISK_FULL_MEMORY", _positive),
     "fsync": (str, "finish", "WISP_FSYNC", _choice("never", "interval", "finish")),
     "finish_timeout": (float, 30.0, "WISP_FINISH_TIMEOUT", _nonneg),
     "exit_timeout": (float, 10.0, "WISP_EXIT_TIMEOUT", _nonneg),

@@ -25,7 +25,7 @@ from wisp._ui_local import INDEX_FILE, InProcessTransport, StatIndex, scan_runs
 from wisp._upload._sync import writer_gone
 from wisp._upload._transport import ApiClient
 from wisp._upload._uploader import Uploader
-from wisp.errors import ApiError, FatalApiError, UsageError
+from wisp.errors import ApiError, FatalApiError, UsageError, install_hint
 
 if TYPE_CHECKING:
     from wisp._ui_batch import BatchImporter, SmallRun
@@ -46,6 +46,24 @@ def data_dir() -> str:
     home = os.path.expanduser("~")
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
     return os.path.join(base, "wisp")
+
+
+def folder_data_dir(folder: str) -> str:
+    """Where ``wisp ui DIR`` keeps the database of one folder: only that folder's runs."""
+    import hashlib
+
+    path = os.path.realpath(folder)
+    return os.path.join(data_dir(), "folders", hashlib.sha256(path.encode()).hexdigest()[:16])
+
+
+def ui_roots(dir: str | None, only: bool = False) -> list[str]:  # noqa: A002
+    """The folders ``wisp ui`` follows: ``dir`` (default: here), and ``$WISP_DIR`` unless
+    ``only`` (``wisp ui DIR``: that folder alone)."""
+    roots = [os.path.abspath(dir or os.getcwd())]
+    env_dir = os.environ.get("WISP_DIR")
+    if env_dir and not only and os.path.abspath(env_dir) not in roots:
+        roots.append(os.path.abspath(env_dir))
+    return roots
 
 
 def _finished(up: Uploader, run_dir: str) -> Callable[[], bool]:
@@ -328,7 +346,7 @@ class _LocalServer:
             from wisp.server.store.facade import open_store
         except ImportError as e:
             raise ImportError(
-                f"wisp ui needs the server extra: pip install 'wisp[server]' ({e})"
+                f"wisp ui needs the server extra: {install_hint('server')} ({e})"
             ) from e
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise UsageError(
@@ -395,6 +413,7 @@ def ui(
     ready: Callable[[str], None] | None = None,
     progress: TextIO | None = None,
     first_budget: float | None = None,
+    only: bool = False,
 ) -> None:
     """Serve the dashboard on this machine until ``stop`` is set (or Ctrl-C).
 
@@ -402,6 +421,7 @@ def ui(
     shows runs as they arrive) while a large import goes on; ``progress`` gets a line
     about it.  ``ready(url)`` is called once the server is up and every local run is
     imported, or after ``first_budget`` seconds of importing (``wisp ui`` passes 2 s).
+    ``only``: follow ``dir`` alone, not ``$WISP_DIR`` too (:func:`ui_roots`).
     """
     store_dir = data or data_dir()
     os.makedirs(store_dir, exist_ok=True)
@@ -414,10 +434,7 @@ def ui(
         port or _free_port(host),
     )
     url = server.url
-    roots = [dir or os.getcwd()]
-    env_dir = os.environ.get("WISP_DIR")
-    if env_dir and env_dir not in roots:
-        roots.append(env_dir)
+    roots = ui_roots(dir, only)
     transport = InProcessTransport(server.app, url)
     index = StatIndex(os.path.join(store_dir, INDEX_FILE), fresh=fresh)
     importer = LocalImporter(

@@ -23,8 +23,9 @@ import json
 import os
 import threading
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
+from wisp._asgi import call_asgi
 from wisp._rundir import RUN_FILE
 from wisp._upload._transport import Response
 
@@ -137,47 +138,7 @@ class InProcessTransport:
     async def _call(
         self, method: str, target: str, body: bytes, headers: dict[str, str]
     ) -> Response:
-        path, _, query = target.partition("?")
-        raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
-        raw.append((b"content-length", str(len(body)).encode()))
-        raw.append((b"host", f"{self.server[0]}:{self.server[1]}".encode()))
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": method,
-            "scheme": "http",
-            "path": unquote(path),
-            "raw_path": path.encode("latin-1"),
-            "query_string": query.encode("latin-1"),
-            "root_path": "",
-            "headers": raw,
-            "client": ("127.0.0.1", 0),
-            "server": self.server,
-        }
-        sent = False
-        status = 500
-        out_headers: dict[str, str] = {}
-        chunks: list[bytes] = []
-
-        async def receive() -> dict[str, Any]:
-            nonlocal sent
-            if sent:
-                return {"type": "http.disconnect"}
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        async def send(message: dict[str, Any]) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-                for k, v in message.get("headers", []):
-                    out_headers[k.decode("latin-1").lower()] = v.decode("latin-1")
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-
-        await self.app(scope, receive, send)
-        return Response(status, out_headers, b"".join(chunks))
+        return await call_asgi(self.app, self.server, method, target, body, headers)
 
     def close(self) -> None:
         pass

@@ -13,7 +13,6 @@ into the training loop; ``Run.finish()`` raises the first failure as a
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import threading
@@ -24,14 +23,14 @@ from collections.abc import Callable
 from wisp._deferred import Deferred
 from wisp._metric import StepSync, update_summary
 from wisp._protocol import clean_text, step_problem
-from wisp._rundir import MEDIA_DIR
+from wisp._rundir import DISK_FULL, MEDIA_DIR, lock_run_file, writer_of
 from wisp._runfile import HEADER, RecordType, encode_history, encode_record
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Writer"]
+__all__ = ["Writer", "default_disk_full_memory"]
 
 # queue item kinds (first element of each tuple)
 ROW = 0  # (ROW, step, timestamp, values)
@@ -47,12 +46,21 @@ _BUFFER_LIMIT = 1024 * 1024
 SLICE = 256
 _IDLE_MIN = 0.005
 _IDLE_MAX = 0.1  # rows encoded per GIL hold, keeps the caller's p99 low
-_DISK_FULL = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
 _STALL_MIN = 0.05  # back-off between writes to a full disk: 50 ms doubling to 2 s
 _STALL_MAX = 2.0
 _FINISH_RETRY = 5.0  # finish() retries a full disk this long at most, then counts rows lost
 _MAX_WARNING_RECORDS = 100  # WARNING records per kind; the count goes on in the finish record
 _DROP = object()  # what _salvage() leaves out
+
+
+def default_disk_full_memory() -> int:
+    """The default ``disk_full_memory``: 256 MiB, or an eighth of physical memory if less."""
+    cap = 256 * 1024 * 1024
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX, or not reported
+        return cap
+    return min(cap, ram // 8) if ram > 0 else cap
 
 
 def _describe(exc: BaseException) -> str:
@@ -75,8 +83,13 @@ class Writer:
         queue_size: int,
         get_time: Callable[[], float] = time.monotonic,
         summaries: bool = True,
+        disk_full_memory: int | None = None,
+        inline: bool = False,
     ) -> None:
-        """``summaries=False``: never write SUMMARY records (a forked child's segment)."""
+        """``summaries=False``: never write SUMMARY records (a forked child's segment).
+        ``disk_full_memory``: bytes of encoded rows held while the disk is full (None: the
+        default, :func:`default_disk_full_memory`).  ``inline``: no thread; whatever is put
+        is written by the caller at once (:meth:`write_now`: a forked child's segment)."""
         self.run_dir = run_dir
         self.path = os.path.join(run_dir, file_name)
         self.media_dir = os.path.join(run_dir, MEDIA_DIR)
@@ -84,6 +97,11 @@ class Writer:
         self.fsync = fsync
         self.queue_size = queue_size
         self.summaries = summaries
+        self.inline = inline
+        self.disk_full_memory = (
+            default_disk_full_memory() if disk_full_memory is None else disk_full_memory
+        )
+        self.held_peak = 0  # the most bytes held back at once while the disk was full
         self.queue: deque[tuple[Any, ...]] = deque()
         self._get_time = get_time
         self._wake = threading.Event()
@@ -93,6 +111,15 @@ class Writer:
         self._stop = False
         # Raw fd + our own buffer: no io object whose lock or buffer a fork could copy.
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC, 0o644)
+        if not lock_run_file(self.fd):  # another process writes this file: refuse, never mix
+            os.close(self.fd)
+            from wisp.errors import RunStateError
+
+            raise RunStateError(
+                f"{self.path} is being written by {writer_of(run_dir, file_name)}; two processes "
+                "never write one run: give this one another id (init(id=...), WISP_RUN_ID), or "
+                "resume it once that process has ended (init(id=..., resume='allow'))"
+            )
         self._buf = bytearray()
         self._buf_rows = 0  # rows in _buf, not on disk yet
         self._buf_marks: list[tuple[int, int]] = []  # (end of a record in _buf, its rows)
@@ -101,6 +128,7 @@ class Writer:
         self.stalled: OSError | None = None
         self.disk_full_error: OSError | None = None  # the last ENOSPC/EDQUOT, kept after it
         self._stall_delay = _STALL_MIN
+        self._retry_at = 0.0
         self.rows_dropped = 0  # rows log() could not queue while the disk was full
         self.rows_given_up = 0  # rows still unwritten when finish() gave up on a full disk
         self._give_up_at: float | None = None
@@ -133,40 +161,74 @@ class Writer:
 
     def put(self, item: tuple[Any, ...]) -> None:
         self.queue.append(item)
-        self._wake.set()
+        if self.inline:
+            self.write_now()
+        else:
+            self._wake.set()
+
+    def write_now(self) -> None:
+        """Encode and write everything queued, on the calling thread (``inline`` writers).
+        While the disk is full rows are held up to ``disk_full_memory``, then dropped."""
+        with self.busy:
+            while self.queue:
+                if self.over_budget():
+                    self._drop_rows()
+                    break
+                self._guarded("write", self._drain_slice)
+            self._guarded("write", self._write_out)
+
+    def over_budget(self) -> bool:
+        """True while the disk is full and the rows held back (encoded) fill
+        ``disk_full_memory``: only then are new rows dropped."""
+        return self.stalled is not None and len(self._buf) >= self.disk_full_memory
 
     def wait_for_space(self) -> None:
         """Backpressure: block the caller until the queue has room, and count it.
 
-        While the disk is full the caller never waits: the row just queued is dropped
-        and counted (``rows_dropped``), so memory stays bounded by ``queue_size``.
+        While the disk is full the writer keeps draining the queue into its buffer (rows
+        encoded, ~11 bytes a point) up to ``disk_full_memory`` bytes; past that the caller
+        never waits: the row just queued is dropped and counted (``rows_dropped``), so
+        memory stays bounded by the budget plus ``queue_size`` queued rows.
         """
-        if self.stalled is None:
+        if not self.over_budget():
             self.backpressure_waits += 1
             self._wake.set()
             limit = self.queue_size
             delay = 0.0002
-            while len(self.queue) >= limit and self.thread.is_alive() and self.stalled is None:
+            while len(self.queue) >= limit and self.thread.is_alive() and not self.over_budget():
                 time.sleep(delay)
                 delay = min(delay * 2, 0.01)
-            if self.stalled is None or len(self.queue) < limit:
+            if len(self.queue) < limit or not self.over_budget():
                 return
         try:
             item = self.queue.pop()
         except IndexError:
             return
         if item[0] == ROW or item[0] == ROW_DEFERRED:
-            self.rows_dropped += 1
-            if self.first_error is None:
-                self.first_error = self.stalled
+            self._count_dropped(1)
         else:
             self.queue.append(item)  # not a row: keep it (records are few)
+
+    def _count_dropped(self, rows: int) -> None:
+        self.rows_dropped += rows
+        if self.first_error is None:
+            self.first_error = self.stalled
+
+    def _drop_rows(self) -> None:
+        """Over the budget on a full disk (inline writers): drop the queued rows, counted;
+        other records stay queued (they are few)."""
+        kept = [it for it in self.queue if it[0] != ROW and it[0] != ROW_DEFERRED]
+        self._count_dropped(len(self.queue) - len(kept))
+        self.queue.clear()
+        self.queue.extend(kept)
 
     def barrier(self, timeout: float | None = None) -> bool:
         """Wait until everything queued before this call is written (not fsynced).
 
         False at once while the disk is full: readers never wait on a stalled writer.
         """
+        if self.inline:
+            self.write_now()
         if self.stalled is not None:
             return False
         if not self.thread.is_alive():
@@ -177,6 +239,14 @@ class Writer:
 
     def close(self, timeout: float | None) -> bool:
         """Drain, flush, fsync (per policy) and stop.  False if the timeout ran out."""
+        if self.inline:  # no thread: write now; a disk still full loses what is held
+            self.write_now()
+            if self.stalled is not None:
+                self._give_up()
+            else:
+                self._guarded("flush", self._flush, self.fsync in ("interval", "finish"))
+                self._guarded("close", self._close_fd)
+            return True
         if timeout is not None:  # a full disk is retried until shortly before the deadline
             wait = min(timeout * 0.8 - 0.05, _FINISH_RETRY)
             self._give_up_at = self._get_time() + max(0.0, wait)
@@ -193,15 +263,8 @@ class Writer:
         idle = _IDLE_MIN
         while True:
             if self.stalled is not None:
-                if self._stop and (
-                    self._give_up_at is None or self._get_time() >= self._give_up_at
-                ):
-                    self._give_up()
+                if self._stall_step():
                     return
-                self._wake.wait(self._stall_delay)
-                self._wake.clear()
-                self._stall_delay = min(self._stall_delay * 2, _STALL_MAX)
-                self._guarded("write", self._write_out)
                 continue
             if self.queue:
                 with self.busy:
@@ -225,6 +288,28 @@ class Writer:
                 self._wake.clear()
                 idle = min(idle * 2, _IDLE_MAX)
         self._guarded("close", self._close_fd)
+
+    def _stall_step(self) -> bool:
+        """One turn of the loop while the disk is full: keep encoding queued rows into the
+        buffer up to ``disk_full_memory``, retry the write with back-off (50 ms doubling to
+        2 s).  True once finish() gave up on the disk (the file is closed)."""
+        now = self._get_time()
+        if self._stop and (self._give_up_at is None or now >= self._give_up_at):
+            self._give_up()
+            return True
+        if self.queue and len(self._buf) < self.disk_full_memory:
+            with self.busy:
+                self._guarded("write", self._drain_slice)
+            self.held_peak = max(self.held_peak, len(self._buf))
+            time.sleep(0)
+        elif now < self._retry_at:
+            self._wake.wait(self._retry_at - now)
+            self._wake.clear()
+        if self._get_time() >= self._retry_at and self.stalled is not None:
+            self._retry_at = self._get_time() + self._stall_delay
+            self._stall_delay = min(self._stall_delay * 2, _STALL_MAX)
+            self._guarded("write", self._write_out)
+        return False
 
     @property
     def rows_lost(self) -> int:
@@ -282,7 +367,7 @@ class Writer:
         rows: list[list[Any]] = []
         popleft = queue.popleft
         for _ in range(SLICE):
-            if not queue or self.stalled is not None:
+            if not queue:
                 break
             item = popleft()
             kind = item[0]
@@ -506,19 +591,22 @@ class Writer:
                 del buf[:keep]
                 self._buf_rows -= rows
                 self._buf_marks = [(end - keep, r) for end, r in self._buf_marks[n:]]
-            if exc.errno not in _DISK_FULL:
+            if exc.errno not in DISK_FULL:
                 raise
             if self.stalled is None:
                 self.stalled = self.disk_full_error = exc
                 self._stall_delay = _STALL_MIN
+                self._retry_at = self._get_time() + _STALL_MIN
                 self.count_failure("disk full")
                 import logging
 
                 logging.getLogger("wisp").warning(
-                    "wisp: the disk holding %s is full (%s); writes are held back and "
-                    "retried, log() drops rows (counted) while the queue is full",
+                    "wisp: the disk holding %s is full (%s); writes are held back in memory "
+                    "(up to %d bytes, setting disk_full_memory) and retried; past that, "
+                    "log() drops rows (counted)",
                     self.path,
                     exc,
+                    self.disk_full_memory,
                 )
             return
         finally:

@@ -34,7 +34,20 @@ __all__ = [
     "WispError",
     "WispWarning",
     "WriterError",
+    "install_hint",
 ]
+
+# The name wisp is installed by (``pip install wisp-tracker``); the import name is ``wisp``.
+# PyPI's ``wisp`` is someone else's package.  pyproject.toml's ``[project] name`` and every
+# install hint (``install_hint``) use this one definition (tests/test_distribution.py).
+DISTRIBUTION = "wisp-tracker"
+
+
+def install_hint(*extras: str) -> str:
+    """The command that installs wisp with ``extras``: ``pip install 'wisp-tracker[server]'``."""
+    if not extras:
+        return f"pip install {DISTRIBUTION}"
+    return f"pip install '{DISTRIBUTION}[{','.join(extras)}]'"
 
 
 class WispError(Exception):

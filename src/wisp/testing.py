@@ -20,7 +20,7 @@ port and database, and has small JSON helpers for asserting on what the server h
 For pytest, ``wisp_server = server_fixture()`` in a ``conftest.py`` gives each test a
 started server (``no_auth=True`` etc. pass through).
 
-Needs the server extra (``pip install 'wisp[server]'``).  ``import wisp`` never
+Needs the server extra (``pip install 'wisp-tracker[server]'``).  ``import wisp`` never
 imports this module.
 """
 

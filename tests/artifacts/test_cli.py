@@ -38,6 +38,11 @@ def test_put_get_ls_alias(server: Any, data: Path, tmp_path: Path) -> None:
     assert "v1 on" in put
     rows = json.loads(_wisp("ls", "--json", server=server))
     assert [(r["name"], r["versions"], r["latest"]) for r in rows] == [("ds", 2, "v1")]
+    from wisp._upload._live import human_size
+
+    table = _wisp("ls", server=server).splitlines()  # sizes as people read them
+    assert table[1].split()[:4] == ["ds", "dataset", "2", "v1"]
+    assert table[1].endswith(human_size(rows[0]["size"])) and "KB" in table[1]
     assert "-> v0" in _wisp("alias", "ds:v0", "prod", server=server)
     root = tmp_path / "got"
     _wisp("get", "ds:prod", "--root", str(root), server=server)

@@ -118,3 +118,18 @@ def test_add_image_stores_json_and_pixels(tmp_path: Path) -> None:
     out = Path(art.download(str(tmp_path / "out")))
     assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert png in (out / "sample.image.json").read_text()
+
+
+def test_add_table_stores_the_table_once(tmp_path: Path) -> None:
+    """add(wisp.Table) stores the table itself as name.table.json (as wandb does), with no extra media/<sha>.table.json copy."""
+    import json
+
+    run = wisp.init(project="p", mode="offline")
+    art = wisp.Artifact("tables", type="media")
+    art.add(wisp.Table(columns=["x", "y"], data=[[1, "a"], [2, "b"]]), "tbl")
+    run.log_artifact(art).wait(30)
+    run.finish()
+    assert [e.path for e in art.files()] == ["tbl.table.json"]
+    out = Path(art.download(str(tmp_path / "out")))
+    doc = json.loads((out / "tbl.table.json").read_text())
+    assert doc["columns"] == ["x", "y"] and doc["data"] == [[1, "a"], [2, "b"]]

@@ -5,6 +5,7 @@ dashboard.  The server is a real ``wisp server`` process with auth (``wisp.testi
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import struct
 import urllib.error
@@ -204,3 +205,37 @@ def test_account_page_creates_and_revokes_keys_and_sets_roles(
     page.select_option("#member-role", "viewer")
     page.click("#set-member button")
     page.wait_for_selector("#teams td:has-text('bob (viewer)')")
+
+
+def test_account_keys_table_has_one_header_cell_per_column(
+    browser: Any, server: dict[str, Any]
+) -> None:
+    """At 1400x900 the API-keys table is a table: its seven headers side by side in one row,
+    each key's cells under them, and its dates on one line (was: the header squeezed into one
+    cell of a grid, "2026-11-\\n26 12:50")."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        page = ctx.new_page()
+        _sign_in(page, server["srv"].url)
+        page.wait_for_selector("#account-link")
+        page.click("#account-link")
+        page.fill("#new-key-name", "layout")
+        page.click("#new-key button")
+        page.wait_for_selector("#keys td:has-text('layout')")
+        heads = page.eval_on_selector_all(
+            "#keys thead th", "els => els.map(e => e.getBoundingClientRect().toJSON())"
+        )
+        assert len(heads) == 7
+        assert len({round(h["top"]) for h in heads}) == 1
+        assert all(a["right"] <= b["left"] + 1 for a, b in itertools.pairwise(heads))
+        row = page.locator("#keys tbody tr", has_text="layout")
+        cells = row.locator("td").evaluate_all(
+            "els => els.map(e => e.getBoundingClientRect().toJSON())"
+        )
+        for h, c in zip(heads, cells, strict=True):
+            assert c["left"] == pytest.approx(h["left"], abs=1)
+            assert c["top"] >= h["bottom"] - 1
+        lines = row.locator("time").evaluate_all("els => els.map(e => e.getClientRects().length)")
+        assert lines and all(n == 1 for n in lines), lines
+    finally:
+        ctx.close()

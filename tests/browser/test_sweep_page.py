@@ -59,6 +59,11 @@ def test_sweep_page_shows_best_run_chart_parallel_coordinates_and_importance(
     chart.locator("canvas").first.wait_for()
     assert chart.get_attribute("data-points") == "6"
     assert float(chart.get_attribute("data-best")) == pytest.approx(best["value"])
+    page.wait_for_function("() => document.querySelector('#sweep-metric').dataset.xticks")
+    ticks = [float(t) for t in chart.get_attribute("data-xticks").split(",")]
+    assert ticks and all(t == int(t) for t in ticks), ticks  # trial numbers: no 0.25 ticks
+    crumbs = " ".join(page.locator("header#top").inner_text().lower().split())
+    assert "sweeps sweeps" not in crumbs
     par = page.locator("#sweep-parallel")
     assert par.get_attribute("data-lines") == "6"
     assert set(par.get_attribute("data-axes").split(",")) == {"x", "y", "opt", "loss"}

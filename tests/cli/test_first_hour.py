@@ -231,3 +231,18 @@ def test_wisp_server_errors_before_start_are_one_line(tmp_path: Path) -> None:
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
     assert res.stderr.startswith("wisp: error: cannot open the database postgresql")
     assert "u:***@127.0.0.1:1/x" in res.stderr and "hunter2" not in res.stderr
+
+
+def test_adding_a_user_with_an_empty_stdin_is_refused_not_passwordless(tmp_path: Path) -> None:
+    """`wisp server users add bob </dev/null` exits 2 saying no password was given and how to give one; no user is made."""
+    need_server()
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    res = wisp_cli("server", "users", "add", "bob", "--db", db, cwd=tmp_path, stdin="")
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.splitlines() == [
+        "wisp: error: no password given (standard input was empty)",
+        "hint: type one at the prompt, or give it with --password-file FILE or WISP_PASSWORD; "
+        "--no-password makes a user with API keys only",
+    ]
+    users = wisp_cli("server", "users", "ls", "--json", "--db", db, cwd=tmp_path)
+    assert "bob" not in users.stdout

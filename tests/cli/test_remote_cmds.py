@@ -108,6 +108,48 @@ def test_ui_serves_local_runs_and_prints_its_url(tmp_path: Path) -> None:
         proc.stderr.close()
 
 
+def _ui_runs(cwd: Path, env: dict[str, str], *args: str, want: str) -> tuple[list[str], str]:
+    """Start `wisp ui ARGS` in ``cwd``; the run names it shows once ``want`` is among them
+    (or after 30 s), and what it said on stderr."""
+    cmd = [sys.executable, "-m", "wisp.cli", "ui", "--port", "0", *args]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with subprocess.Popen(cmd, **pipes, text=True, env=env, cwd=cwd) as proc:  # type: ignore[call-overload]
+        try:
+            line = proc.stdout.readline()
+            assert line.startswith("wisp dashboard: http://127.0.0.1:"), line + proc.stderr.read()
+            url = line.split()[2]
+            deadline = time.monotonic() + 30
+            names: list[str] = []
+            while time.monotonic() < deadline and want not in names:
+                with urllib.request.urlopen(f"{url}/api/v1/projects/proj/runs", timeout=5) as r:
+                    names = [run["name"] for run in json.load(r)["runs"]]
+                time.sleep(0.2)
+        finally:
+            proc.terminate()
+            _out, err = proc.communicate(timeout=20)
+    return names, err
+
+
+def test_ui_says_what_it_follows_and_ui_dir_shows_that_folder_only(tmp_path: Path) -> None:
+    """`wisp ui` says which folders it follows and that its database keeps other folders' runs; `wisp ui DIR` shows DIR's runs alone, not those imported before from elsewhere."""
+    need_server()
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    make_run(a, name="run-a")
+    make_run(b, name="run-b")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WISP_")}
+    env.update(WISP_CONFIG=str(tmp_path / "cfg.json"), WISP_DATA_DIR=str(tmp_path / "data"))
+    names, err = _ui_runs(a, env, want="run-a")
+    assert names == ["run-a"]
+    assert f"wisp ui: follows the runs under {a}\n" in err
+    assert "it keeps the runs of every folder `wisp ui` followed before" in err
+    names, err = _ui_runs(a, env, str(b), want="run-b")
+    assert names == ["run-b"]  # run-a, in the shared database, is not shown
+    assert f"wisp ui: follows the runs under {b}\n" in err
+    assert f"database and media in {tmp_path / 'data' / 'folders'}" in err
+
+
 def test_sync_sets_aside_a_refused_record_and_retry_rejected_keeps_it(
     tmp_path: Path, server: tuple[str, str]
 ) -> None:

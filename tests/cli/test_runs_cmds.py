@@ -140,3 +140,20 @@ def test_gc_keeps_unfinished_run(tmp_path: Path) -> None:
     res = wisp_cli("gc", "-v", cwd=tmp_path)
     assert res.returncode == 0 and run.exists()
     assert "no finish record" in res.stdout
+
+
+def test_ls_says_which_runs_are_synced(
+    tmp_path: Path, two_runs: tuple[Path, Path], server: tuple[str, str]
+) -> None:
+    """ls has a SYNCED column: `no` for runs never sent to a server, `yes` once `wisp sync` sent one whole; --json says it too, with the reason."""
+    url, key = server
+    alpha, _beta = two_runs
+    env = {"WISP_SERVER_URL": url, "WISP_API_KEY": key}
+    assert wisp_cli("sync", str(alpha), cwd=tmp_path, env=env).returncode == 0
+    res = wisp_cli("ls", cwd=tmp_path)
+    header, *rows = res.stdout.splitlines()
+    col = header.split().index("SYNCED") + 1  # CREATED holds a date and a time
+    assert {r.split()[2]: r.split()[col] for r in rows} == {"alpha": "yes", "beta": "no"}
+    runs = json.loads(wisp_cli("ls", "--json", cwd=tmp_path).stdout)["runs"]
+    got = {r["name"]: (r["synced"], r["sync_status"]) for r in runs}
+    assert got == {"alpha": (True, "fully synced"), "beta": (False, "never synced")}

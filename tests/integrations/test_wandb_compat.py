@@ -91,15 +91,18 @@ def test_import_stays_stdlib_only() -> None:
 
 def test_example_script_runs_as_wandb(tmp_path: Path) -> None:
     """examples/integrations/wandb_switch.py (written for wandb, switched with
-    `import wisp as wandb`) runs and records its metrics."""
+    `import wisp as wandb`) runs and records its metrics, with no warning."""
     env = {"WISP_DIR": str(tmp_path), "WISP_GIT": "false", "PATH": "/usr/bin:/bin"}
-    subprocess.run(
-        [sys.executable, str(ROOT / "examples/integrations/wandb_switch.py")],
-        check=True,
+    out = subprocess.run(
+        [sys.executable, "-W", "error", str(ROOT / "examples/integrations/wandb_switch.py")],
+        capture_output=True,
+        text=True,
         timeout=120,
         env=env,
         cwd=tmp_path,
     )
+    assert out.returncode == 0, out.stderr
+    assert "Warning" not in out.stderr and "ignores" not in out.stderr, out.stderr
     (run_dir,) = (tmp_path / "wisp").iterdir()
     data = wisp.open_run(run_dir)
     assert data.state == "finished"

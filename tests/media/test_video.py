@@ -158,8 +158,8 @@ def test_gif_fallback_and_install_hint(run: wisp.Run, monkeypatch: pytest.Monkey
     frames = np.zeros((2, 3, 4, 4), dtype=np.uint8)
     frames[1] = 255
     assert wisp.Video(frames).format == "gif"
-    with pytest.raises(ImportError, match=r"pip install 'wisp\[video\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'wisp-tracker\[video\]'"):
         wisp.Video(frames, format="mp4")
     have["PIL"] = False
-    with pytest.raises(ImportError, match=r"needs an encoder.*wisp\[video\].*Pillow"):
+    with pytest.raises(ImportError, match=r"needs an encoder.*wisp-tracker\[video\].*Pillow"):
         wisp.Video(frames)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,22 @@ def only_run(base: Path) -> wisp.RunData:
 def rows(data: wisp.RunData) -> list[dict[str, object]]:
     """History without timestamps, for comparing runs."""
     return [{k: v for k, v in r.items() if k != "_timestamp"} for r in data.history()]
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` (``"6m"``) mounted at ``where`` for the test (needs root, as CI has);
+    skips with the reason when mounting is not permitted here."""
+    where.mkdir()
+    res = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if res.returncode != 0:
+        pytest.skip(f"mounting a tmpfs is not permitted here: {res.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,38 +12,34 @@ import pytest
 import wisp
 from wisp.errors import WriterError
 
+from ._proc import tmpfs
+
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 4 MiB tmpfs mounted for this test (needs root, as CI has)."""
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    res = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if res.returncode != 0:
-        pytest.skip(f"mounting a tmpfs is not permitted here: {res.stderr.strip()}")
-    try:
+    with tmpfs(tmp_path / "small", "4m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def test_a_full_disk_drops_counted_rows_keeps_the_file_whole_and_resumes(
     small_disk: Path,
 ) -> None:
-    """Rows past a full disk are counted as lost, never block log() or reads, and writing resumes once space is freed."""
+    """Rows past a full disk and the memory budget are counted as lost, never block log() or reads, and writing resumes once space is freed."""
     filler = small_disk / "filler"
     filler.write_bytes(b"\0" * (3840 * 1024))
     run = wisp.init(
         project="full",
         dir=str(small_disk),
-        settings={"git": False, "queue_size": 1000, "flush_interval": 0.05, "finish_timeout": 4},
+        settings={
+            "git": False,
+            "queue_size": 1000,
+            "flush_interval": 0.05,
+            "finish_timeout": 4,
+            "disk_full_memory": 64 * 1024,
+        },
     )
     w = run.writer
     assert w is not None
@@ -54,10 +49,11 @@ def test_a_full_disk_drops_counted_rows_keeps_the_file_whole_and_resumes(
         run.log({"a": float(i), "b": 1.0, "c": 2.0})
         i += 1
     assert w.stalled is not None, "the disk never filled"
-    for _ in range(20_000):  # the queue fills: rows are dropped and counted, log() never waits
+    for _ in range(20_000):  # past the budget: rows are dropped and counted, log() never waits
         run.log({"a": float(i), "b": 1.0, "c": 2.0})
         i += 1
     assert len(w.queue) <= 1000 and w.rows_dropped > 0
+    assert w.held_peak <= 64 * 1024 + 256 * 64  # the budget, plus one slice of rows
     t0 = time.monotonic()
     assert run.summary["b"] == 1.0  # reading does not wait for the stalled writer
     assert time.monotonic() - t0 < 1.0

@@ -81,6 +81,28 @@ def test_exit_path_sets_run_state(tmp_path: Path, mode: str) -> None:
         assert "caught" in proc.stdout
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as nohup or a background job starts it
+
+
+@pytest.mark.slow
+def test_sigint_tests_pass_when_the_suite_starts_with_sigint_ignored(tmp_path: Path) -> None:
+    """The SIGINT tests pass when pytest itself was started from a shell that ignores SIGINT (tests/conftest.py restores it for the children)."""
+    root = Path(__file__).resolve().parents[2]
+    test = f"{__file__}::test_exit_path_sets_run_state"
+    args = ["-q", "-p", "no:cacheprovider", "-k", "sigint", test, "--rootdir", str(root)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        preexec_fn=_ignore_sigint,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "2 passed" in proc.stdout
+
+
 STUCK = """
 import threading
 import wisp

@@ -59,11 +59,15 @@ def _pool_run(base: Path, method: str) -> tuple[list[dict[str, object]], list[ob
 
 @pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
 def test_pool_children_logging_leave_parent_run_identical(tmp_path: Path, method: str) -> None:
-    """A Pool of 100 tasks whose children call wisp.log neither hangs nor changes the parent's file; fork workers' values are all kept."""
+    """A Pool of 100 tasks whose children call wisp.log neither hangs nor changes the parent's values; fork workers' values are all kept, at steps of their own."""
     baseline, _ = _pool_run(tmp_path / "baseline", "none")
     with_pool, children = _pool_run(tmp_path / method, method)
     assert len(baseline) == 150
-    assert with_pool == baseline
+    if method == "fork":  # the workers took steps 50..149 of the run's one counter
+        assert [r["_step"] for r in with_pool] == [*range(50), *range(150, 250)]
+        assert [{**r, "_step": 0} for r in with_pool] == [{**r, "_step": 0} for r in baseline]
+    else:
+        assert with_pool == baseline
     assert sorted(children) == (list(range(100)) if method == "fork" else [])
 
 

@@ -51,7 +51,7 @@ def test_missing_boto3_gives_an_install_hint(monkeypatch: pytest.MonkeyPatch) ->
     """Without the client library the store names the extra to install."""
     monkeypatch.setitem(sys.modules, "boto3", None)
     store = open_blob_store("s3://bucket/prefix")
-    with pytest.raises(UsageError, match=r"wisp\[s3\]"):
+    with pytest.raises(UsageError, match=r"pip install 'wisp-tracker\[s3\]'"):
         store.exists("0" * 64)
 
 
@@ -154,3 +154,24 @@ def test_stale_uploads_are_aborted(s3_url: str) -> None:
     store.plan_upload("1" * 64, 10)
     assert store.abort_stale_uploads(time.time() + 60) == 1
     assert store.client.list_multipart_uploads(Bucket=store.bucket).get("Uploads", []) == []
+
+
+def test_server_start_without_boto3_says_the_install_hint_only(tmp_path: Any) -> None:
+    """`wisp server --media-url s3://...` without boto3 exits 2 with the hint `pip install 'wisp-tracker[s3]'`, no botocore traceback burying it."""
+    import subprocess
+
+    from wisp.testing import free_port
+
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    for name in ("boto3", "botocore"):  # as if the s3 extra were not installed
+        (hide / f"{name}.py").write_text("raise ImportError('not installed')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hide), *sys.path])}
+    cmd = [sys.executable, "-m", "wisp.cli", "server", "--port", str(free_port())]
+    cmd += ["--db", f"sqlite:///{tmp_path / 'db'}", "--media-url", "s3://bucket/prefix"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.splitlines()[0] == (
+        "wisp: error: an s3:// media store needs boto3: pip install 'wisp-tracker[s3]'"
+    )
+    assert "Traceback" not in out.stderr and "botocore" not in out.stderr

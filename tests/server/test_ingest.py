@@ -68,3 +68,13 @@ def test_bad_rows_name_the_field(rows: list[Any], field: str) -> None:
     with pytest.raises(Problem) as e:
         prepare_records([{"type": 3, "data": {"rows": rows}}])
     assert e.value.status == 422 and e.value.field == field
+
+
+def test_a_step_out_of_range_is_refused_with_the_protocols_rule() -> None:
+    """A step at 2**62 is refused naming the row and the rule the SDK checks at log() (wisp._protocol.step_problem)."""
+    with pytest.raises(Problem) as e:
+        prepare_records(
+            [{"type": 3, "data": {"rows": [[0, 1.0, {"x": 1.0}], [2**62, 1.0, {"x": 1.0}]]}}]
+        )
+    assert e.value.field == "records[0].data.rows[1][0]"
+    assert "step must be >= 0 and < 2**62, got 4611686018427387904" in str(e.value)

@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.sweeps._helpers import create_sweep, env_for, run_cli, trials, wisp_cmd
+from tests.sweeps._helpers import (
+    create_sweep,
+    env_for,
+    run_cli,
+    trials,
+    wisp_cmd,
+    write_sweep,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -153,8 +160,10 @@ def test_early_termination_stops_worse_trials_through_the_agent(tmp_path: Path) 
             "metric": {"name": "loss", "goal": "minimize"},
             "parameters": {
                 "x": {"values": [1.0, 3.0, 5.0, 7.0]},
+                # 10 s a trial: the agent reads a trailing trial's metric (flushed every
+                # second) and stops it long before its end, even on a loaded machine
                 "steps": {"value": 40},
-                "sleep": {"value": 0.1},
+                "sleep": {"value": 0.25},
             },
             "early_terminate": {"type": "hyperband", "min_iter": 2, "eta": 2},
         },
@@ -186,6 +195,16 @@ def test_cli_refuses_unknown_field_naming_it(tmp_path: Path) -> None:
     assert not (tmp_path / "wisp" / "sweeps").exists()
     res = run_cli("agent", "nosuch", base=tmp_path)
     assert res.returncode == 2 and "no sweep 'nosuch'" in res.stderr
+
+
+def test_cli_sweep_prints_its_id_and_the_agent_command_to_run_next(tmp_path: Path) -> None:
+    """`wisp sweep FILE` prints the id alone on stdout (for scripts) and the `wisp agent ID` line to run next on stderr."""
+    path = write_sweep(tmp_path, {"method": "random", "parameters": {"x": {"values": [1]}}})
+    res = run_cli("sweep", str(path), base=tmp_path)
+    assert res.returncode == 0, res.stderr
+    sweep_id = res.stdout.strip()
+    assert res.stdout == f"{sweep_id}\n"
+    assert f"wisp: run trials with: wisp agent {sweep_id}\n" in res.stderr
 
 
 def test_paused_sweep_makes_agents_wait_until_resumed(tmp_path: Path) -> None:

@@ -105,7 +105,12 @@ def test_sync_follows_a_run_that_is_still_logging(server: Server, tmp_path: Path
     """sync() of a run still being written keeps uploading until the run finishes."""
     proc = start_training(tmp_path, "liverun", 3000, 0.1, {})
     try:
-        _wait_for(lambda: _run_dir(tmp_path, "liverun") is not None, 30, "the run directory")
+
+        def started() -> bool:  # the run file, not only its directory (a loaded machine)
+            found = _run_dir(tmp_path, "liverun")
+            return found is not None and (found / "run.wisp").is_file()
+
+        _wait_for(started, 30, "the run file")
         run_dir = _run_dir(tmp_path, "liverun")
         (res,) = wisp.sync([run_dir], server_url=server.url, api_key=server.key)  # type: ignore[list-item]
         assert proc.wait(30) == 0

@@ -388,3 +388,129 @@ def test_a_run_finished_by_the_exit_hook_waits_exit_timeout_not_upload_timeout(
     assert took < 15, f"exit took {took:.1f}s: upload_timeout (300 s) was not bounded"
     (run_dir,) = (tmp_path / "wisp").glob("run-*")
     assert len(list(wisp.open_run(str(run_dir)).history())) == 100
+
+
+CTRL_C_SCRIPT = """
+import sys, wisp
+run = wisp.init(project="ctrlc", dir=sys.argv[1], settings={
+    "server_url": sys.argv[2], "api_key": sys.argv[4], "upload_timeout": 120.0,
+    "signals": sys.argv[3] == "on", "system_metrics": False, "console": "off", "git": False})
+print("registered", flush=True)
+sys.stdin.readline()  # the test froze the server
+for i in range(2000):
+    wisp.log({"loss": i * 0.5})
+run.finish()
+print("after finish", flush=True)
+"""
+
+
+@pytest.mark.parametrize("signals", ["on", "off"])
+def test_ctrl_c_while_finish_waits_says_one_calm_line(tmp_path: Path, signals: str) -> None:
+    """Ctrl-C while finish() waits for a server that stopped answering ends the wait with one line (the run is safe on disk, `wisp sync` finishes it), no traceback; the program goes on."""
+    import signal
+    import subprocess
+    import sys
+
+    need_server_package()
+    srv = Server(tmp_path, no_auth=True).start()
+    script = tmp_path / "train.py"
+    script.write_text(CTRL_C_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WISP_")}
+    cmd = [sys.executable, str(script), str(tmp_path), srv.url, signals, srv.key]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with subprocess.Popen(cmd, **pipes, text=True, env=env) as proc:  # type: ignore[call-overload]
+        try:
+            first = proc.stdout.readline()
+            assert first == "registered\n", first + proc.stderr.read()
+            os.kill(srv.proc.pid, signal.SIGSTOP)  # the server accepts and answers nothing
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+            said = ""  # init()'s lines, then the one said after a second of waiting in finish()
+            while "waiting up to" not in said and proc.poll() is None:
+                said += proc.stderr.readline()
+            assert "left, waiting up to 120s" in said, said
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            os.kill(srv.proc.pid, signal.SIGCONT)
+            srv.stop()
+    assert proc.returncode == 0, err
+    assert out == "after finish\n"
+    (run_dir,) = (tmp_path / "wisp").glob("run-*")
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "upload interrupted with" in lines[0]
+    assert f"the run is safe on disk, `wisp sync {run_dir}` finishes uploading it" in lines[0]
+    assert wisp.open_run(str(run_dir)).state == "finished"
+
+
+def test_a_url_that_is_not_a_wisp_server_is_said_at_once_in_one_line(
+    tmp_path: Path, no_run: None
+) -> None:
+    """init() against a server that is not wisp (python -m http.server answers 501 HTML) fails in under 2 s with one line naming what answered, no HTML page."""
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet) as httpd:
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{httpd.server_address[1]}"
+        t0 = time.monotonic()
+        with pytest.raises(FatalApiError) as err:
+            wisp.init(project="up", settings=_online(url, tmp_path, "k", init_timeout=30))
+        took = time.monotonic() - t0
+        httpd.shutdown()
+    msg = str(err.value)
+    assert took < 2, f"init() took {took:.1f}s to find out"
+    assert msg.startswith(f"{url} is not a wisp server: PUT /api/v1/runs/")
+    assert "answered HTTP 501 (text/html: Error response)" in msg
+    assert "\n" not in msg and "<" not in msg
+    assert "e.g. http://host:8080" in msg
+
+
+def test_a_url_ending_in_api_is_told_the_servers_address(
+    server: Server, tmp_path: Path, no_run: None
+) -> None:
+    """A server URL given with the API's path (`.../api`) is refused at once with the address to use instead."""
+    with pytest.raises(FatalApiError) as err:
+        wisp.init(project="up", settings=_online(f"{server.url}/api", tmp_path, server.key))
+    msg = str(err.value)
+    assert msg.startswith(f"{server.url}/api is not a wisp server: ")
+    assert "answered HTTP 405" in msg
+    assert msg.endswith(f"is the server's address without /api: {server.url}")
+
+
+def test_a_server_that_dies_mid_run_is_said_once_and_finish_stops_waiting_early(
+    tmp_path: Path,
+    no_run: None,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A server that stops mid-run is said once while training goes on; finish() then stops waiting within GONE_WAIT (not upload_timeout) and names `wisp sync`."""
+    from wisp._upload._live import GONE_WAIT
+
+    need_server_package()
+    srv = Server(tmp_path, no_auth=True).start()
+    run = wisp.init(project="up", settings=_online(srv.url, tmp_path, srv.key, upload_timeout=60))
+    _log_rows(50)
+    srv.stop()  # nothing listens there any more
+    for i in range(40):  # training goes on for a while
+        _log_rows(5, start=50 + 5 * i)
+        time.sleep(0.05)
+    t0 = time.monotonic()
+    run.finish()
+    took = time.monotonic() - t0
+    said = [r.getMessage() for r in caplog.records if "is failing" in r.getMessage()]
+    assert len(said) == 1, said
+    assert f"uploading run {run.id} to {srv.url} is failing" in said[0]
+    assert "uploads resume when the server answers again" in said[0]
+    assert took < GONE_WAIT + 2, f"finish() waited {took:.1f}s for a server that is gone"
+    err = capsys.readouterr().err
+    assert err.count("not uploaded") == 1
+    assert f"the server {srv.url} stopped answering during the run (ConnectionRefusedError" in err
+    assert f"`wisp sync {run.dir}` finishes uploading it" in err

@@ -3,7 +3,7 @@
 import { getJSON } from "./api";
 import { send, type Me } from "./auth";
 import type { Dispose } from "./pages";
-import { h } from "./util";
+import { fmtTime, h } from "./util";
 
 interface Key {
   id: string;
@@ -16,12 +16,13 @@ interface Key {
   revoked_at: number | null;
 }
 
-const when = (t: number | null) => (t ? new Date(t * 1000).toISOString().slice(0, 16).replace("T", " ") : "-");
+/** A date as the other pages write it (local time), never broken over two lines. */
+const when = (t: number | null) => h("time", { class: "nowrap", datetime: t ? new Date(t * 1000).toISOString() : null }, t ? fmtTime(t) : "-");
 
 function table(heads: string[], rows: (Node | string)[][], id: string): HTMLElement {
   return h(
     "table",
-    { class: "grid", id },
+    { class: "data", id },
     h("thead", {}, h("tr", {}, ...heads.map((x) => h("th", {}, x)))),
     h("tbody", {}, ...rows.map((r) => h("tr", {}, ...r.map((c) => h("td", {}, c))))),
   );

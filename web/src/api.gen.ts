@@ -228,6 +228,161 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/entities/{entity}/projects/{project}/report-preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A report's Markdown drawn as HTML from the project's runs, not saved */
+        post: operations["preview_report_in_entity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The reports of a project, most recently changed first */
+        get: operations["list_reports_in_entity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/reports/{report_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One version of a report (the latest unless ?version=N), its Markdown included */
+        get: operations["get_report_in_entity"];
+        /** Save a new version of a report (created when absent; unchanged text: no new version) */
+        put: operations["put_report_in_entity"];
+        post?: never;
+        /** Delete a report and every version of it */
+        delete: operations["delete_report_in_entity"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/reports/{report_id}/data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Each panel's data, from the project's runs (as the export draws it) */
+        get: operations["report_data_in_entity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/reports/{report_id}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A unified diff between two versions of a report */
+        get: operations["report_diff_in_entity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/reports/{report_id}/freeze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pin every run set to the runs it selects now and their last step (a new version) */
+        post: operations["freeze_report_in_entity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/reports/{report_id}/html": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The report as one self-contained HTML page (charts drawn, data inlined) */
+        get: operations["report_html_in_entity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/reports/{report_id}/revert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Save an old version's text as the newest version */
+        post: operations["revert_report_in_entity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/reports/{report_id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every version of a report: who saved it and when */
+        get: operations["report_versions_in_entity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/entities/{entity}/projects/{project}/runs": {
         parameters: {
             query?: never;
@@ -528,6 +683,161 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project}/report-preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A report's Markdown drawn as HTML from the project's runs, not saved */
+        post: operations["preview_report"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The reports of a project, most recently changed first */
+        get: operations["list_reports"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/reports/{report_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One version of a report (the latest unless ?version=N), its Markdown included */
+        get: operations["get_report"];
+        /** Save a new version of a report (created when absent; unchanged text: no new version) */
+        put: operations["put_report"];
+        post?: never;
+        /** Delete a report and every version of it */
+        delete: operations["delete_report"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/reports/{report_id}/data": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Each panel's data, from the project's runs (as the export draws it) */
+        get: operations["report_data"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/reports/{report_id}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A unified diff between two versions of a report */
+        get: operations["report_diff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/reports/{report_id}/freeze": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pin every run set to the runs it selects now and their last step (a new version) */
+        post: operations["freeze_report"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/reports/{report_id}/html": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The report as one self-contained HTML page (charts drawn, data inlined) */
+        get: operations["report_html"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/reports/{report_id}/revert": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Save an old version's text as the newest version */
+        post: operations["revert_report"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/reports/{report_id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every version of a report: who saved it and when */
+        get: operations["report_versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project}/runs": {
         parameters: {
             query?: never;
@@ -699,7 +1009,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Mark a run as alive */
+        /** Mark a run as alive (the answer says whether it was asked to stop) */
         post: operations["heartbeat"];
         delete?: never;
         options?: never;
@@ -752,6 +1062,23 @@ export interface paths {
         put?: never;
         /** Append a batch of run-file records exactly once */
         post: operations["post_records"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{run_id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ask a live run's process to finish (its owner or a project admin) */
+        post: operations["stop"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1009,6 +1336,14 @@ export interface components {
         /** Ack */
         Ack: {
             acked_seq: number;
+            /** @default false */
+            stop?: boolean;
+        };
+        /** Alive */
+        Alive: {
+            ok: boolean;
+            /** @default false */
+            stop?: boolean;
         };
         /**
          * ArtifactAliasBody
@@ -1394,10 +1729,6 @@ export interface components {
             /** @default null */
             password?: string | null;
         };
-        /** Ok */
-        Ok: {
-            ok: boolean;
-        };
         /**
          * PanelSpec
          * @description A chart panel: metrics, x axis, smoothing, log scale, y range and size.
@@ -1437,6 +1768,10 @@ export interface components {
             y_max?: number | null;
             /** @default null */
             y_min?: number | null;
+        };
+        /** PreviewBody */
+        PreviewBody: {
+            markdown: string;
         };
         /** Project */
         Project: {
@@ -1480,6 +1815,64 @@ export interface components {
             first_seq: number;
             records: components["schemas"]["RecordIn"][];
             writer_id: string;
+        };
+        /**
+         * ReportBody
+         * @description A new version: the whole report file.  ``base``: the version it was edited from (a
+         *         later version already there: 409).
+         */
+        ReportBody: {
+            /** @default null */
+            base?: number | null;
+            markdown: string;
+        };
+        /** ReportDiff */
+        ReportDiff: {
+            a: number;
+            b: number;
+            diff: string;
+        };
+        /**
+         * ReportDoc
+         * @description One version of a report; ``latest``: the report's newest version number.
+         */
+        ReportDoc: {
+            author: string | null;
+            /** @default false */
+            created?: boolean;
+            created_at: number;
+            id: string;
+            latest: number;
+            markdown: string;
+            project: string;
+            title: string;
+            updated_at: number;
+            version: number;
+        };
+        /** ReportList */
+        ReportList: {
+            reports: components["schemas"]["ReportRow"][];
+        };
+        /** ReportRow */
+        ReportRow: {
+            created_at: number;
+            id: string;
+            project: string;
+            title: string;
+            updated_at: number;
+            version: number;
+        };
+        /** ReportVersion */
+        ReportVersion: {
+            author: string | null;
+            chars: number;
+            created_at: number;
+            title: string;
+            version: number;
+        };
+        /** RevertBody */
+        RevertBody: {
+            version: number;
         };
         /** RunArtifactRef */
         RunArtifactRef: {
@@ -1972,6 +2365,10 @@ export interface components {
         VersionLineage: {
             consumed_by: string[];
             produced_by: string[];
+        };
+        /** VersionList */
+        VersionList: {
+            versions: components["schemas"]["ReportVersion"][];
         };
         /** Workspace */
         Workspace: {
@@ -2488,6 +2885,315 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ArtifactVersion"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    preview_report_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    list_reports_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    get_report_in_entity: {
+        parameters: {
+            query?: {
+                version?: number | null;
+            };
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportDoc"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    put_report_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReportBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportDoc"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    delete_report_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportDoc"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    report_data_in_entity: {
+        parameters: {
+            query?: {
+                version?: number | null;
+                panels?: number | null;
+            };
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    report_diff_in_entity: {
+        parameters: {
+            query: {
+                a: number;
+                b: number;
+            };
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportDiff"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    freeze_report_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportDoc"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    report_html_in_entity: {
+        parameters: {
+            query?: {
+                version?: number | null;
+                panels?: number | null;
+            };
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    revert_report_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RevertBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportDoc"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    report_versions_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionList"];
                 };
             };
             "4XX": components["responses"]["Error"];
@@ -3169,6 +3875,293 @@ export interface operations {
             "4XX": components["responses"]["Error"];
         };
     };
+    preview_report: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    list_reports: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    get_report: {
+        parameters: {
+            query?: {
+                version?: number | null;
+            };
+            header?: never;
+            path: {
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportDoc"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    put_report: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReportBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportDoc"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    delete_report: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportDoc"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    report_data: {
+        parameters: {
+            query?: {
+                version?: number | null;
+                panels?: number | null;
+            };
+            header?: never;
+            path: {
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    report_diff: {
+        parameters: {
+            query: {
+                a: number;
+                b: number;
+            };
+            header?: never;
+            path: {
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportDiff"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    freeze_report: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportDoc"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    report_html: {
+        parameters: {
+            query?: {
+                version?: number | null;
+                panels?: number | null;
+            };
+            header?: never;
+            path: {
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    revert_report: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RevertBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReportDoc"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    report_versions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                report_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
     project_runs: {
         parameters: {
             query?: {
@@ -3566,7 +4559,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Ok"];
+                    "application/json": components["schemas"]["Alive"];
                 };
             };
             "4XX": components["responses"]["Error"];
@@ -3656,6 +4649,29 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SeqConflict"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    stop: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Alive"];
                 };
             };
             "4XX": components["responses"]["Error"];

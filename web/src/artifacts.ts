@@ -7,6 +7,7 @@ import { lineageGraph } from "./artifactsLineage";
 import type { Dispose } from "./pages";
 import { href, type Route } from "./router";
 import { fmtTime, h } from "./util";
+import { errorState, loading } from "./ui";
 
 export type ArtifactRow = Ok<"project_artifacts">["artifacts"][number];
 export type Version = Ok<"artifact_version">;
@@ -54,9 +55,9 @@ async function download(sha: string, path: string): Promise<void> {
 
 export function artifactsPage(app: HTMLElement, route: Route, project: string, name?: string): Dispose {
   const ctl = new AbortController();
-  app.replaceChildren(h("p", { class: "muted" }, "Loading artifacts…"));
+  app.replaceChildren(loading("artifacts"));
   const fail = (e: unknown) => {
-    if (!ctl.signal.aborted) app.replaceChildren(h("p", { class: "error" }, `Could not load artifacts: ${String(e)}`));
+    if (!ctl.signal.aborted) app.replaceChildren(errorState(e, "Could not load artifacts"));
   };
   if (!name) {
     getJSON<Ok<"project_artifacts">>(`${projectApi(project)}/artifacts`, ctl.signal)
@@ -76,7 +77,7 @@ export function artifactsPage(app: HTMLElement, route: Route, project: string, n
         app.replaceChildren(
           h("h1", {}, `Artifacts of ${project}`),
           rows.length
-            ? h("table", { class: "data", id: "artifacts" }, h("tr", {}, ...["name", "type", "versions", "latest", "size", "updated"].map((c) => h("th", {}, c))), ...rows)
+            ? h("table", { class: "data listing", id: "artifacts" }, h("tr", {}, ...["name", "type", "versions", "latest", "size", "updated"].map((c) => h("th", {}, c))), ...rows)
             : h("p", { class: "muted" }, "No artifacts logged in this project (yet)."),
         );
       })

@@ -64,7 +64,7 @@ export function loginPage(app: HTMLElement, done: () => void): void {
     h("h1", {}, "Sign in"),
     user,
     pass,
-    h("button", { type: "submit", id: "login-submit" }, "Sign in"),
+    h("button", { type: "submit", id: "login-submit", class: "primary" }, "Sign in"),
     err,
   );
   const keyForm = h(
@@ -90,6 +90,6 @@ export function loginPage(app: HTMLElement, done: () => void): void {
     setApiKey(key.value.trim());
     done();
   });
-  app.replaceChildren(form, keyForm);
+  app.replaceChildren(h("div", { class: "card login-card" }, form, keyForm));
   user.focus();
 }

@@ -45,6 +45,12 @@ export interface ChartOpts {
 }
 
 export const registry = new Set<MetricChart>();
+
+// Escape leaves a full-screen chart wherever the focus is (a click may have moved it out)
+document.addEventListener("keydown", (e) => {
+  if (e.key !== "Escape") return;
+  for (const c of registry) if (c.isFull()) c.setFull(false);
+});
 const w = window as unknown as { __wisp?: Record<string, unknown> };
 w.__wisp = { ...w.__wisp, charts: registry };
 
@@ -120,8 +126,10 @@ export class MetricChart {
     );
     this.el.addEventListener("keydown", (e) => {
       if (e.key !== "Escape") return;
-      if (this.full) this.setFull(false);
-      else void this.setZoom(null);
+      if (this.full) {
+        e.stopPropagation(); // this chart only (the document's handler would close all)
+        this.setFull(false);
+      } else void this.setZoom(null);
     });
     registry.add(this);
   }
@@ -234,6 +242,10 @@ export class MetricChart {
   setRuns(runs: ChartRun[]): void {
     this.runs = runs;
     if (this.loaded) this.render();
+  }
+
+  isFull(): boolean {
+    return this.full;
   }
 
   setFull(on: boolean): void {

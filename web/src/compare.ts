@@ -120,7 +120,9 @@ function parallel(rows: Row[], axes: string[]): SVGSVGElement {
     const g = s("g", { class: "pc-axis", "data-axis": k });
     g.append(s("line", { x1: x, x2: x, y1: top, y2: H - bot, class: "axis-line" }));
     g.append(s("text", { x, y: 12, "text-anchor": i === 0 ? "start" : i === axes.length - 1 ? "end" : "middle", class: "axis-title" }, k.replace(/^(config|summary)\./, "")));
-    for (const [p, lab] of scales[i].labels) g.append(s("text", { x: x + 4, y: y(p) + 4, class: "tick-label" }, lab));
+    // the last axis labels its ticks on its left: on the right they would run out of the box
+    const last = i === axes.length - 1;
+    for (const [p, lab] of scales[i].labels) g.append(s("text", { x: last ? x - 4 : x + 4, y: y(p) + 4, "text-anchor": last ? "end" : "start", class: "tick-label" }, lab));
     svg.append(g);
   });
   for (const r of rows) {

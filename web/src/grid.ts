@@ -6,6 +6,7 @@
 import { MetricChart, type ChartRun, type Custom, type ViewOpts } from "./chart";
 import { mediaCell } from "./media_cell";
 import { current, patchParams } from "./router";
+import { sections as keySections } from "./keys";
 import { h } from "./util";
 
 export interface GridOpts {
@@ -160,27 +161,15 @@ export class ChartGrid {
   }
 
   private layout(): void {
-    const groups = new Map<string, string[]>();
-    for (const k of this.keys) {
-      if (!this.matches(k)) continue;
-      const i = k.lastIndexOf("/");
-      const g = i > 0 ? k.slice(0, i) : "charts";
-      const list = groups.get(g);
-      if (list) list.push(k);
-      else groups.set(g, [k]);
-    }
+    const media = this.opts.mediaKeys ?? {};
     const sections: HTMLElement[] = [];
-    const order = [...groups.keys()].sort((a, b) => {
-      const sa = a.startsWith("system") ? 1 : 0;
-      const sb = b.startsWith("system") ? 1 : 0;
-      return sa - sb || (a === "charts" ? -1 : b === "charts" ? 1 : a.localeCompare(b));
-    });
-    for (const g of order) {
-      const cells = groups.get(g)!.map((k) => {
+    for (const [section, keys] of keySections(this.keys.filter((k) => this.matches(k)), media)) {
+      const g = section || "charts";
+      const cells = keys.map((k) => {
         let cell = this.cells.get(k);
         if (!cell) {
-          const media = this.opts.mediaKeys?.[k];
-          cell = h("div", { class: media ? `cell media-wrap media-${media}` : "cell", "data-cell": k }, h("div", { class: "placeholder" }, k));
+          const mtype = media[k];
+          cell = h("div", { class: mtype ? `cell media-wrap kind-${mtype}` : "cell", "data-cell": k }, h("div", { class: "placeholder" }, k));
           this.cells.set(k, cell);
           this.io.observe(cell);
         }

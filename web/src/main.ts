@@ -1,5 +1,6 @@
 // Entry: routes hash URLs to pages; asks for an API key when the server wants one.
 import "uplot/dist/uPlot.min.css";
+import "./design.css";
 import "./style.css";
 import "./media_kinds";
 import { accountPage } from "./account";
@@ -11,6 +12,7 @@ import { current, href } from "./router";
 import { runsPage } from "./runs/page";
 import { sweepPage, sweepsPage } from "./sweep";
 import { workspacePage } from "./workspace/page";
+import { reportPage, reportsPage } from "./report/page";
 import { h } from "./util";
 
 const app = document.getElementById("app")!;
@@ -63,11 +65,15 @@ function render(): void {
     if (b !== "artifacts") parts.push(" · ", h("a", { href: href(["p", project, "artifacts"]), id: "artifacts-link" }, "artifacts"));
     if (b === "compare") parts.push(" / compare");
     if (b === "w") parts.push(" / workspace");
+    if (b === "reports") parts.push(" / ", h("a", { href: href(["p", project, "reports"]) }, "reports"));
+    else parts.push(" · ", h("a", { href: href(["p", project, "reports"]), id: "reports-link" }, "reports"));
   }
   if (a === "sweeps") {
+    // the header's own "Sweeps" link is on the right; the trail names the sweep
     parts.push(" / ", h("a", { href: href(["sweeps"]) }, "sweeps"));
     if (project) parts.push(" / ", h("span", {}, project));
   }
+  document.getElementById("nav-sweeps")?.toggleAttribute("aria-current", a === "sweeps");
   crumbs.replaceChildren(...parts);
   lineage.replaceChildren();
   if (a === "account") {
@@ -85,6 +91,8 @@ function render(): void {
   } else if (a === "p" && project && b === "artifacts") dispose = artifactsPage(app, r, project, id);
   else if (a === "p" && project && b === "compare") dispose = comparePage(app, r, project);
   else if (a === "p" && project && b === "w") dispose = workspacePage(app, r, project, id);
+  else if (a === "p" && project && b === "reports" && id) dispose = reportPage(app, r, project, id);
+  else if (a === "p" && project && b === "reports") dispose = reportsPage(app, project);
   else if (a === "p" && project) dispose = runsPage(app, r, project);
   else dispose = projectsPage(app);
 }
@@ -101,8 +109,10 @@ window.addEventListener("wisp-auth", () => {
   }, 0);
 });
 document.addEventListener("keydown", (e) => {
-  if (e.key === "/" && !(e.target instanceof HTMLInputElement)) {
-    const s = document.querySelector<HTMLInputElement>("#key-search, #filter");
+  const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLTextAreaElement || e.target instanceof HTMLSelectElement;
+  if (e.key === "/" && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) {
+    // the page's filter: runs table, workspace, metric search (run page, compare)
+    const s = document.querySelector<HTMLInputElement>("#filter, #ws-filter, #key-search");
     if (s) {
       e.preventDefault();
       s.focus();

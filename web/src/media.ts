@@ -4,6 +4,7 @@ import { api, apiKey, type MediaItem } from "./api";
 import { histogramView } from "./media_hist";
 import { zoomImage } from "./media_zoom";
 import { fmtNum, h } from "./util";
+import { emptyState } from "./ui";
 
 /** The server URL of a media file: by its sha256 (added on upload), else by the sha256 that
  * names the file in the run directory (`media/<sha256>.png`, as table cells refer to images). */
@@ -63,7 +64,7 @@ export function mediaPanel(runId: string): { el: HTMLElement; refresh: () => Pro
       else byKey.set(it.key, [it]);
     }
     if (!byKey.size) {
-      el.replaceChildren(h("p", { class: "muted" }, "No media logged."));
+      el.replaceChildren(emptyState("No media logged", ["Log images, audio, video, tables or plots with ", h("code", {}, "wisp.log({\"key\": wisp.Image(...)})"), "."]));
       return;
     }
     const parts: HTMLElement[] = [];

@@ -15,11 +15,17 @@ interface Spec {
   strings: Record<string, string>;
 }
 
+/** The title logged with a chart; wandb's confusion matrix default "... Matrix Curve" reads "... Matrix". */
+function chartTitle(spec: Spec): string {
+  const t = spec.strings.title ?? "";
+  return spec.chart === "confusion" ? t.replace(/\s+Curve$/, "") : t;
+}
+
 export function chartView(list: MediaItem[]): HTMLElement {
   return stepped(list, "chart", (it) => {
     const spec: Spec = { chart: String(it.chart), fields: (it.fields ?? {}) as Spec["fields"], strings: (it.strings ?? {}) as Spec["strings"] };
     const box = h("div", { class: "custom-chart", "data-chart": spec.chart }, h("p", { class: "muted small" }, "Loading chart…"));
-    const fig = h("figure", { "data-step": it.step }, spec.strings.title ? h("div", { class: "chart-title" }, spec.strings.title) : "", box);
+    const fig = h("figure", { "data-step": it.step }, spec.strings.title ? h("div", { class: "chart-title" }, chartTitle(spec)) : "", box);
     whenVisible(fig, () => {
       const url = mediaSrc(it);
       if (!url) return;
@@ -140,6 +146,8 @@ function draw(box: HTMLElement, spec: Spec, columns: string[], rows: Row[]): voi
     ],
     cursor: { drag: { x: true, y: true, uni: 20 } },
     hooks: {
+      // the legend names the classes; values (and the x row) only while the cursor is on a point
+      setLegend: [(u) => box.classList.toggle("hovering", u.legend.idx !== null && u.legend.idx !== undefined)],
       // the visible x range, for tests and screen readers
       setScale: [
         (u, key) => {

@@ -7,6 +7,7 @@ import { ChartGrid, stepMetricLookup, viewToolbar, xChoices } from "./grid";
 import { consolePanel, mediaPanel } from "./media";
 import { href, patchParams, type Route } from "./router";
 import { fmtDuration, fmtNum, fmtTime, flatten, h } from "./util";
+import { emptyState, errorState, loading } from "./ui";
 
 export type Dispose = () => void;
 
@@ -18,19 +19,19 @@ function setLive(on: boolean): void {
 }
 
 export function projectsPage(app: HTMLElement): Dispose {
-  app.replaceChildren(h("p", { class: "muted" }, "Loading projects…"));
+  app.replaceChildren(loading("projects"));
   api
     .projects()
     .then(({ projects }) => {
       if (!projects.length) {
-        app.replaceChildren(h("p", { class: "muted" }, "No projects yet. Log a run with wisp.init(project=...) to see it here."));
+        app.replaceChildren(emptyState("No projects yet", ["Log a run with ", h("code", {}, "wisp.init(project=...)"), " (or try ", h("code", {}, "make demo"), ") and it shows here."], "projects-empty"));
         return;
       }
       app.replaceChildren(
         h("h1", {}, "Projects"),
         h(
           "table",
-          { class: "data projects", id: "projects" },
+          { class: "data listing projects", id: "projects" },
           h("thead", {}, h("tr", {}, h("th", {}, "project"), h("th", {}, "runs"), h("th", {}, "last activity"))),
           h(
             "tbody",
@@ -42,7 +43,7 @@ export function projectsPage(app: HTMLElement): Dispose {
         ),
       );
     })
-    .catch((e) => app.replaceChildren(h("p", { class: "error" }, String((e as Error).message))));
+    .catch((e) => app.replaceChildren(errorState(e)));
   return () => {};
 }
 
@@ -92,7 +93,7 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
   let disposed = false;
   let timer: number | undefined;
   const cleanups: (() => void)[] = [];
-  app.replaceChildren(h("p", { class: "muted" }, "Loading run…"));
+  app.replaceChildren(loading("run"));
   void api
     .run(runId)
     .then((run) => {
@@ -192,7 +193,7 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
       setLive(state === "running");
       if (state === "running") timer = window.setTimeout(tick, LIVE_MS);
     })
-    .catch((e) => app.replaceChildren(h("p", { class: "error" }, `run ${runId}: ${(e as Error).message}`)));
+    .catch((e) => app.replaceChildren(errorState(e, `run ${runId}`)));
   return () => {
     disposed = true;
     clearTimeout(timer);
@@ -218,10 +219,10 @@ export function comparePage(app: HTMLElement, route: Route, project: string): Di
   let timer: number | undefined;
   let grid: ChartGrid | null = null;
   if (!ids.length) {
-    app.replaceChildren(h("p", {}, "No runs selected. ", h("a", { href: href(["p", project]) }, "Pick runs in the table"), " and press Compare."));
+    app.replaceChildren(emptyState("No runs selected", [h("a", { href: href(["p", project]) }, "Pick runs in the table"), " and press Compare."]));
     return () => {};
   }
-  app.replaceChildren(h("p", { class: "muted" }, "Loading runs…"));
+  app.replaceChildren(loading("runs"));
   void Promise.all(ids.map((id) => api.run(id)))
     .then((runs) => {
       if (disposed) return;
@@ -289,7 +290,7 @@ export function comparePage(app: HTMLElement, route: Route, project: string): Di
       setLive(live);
       if (live) timer = window.setTimeout(tick, LIVE_MS);
     })
-    .catch((e) => app.replaceChildren(h("p", { class: "error" }, String((e as Error).message))));
+    .catch((e) => app.replaceChildren(errorState(e)));
   return () => {
     disposed = true;
     clearTimeout(timer);

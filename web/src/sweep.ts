@@ -6,6 +6,7 @@ import { getJSON, qs, type Ok, type SweepSummary, type TrialRow } from "./api";
 import type { Dispose } from "./pages";
 import { href } from "./router";
 import { cssVar, flatten, fmtNum, fmtTime, h } from "./util";
+import { emptyState, errorState, loading } from "./ui";
 
 // The generated shapes (api.gen.ts), with the members this page reads narrowed: a sweep's
 // config is its sweep file (checked by the server), a trial's intermediate values are numbers.
@@ -25,12 +26,12 @@ const sweepApi = {
 };
 
 export function sweepsPage(app: HTMLElement): Dispose {
-  app.replaceChildren(h("p", { class: "muted" }, "Loading sweeps…"));
+  app.replaceChildren(loading("sweeps"));
   sweepApi
     .list()
     .then(({ sweeps }) => {
       if (!sweeps.length) {
-        app.replaceChildren(h("p", { class: "muted" }, "No sweeps yet. Create one with `wisp sweep sweep.yaml`."));
+        app.replaceChildren(emptyState("No sweeps yet", ["Create one with ", h("code", {}, "wisp sweep sweep.yaml"), "."], "sweeps-empty"));
         return;
       }
       const head = ["sweep", "name", "project", "method", "state", "trials", "created"];
@@ -38,7 +39,7 @@ export function sweepsPage(app: HTMLElement): Dispose {
         h("h1", {}, "Sweeps"),
         h(
           "table",
-          { class: "data", id: "sweeps" },
+          { class: "data listing", id: "sweeps" },
           h("thead", {}, h("tr", {}, ...head.map((c) => h("th", {}, c)))),
           h(
             "tbody",
@@ -60,7 +61,7 @@ export function sweepsPage(app: HTMLElement): Dispose {
         ),
       );
     })
-    .catch((e) => app.replaceChildren(h("p", { class: "error" }, String((e as Error).message))));
+    .catch((e) => app.replaceChildren(errorState(e)));
   return () => {};
 }
 
@@ -113,7 +114,10 @@ function metricChart(trials: Trial[], goal: string, metric: string): HTMLElement
     width: Math.min(720, Math.max(320, (document.getElementById("app")?.clientWidth ?? 760) - 40)),
     height: 240,
     scales: { x: { time: false } },
-    axes: [{ label: "trial", stroke: cssVar("--muted") }, { label: metric, stroke: cssVar("--muted") }],
+    axes: [{ label: "trial", stroke: cssVar("--muted"), incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], values: (_u: uPlot, splits: number[]) => {
+      el.dataset.xticks = splits.join(","); // trials are whole numbers: so are the ticks
+      return splits.map((v) => fmtNum(v));
+    } }, { label: metric, stroke: cssVar("--muted") }],
     series: [
       { label: "trial" },
       { label: metric, stroke: accent, width: 0, paths: () => null, points: { show: true, size: 7, fill: accent } },
@@ -264,7 +268,7 @@ export function sweepPage(app: HTMLElement, sweepId: string): Dispose {
   let timer: number | undefined;
   let lastKey = "";
   let imp: Importance | null = null;
-  app.replaceChildren(h("p", { class: "muted" }, "Loading sweep…"));
+  app.replaceChildren(loading("sweep"));
   const load = async () => {
     const [sweep, { trials }, { runs }] = await Promise.all([sweepApi.one(sweepId), sweepApi.trials(sweepId), sweepApi.runs(sweepId)]);
     if (disposed) return;
@@ -305,7 +309,7 @@ export function sweepPage(app: HTMLElement, sweepId: string): Dispose {
     if (live) timer = window.setTimeout(() => void load().catch(fail), LIVE_MS);
   };
   const fail = (e: unknown) => {
-    if (!disposed) app.replaceChildren(h("p", { class: "error" }, String((e as Error).message)));
+    if (!disposed) app.replaceChildren(errorState(e));
   };
   void load().catch(fail);
   return () => {

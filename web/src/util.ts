@@ -31,6 +31,18 @@ export function fmtNum(v: unknown): string {
   return JSON.stringify(v);
 }
 
+/** "1 run", "2 runs". */
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/** A group's label as the runs table shows the value: "1.0" -> "1", "0.10000000001" -> "0.1". */
+export function fmtLabel(label: string): string {
+  const t = label.trim();
+  if (t === "" || !/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(t)) return label;
+  return fmtNum(Number(t));
+}
+
 export function fmtDuration(s: number | null | undefined): string {
   if (s === null || s === undefined || !Number.isFinite(s)) return "";
   if (s < 60) return `${s.toFixed(s < 10 ? 1 : 0)}s`;

@@ -36,6 +36,9 @@ log = logging.getLogger("wisp")
 #: Seconds ``finish()`` (and the exit hook) wait for uploads while the server has never
 #: answered: nothing could be uploaded, the run is on disk and ``wisp sync`` sends it later.
 UNREACHABLE_WAIT = 2.0
+#: at finish(), a server that answered before and has refused every attempt for this long
+#: (nothing listening: it died or was stopped) is not waited for any longer
+GONE_WAIT = 5.0
 
 
 # -- online runs: the hooks called by init() and Run.finish() --------------------------------
@@ -76,6 +79,31 @@ def never_answered(up: Uploader) -> bool:
     return unreachable(up) or (up.silent_at_init and not up.registered.is_set())
 
 
+def gone(up: Uploader) -> bool:
+    """True when a server that answered before has refused connections for ``GONE_WAIT``
+    s: nothing listens there any more, so nothing can be sent (``finish()`` stops waiting)."""
+    err, since = up.last_error, up.failing_since
+    return (
+        up.registered.is_set()
+        and since is not None
+        and isinstance(err, RetryableApiError)
+        and err.status is None
+        and isinstance(err.__cause__, ConnectionRefusedError)
+        and up.clock() - since >= GONE_WAIT
+    )
+
+
+def stop_requested(run: Run) -> None:
+    """Someone asked the server to stop this run (``wisp.Api`` ``run.stop()``, the MCP tool
+    ``stop_run``, the dashboard): say so, and interrupt the main thread as Ctrl+C would, so
+    the program's own handlers run and the run finishes as ``killed`` (wandb's remote stop
+    does the same)."""
+    import _thread
+
+    log.warning("wisp: run %s was asked to stop from the server; stopping it (as Ctrl+C)", run.id)
+    _thread.interrupt_main()
+
+
 def attach(run: Run) -> None:
     """Start uploading a new online run; wait at most ``init_timeout`` for it to register.
 
@@ -91,6 +119,7 @@ def attach(run: Run) -> None:
     client = ApiClient(s.server_url, s.api_key, timeout=10.0)
     up = Uploader(run.dir, client, heartbeat_interval=s.heartbeat_interval)
     up.defer_refusal = True  # a refusal while init() waits is raised here, not logged
+    up.on_stop = lambda: stop_requested(run)
     refused = False
 
     def stop() -> None:
@@ -158,6 +187,8 @@ def _cause(exc: BaseException | None) -> str:
 
 def refusal(server_url: str, run_id: str, exc: FatalApiError) -> FatalApiError:
     """The error ``init()`` raises when the server refuses a run, with its reason and a fix."""
+    if " is not a wisp server: " in str(exc):  # what answered, and the fix, are said already
+        return FatalApiError(str(exc), status=exc.status)
     if exc.status in (403, 404) and "(field 'project')" in str(exc):
         hint = (
             "the key's user may not use this project: check init(project=..., entity=...) "
@@ -205,24 +236,37 @@ def finish_upload(
     short = start + min(timeout, UNREACHABLE_WAIT)  # while the server has never answered
     tty = bool(getattr(out, "isatty", lambda: False)())
     shown = False
-    while up.thread.is_alive():
-        now = time.monotonic()
-        never = never_answered(up)
-        end = short if never else deadline
-        if now >= end:
-            break
-        up.thread.join(min(0.25, end - now))
-        if up.thread.is_alive() and not never and time.monotonic() - start > 1.0:
-            left = up.pending_bytes()
-            if tty:
-                out.write(f"\rwisp: uploading run {run.id}: {human_size(left)} left ...  ")
-                shown = True
-            elif not shown:
-                out.write(
-                    f"wisp: uploading run {run.id}: {human_size(left)} left, waiting up to "
-                    f"{timeout:.0f}s\n"
-                )
-                shown = True
+    tries = up.retries
+    try:
+        while up.thread.is_alive():
+            now = time.monotonic()
+            never = never_answered(up)
+            end = short if never else deadline
+            if now >= end or (up.retries > tries and gone(up)):
+                break
+            up.thread.join(min(0.25, end - now))
+            if up.thread.is_alive() and not never and time.monotonic() - start > 1.0:
+                left = up.pending_bytes()
+                if tty:
+                    out.write(f"\rwisp: uploading run {run.id}: {human_size(left)} left ...  ")
+                    shown = True
+                elif not shown:
+                    out.write(
+                        f"wisp: uploading run {run.id}: {human_size(left)} left, waiting up to "
+                        f"{timeout:.0f}s\n"
+                    )
+                    shown = True
+    except KeyboardInterrupt:
+        # Ctrl-C stops the wait, not the program's ending: the run is closed on disk already
+        up.stop()
+        out.write(
+            f"{chr(10) if shown and tty else ''}wisp: run {run.id}: upload interrupted with "
+            f"{human_size(up.pending_bytes())} left; the run is safe on disk, "
+            f"`wisp sync {run.dir}` finishes uploading it\n"
+        )
+        with contextlib.suppress(OSError, ValueError):
+            out.flush()
+        return
     if shown and tty:
         out.write("\n")
     if up.rejected:
@@ -243,6 +287,15 @@ def finish_upload(
         return
     up.stop()
     left = up.pending_bytes()
+    if gone(up):
+        out.write(
+            f"wisp: run {run.id}: {human_size(left)} of {run.file_path} not uploaded: the server "
+            f"{up.client.server_url} stopped answering during the run ({_cause(up.last_error)}); "
+            f"it is safe on disk, `wisp sync {run.dir}` finishes uploading it\n"
+        )
+        with contextlib.suppress(OSError, ValueError):
+            out.flush()
+        return
     if never_answered(up):
         out.write(
             f"wisp: run {run.id} was not uploaded: the server {up.client.server_url} could not "

@@ -138,6 +138,30 @@ def error_message(resp: Response) -> tuple[str, dict[str, Any]]:
     return text, doc if isinstance(doc, dict) else {}
 
 
+def answer_summary(resp: Response) -> str:
+    """One line for what a server answered: ``HTTP 501 (text/html: Error response)``."""
+    import re
+
+    ctype = resp.headers.get("content-type", "").split(";")[0].strip() or "no content type"
+    text = resp.body[:2000].decode("utf-8", "replace")
+    title = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
+    if title is not None:
+        text = title.group(1)
+    text = " ".join(re.sub(r"<[^>]*>", " ", text).split())
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"HTTP {resp.status} ({ctype}{': ' + text if text else ''})"
+
+
+def _wisp_error(resp: Response) -> bool:
+    """True when the body is a wisp server's error document (``{"error": {...}}``)."""
+    try:
+        doc = json.loads(resp.body)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and isinstance(doc.get("error"), dict)
+
+
 class Conflict(NamedTuple):
     """A 409 answer to a record batch: the server has applied up to ``acked_seq``."""
 
@@ -159,6 +183,8 @@ class ApiClient:
         self.transport: Transport = transport or HttpTransport(self.server_url)
         self.timeout = timeout
         self.plain_uploads = False  # True once the server said it takes blob bytes itself
+        #: set once the server answered that someone asked for the run to stop
+        self.stop_requested = False
         self._headers = {"User-Agent": "wisp-uploader/1", "Accept": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -205,6 +231,8 @@ class ApiClient:
             return Response(200, {}, body)
         if 200 <= status < 300 or status in ok:
             return resp
+        if status in (404, 501) and not _wisp_error(resp):  # wisp's own 404s are JSON
+            raise self.not_wisp(f"{method} {API_PREFIX}{path}", resp)
         msg, _doc = error_message(resp)
         text = f"{what}: server answered {status}" + (f": {msg}" if msg else "")
         if status == 429 or status >= 500 or status == 408:
@@ -213,8 +241,22 @@ class ApiClient:
             )
         raise FatalApiError(text, status=status)
 
-    @staticmethod
-    def _json(resp: Response) -> dict[str, Any]:
+    def not_wisp(self, what: str, resp: Response) -> FatalApiError:
+        """The error for an answer no wisp server gives (a 501, an HTML page, ...)."""
+        fix = "the address `wisp server` prints, e.g. http://host:8080"
+        for suffix in (API_PREFIX, "/api"):
+            if self.server_url.endswith(suffix):  # the API's path, given as the server's
+                fix = f"the server's address without {suffix}: {self.server_url[: -len(suffix)]}"
+                break
+        return FatalApiError(
+            f"{self.server_url} is not a wisp server: {what} answered {answer_summary(resp)}; "
+            f"the server URL (WISP_SERVER_URL, settings server_url, `wisp login`) is {fix}",
+            status=resp.status,
+        )
+
+    def _json(self, resp: Response, what: str = "the request") -> dict[str, Any]:
+        if resp.body and "html" in resp.headers.get("content-type", ""):
+            raise self.not_wisp(what, resp)
         try:
             doc = json.loads(resp.body) if resp.body else {}
         except ValueError:
@@ -229,7 +271,11 @@ class ApiClient:
     def put_run(self, run_id: str, body: RunBody) -> dict[str, Any]:
         """Create or update a run (the body's shape: :class:`wisp._wire.RunBody`)."""
         data = json.dumps(body, allow_nan=True).encode()
-        return self._json(self.call("PUT", f"/runs/{quote(run_id, safe='')}", data))
+        path = f"/runs/{quote(run_id, safe='')}"
+        resp = self.call("PUT", path, data, ok=(405,))
+        if resp.status == 405:  # every wisp server takes this PUT: something else answered
+            raise self.not_wisp(f"PUT {API_PREFIX}{path}", resp)
+        return self._json(resp, f"PUT {API_PREFIX}{path}")
 
     def post_records(self, run_id: str, body: bytes, *, gzip: bool) -> int | Conflict:
         """Post one batch (an encoded body); the acked seq, or a :class:`Conflict`."""
@@ -237,6 +283,7 @@ class ApiClient:
             "POST", f"/runs/{quote(run_id, safe='')}/records", body, gzip=gzip, ok=(409,)
         )
         doc = self._json(resp)
+        self._note_stop(doc)
         acked = doc.get("acked_seq")
         if type(acked) is not int:
             if resp.status == 409:  # not a seq conflict: the run is not ours (run_owned, ...)
@@ -268,4 +315,11 @@ class ApiClient:
         upload_blob(self, "media", sha256, len(data), data, direct)
 
     def heartbeat(self, run_id: str) -> None:
-        self.call("POST", f"/runs/{quote(run_id, safe='')}/heartbeat", b"{}")
+        resp = self.call("POST", f"/runs/{quote(run_id, safe='')}/heartbeat", b"{}")
+        self._note_stop(self._json(resp))
+
+    def _note_stop(self, doc: dict[str, Any]) -> None:
+        """Someone asked the server to stop this run (``POST /runs/{id}/stop``): its answers
+        to heartbeats and record batches say ``"stop": true`` from then on."""
+        if doc.get("stop") is True:
+            self.stop_requested = True

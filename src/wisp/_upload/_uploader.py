@@ -48,6 +48,7 @@ from wisp._rundir import (
     RUN_FILE,
     Cursor,
     add_rejected,
+    id_of_dir,
     lock_uploads,
     read_rejected,
     unlock_uploads,
@@ -186,12 +187,16 @@ class Uploader:
         self.defer_refusal = False  # set while init() waits: it raises a refusal, not we
         self.silent_at_init = False  # set when init() waited init_timeout without an answer
         self.crashed = False  # set by sync for a dead process: register the run as crashed
+        #: called once when the server says someone asked the run to stop (live runs)
+        self.on_stop: Callable[[], None] | None = None
         # progress and outcome, read by finish()/sync
         self.records_sent = 0
         self.bytes_sent = 0
         self.media_sent = 0
         self.retries = 0
         self.last_error: BaseException | None = None
+        self.failing_since: float | None = None  # clock() of the first of the failing attempts
+        self._said_failing = False  # the outage was said (once, on the "wisp" logger)
         self.error: BaseException | None = None  # fatal: the upload stopped
         self.done = threading.Event()
         self.thread: threading.Thread | None = None
@@ -239,7 +244,7 @@ class Uploader:
         log.warning(
             "wisp: uploading run %s stopped (%s: %s); the run file %s keeps everything, "
             "run `wisp sync %s` once the problem is fixed",
-            self.run_id or "?",
+            self.run_id or id_of_dir(self.run_dir),
             type(exc).__name__,
             exc,
             self.path,
@@ -330,12 +335,17 @@ class Uploader:
                 failures += 1
                 self.retries += 1
                 self.last_error = exc
-                if give_up_after is not None and self.clock() - last_progress > give_up_after:
+                now = self.clock()
+                self._failing(failures, exc, now)
+                if give_up_after is not None and now - last_progress > give_up_after:
                     raise
                 self._sleep(self._delay(failures, exc.retry_after))
                 continue
             failures = 0
             last_progress = self.clock()
+            if self.failing_since is not None:
+                self._recovered()
+            self._check_stop()
             if progressed:
                 if on_progress is not None:
                     on_progress(self)
@@ -343,6 +353,30 @@ class Uploader:
                 self._poll(self.poll_interval)
                 self._wake.clear()
         return False
+
+    def _failing(self, failures: int, exc: RetryableApiError, now: float) -> None:
+        """Note a failed attempt at ``now``; say once that a server which answered before
+        stopped."""
+        if self.failing_since is None:
+            self.failing_since = now
+        if failures >= 3 and self.registered.is_set() and not self._said_failing:
+            self._said_failing = True  # a server that never answered is said by init()
+            log.warning(
+                "wisp: uploading run %s to %s is failing (%s); training goes on, the run file "
+                "%s keeps everything and uploads resume when the server answers again",
+                self.run_id or "?",
+                self.client.server_url,
+                exc,
+                self.path,
+            )
+
+    def _recovered(self) -> None:
+        if self._said_failing:
+            log.warning(
+                "wisp: uploading run %s to %s resumed", self.run_id or "?", self.client.server_url
+            )
+        self.failing_since = None
+        self._said_failing = False
 
     def pump(self, final: Callable[[], bool], max_steps: int = 64) -> int:
         """Do up to ``max_steps`` units of work without waiting or retrying; return how many.
@@ -378,6 +412,13 @@ class Uploader:
         if self.clock() - self._last_contact >= hb:
             self.client.heartbeat(self.key)
             self._last_contact = self.clock()
+        self._check_stop()
+
+    def _check_stop(self) -> None:
+        """Call ``on_stop`` (once) when the server said the run was asked to stop."""
+        if self.client.stop_requested and self.on_stop is not None:
+            on_stop, self.on_stop = self.on_stop, None
+            on_stop()
 
     def _mark_done(self) -> None:
         assert self.key is not None

@@ -22,7 +22,10 @@ __all__ = ["Api", "File", "Project", "Run", "Runs", "from_mongo"]
 
 class Api:
     """Runs of a wisp server (``server_url``/``api_key``, default from settings and
-    ``wisp login``) or of a local folder (``dir``, or the current one with no server)."""
+    ``wisp login``) or of a local folder (``dir``, or the current one with no server).
+
+    ``transport`` replaces the HTTP connection to the server (an object with the
+    ``request``/``close`` methods of ``wisp._upload._transport.Transport``)."""
 
     def __init__(
         self,
@@ -32,6 +35,7 @@ class Api:
         *,
         timeout: float = 60.0,
         retries: int = 6,
+        transport: Any = None,
     ) -> None:
         if dir is not None and server_url is not None:
             raise UsageError("pass server_url (a server) or dir (a local folder), not both")
@@ -62,7 +66,9 @@ class Api:
             self.server_url = server_url.rstrip("/")
             self.dir = None
             self._backend = ServerBackend(
-                HttpApi(self.server_url, api_key, timeout=timeout, retries=retries)
+                HttpApi(
+                    self.server_url, api_key, timeout=timeout, retries=retries, transport=transport
+                )
             )
 
     def close(self) -> None:
@@ -104,6 +110,41 @@ class Api:
             raise UsageError(f"runs() needs a project name, got {path!r}")
         project = path.strip("/")  # "/project": run.entity was "" (no owner)
         return Runs(self._backend, project, to_source(filters), order, per_page)
+
+    def report(self, path: str, version: int | None = None) -> Any:
+        """A report kept on the server, ``"project/ID"`` (its latest version unless
+        ``version``): a ``ReportRef`` with ``markdown``, ``versions()``, ``diff()``,
+        ``revert()`` and ``report`` (a ``wisp.Report``); docs/reports.md."""
+        from wisp.reports._client import get
+
+        return get(self, path, version)
+
+    def reports(self, project: str) -> list[dict[str, Any]]:
+        """The reports of a project on the server: ``{id, title, version, author, ...}``."""
+        from wisp.reports._client import reports_of
+
+        return reports_of(self, project)
+
+    def push_report(
+        self,
+        report: Any,
+        project: str | None = None,
+        id: str | None = None,  # noqa: A002 - the report's id
+        base: int | None = None,
+    ) -> Any:
+        """Upload a report (a ``wisp.Report``, a file path or Markdown text) as a new version
+        of report ``id``, or as a new report; returns its ``ReportRef``."""
+        from wisp.reports._client import push
+        from wisp.reports._report import Report
+
+        if isinstance(report, str) and report.startswith("---"):
+            report = Report.from_markdown(report)
+        elif not isinstance(report, Report):
+            report = Report.load(report)
+        target = project or report.project
+        if not target:
+            raise UsageError("push_report() needs a project (none in the report either)")
+        return push(self, target, report.markdown, id, base)
 
     def run(self, path: str) -> Run:
         """One run by ``"entity/project/run_id"`` (``run.path``), ``"project/run_id"`` (run ids

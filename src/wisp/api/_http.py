@@ -104,6 +104,8 @@ class HttpApi:
         self.server_url = server_url.rstrip("/")
         self.api_key = api_key
         self.client = ApiClient(self.server_url, api_key, transport=transport, timeout=timeout)
+        #: streamed answers go through the given transport too (buffered), not a socket
+        self._in_process = transport is not None
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
@@ -180,6 +182,18 @@ class HttpApi:
         parts = urlsplit(self.server_url)
         full = parts.path.rstrip("/") + API_PREFIX + path
 
+        def buffered() -> Stream:
+            resp = self.client.transport.request(
+                "POST", API_PREFIX + path, data, headers, self.timeout
+            )
+            if resp.status == 200:
+                return Stream(_Closed(), _Buffered(resp))
+            msg, _ = error_message(resp)
+            text = f"POST {path}: server answered {resp.status}: {msg}"
+            if resp.status in (408, 429) or resp.status >= 500:
+                raise RetryableApiError(text, status=resp.status)
+            raise FatalApiError(text, status=resp.status)
+
         def once() -> Stream:
             import http.client
 
@@ -211,8 +225,30 @@ class HttpApi:
                 raise RetryableApiError(text, status=resp.status, retry_after=retry_after)
             raise FatalApiError(text, status=resp.status)
 
-        out: Stream = self._retrying(once)
+        out: Stream = self._retrying(buffered if self._in_process else once)
         return out
+
+
+class _Buffered:
+    """A whole answer with the ``getheader``/``read`` of ``http.client.HTTPResponse``."""
+
+    def __init__(self, resp: Any) -> None:
+        import io
+
+        self._headers = {k.lower(): v for k, v in resp.headers.items()}
+        self._body = io.BytesIO(resp.body)
+
+    def getheader(self, name: str) -> str | None:
+        value: str | None = self._headers.get(name.lower())
+        return value
+
+    def read(self, n: int | None = None) -> bytes:
+        return self._body.read(-1 if n is None else n)
+
+
+class _Closed:
+    def close(self) -> None:
+        pass
 
 
 def q(s: str) -> str:

@@ -162,6 +162,19 @@ class LocalBackend:
                     seen[k] = None
         return sorted(seen)
 
+    def stop(self, run_id: str) -> None:
+        raise UsageError(
+            "stopping a run needs a server: the run's process learns of it through its uploads"
+        )
+
+    def alerts(self, run_id: str) -> list[dict[str, Any]]:
+        return [dict(a) for a in self._find(run_id).records.get("alert", ())]
+
+    def console_lines(self, run_id: str) -> Iterator[str]:
+        for rec in self._find(run_id).records.get("console", ()):
+            for line in rec.get("lines") or ():
+                yield str(line[2])
+
     def edit(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
         raise UsageError("editing runs needs a server: wisp.Api(server_url=..., api_key=...)")
 

@@ -268,6 +268,25 @@ class Run:
         )
         return rows
 
+    def metric_keys(self) -> list[str]:
+        """The keys of the run's logged numeric metrics, sorted."""
+        return list(self._backend.metric_keys(self.key))
+
+    def stop(self) -> None:
+        """Ask the run's process to finish (a live run uploading to a server): it sees the
+        request with its next heartbeat or batch and stops as on Ctrl+C, state ``killed``."""
+        self._backend.stop(self.key)
+
+    def alerts(self) -> list[dict[str, Any]]:
+        """The alerts the run raised (``wisp.alert``): title, text, level, ts, step."""
+        found: list[dict[str, Any]] = self._backend.alerts(self.key)
+        return found
+
+    def console_lines(self) -> Iterator[str]:
+        """The captured console output (stdout and stderr), one line at a time, in order."""
+        lines: Iterator[str] = self._backend.console_lines(self.key)
+        return lines
+
     # -- files ---------------------------------------------------------------------------------
 
     def files(self) -> list[File]:

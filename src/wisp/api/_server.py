@@ -76,6 +76,24 @@ class ServerBackend:
             self.get_run(run_id)
         return self._keys[run_id]
 
+    def stop(self, run_id: str) -> None:
+        try:
+            self.http.json("POST", f"/runs/{q(run_id)}/stop", body={})
+        except FatalApiError as exc:
+            raise self._not_found(exc, f"run {run_id!r}") from None
+
+    def console_lines(self, run_id: str, page: int = 10_000) -> Iterator[str]:
+        after = -1
+        while True:
+            got = self.http.json(
+                "GET", f"/runs/{q(run_id)}/console", query={"after": after, "limit": page}
+            )["lines"]
+            for line in got:
+                yield str(line["text"])
+            if len(got) < page:
+                return
+            after = int(got[-1]["id"])
+
     def edit(self, run_id: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
             doc = self.http.json("PATCH", f"/runs/{q(run_id)}", body=body)

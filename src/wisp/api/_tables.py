@@ -11,11 +11,13 @@ import importlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from wisp.errors import install_hint
+
 __all__ = ["arrow_available", "build", "by_run_id", "need", "to_batch"]
 
 _HINTS = {
     "pandas": "pip install pandas",
-    "pyarrow": "pip install pyarrow  (or: pip install 'wisp[export]')",
+    "pyarrow": f"pip install pyarrow  (or: {install_hint('export')})",
     "polars": "pip install polars",
 }
 

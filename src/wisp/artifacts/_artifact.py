@@ -240,6 +240,16 @@ class Artifact:
         kind = value.get("_type", "object") if isinstance(value, dict) else "object"
         key = self._name_for(f"{name}.{kind}.json", overwrite)
         data = json.dumps(value, allow_nan=True).encode()
+        own = (
+            [i for i, (_p, rel) in enumerate(saved) if value.get("path") == rel]
+            if (isinstance(value, dict) and str(value.get("path", "")).endswith(f".{kind}.json"))
+            else []
+        )
+        if own:  # the object is a JSON document (a table): it is the entry, not a copy of it
+            path, _rel = saved.pop(own[0])
+            with open(path, "rb") as doc:
+                data = doc.read()
+            os.unlink(path)
         with self.new_file(key, mode="wb" if overwrite else "xb") as f:
             f.write(data)
         for path, rel in saved:

@@ -40,6 +40,14 @@ def _parser() -> argparse.ArgumentParser:
         )
 
     sp = add("ui", "open the dashboard on the runs of a directory (local server)")
+    sp.add_argument(
+        "folder",
+        nargs="?",
+        metavar="DIR",
+        default=None,
+        help="show only this folder's runs (a database of its own); without it, the dashboard "
+        "keeps the runs of every folder it followed",
+    )
     dir_opt(sp)
     sp.add_argument("--host", default="127.0.0.1")
     sp.add_argument("--port", type=int, default=8642, help="0 picks a free port (default 8642)")
@@ -297,10 +305,68 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("ref", metavar="NAME:vN")
     a.add_argument("alias", metavar="ALIAS")
 
+    def source(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument(
+            "--dir",
+            default=None,
+            help="read runs from this folder (default: the configured server, else .)",
+        )
+        sp.add_argument("--server", default=None, help="server URL (default: the configured one)")
+        sp.add_argument("--key", default=None, help="API key (prefer --key-file or WISP_API_KEY)")
+        sp.add_argument("--key-file", default=None, help="read the key from a file ('-': stdin)")
+
+    sp = add("mcp", "serve the agent tools over MCP on stdin/stdout (docs/agents.md)")
+    source(sp)
+    sp.add_argument(
+        "--max-bytes",
+        type=int,
+        default=None,
+        help="largest tool result before it is paged (default $WISP_MCP_MAX_BYTES or 65536)",
+    )
+    sp = add("query", "run read-only SQL over a project's runs and metrics (DuckDB)")
+    sp.add_argument("--project", required=True, help="the project whose runs make the tables")
+    sp.add_argument("--sql", required=True, help="SQL over the tables runs, history, points")
+    sp.add_argument("--filter", default=None, help="only runs matching this filter")
+    sp.add_argument("--keys", default=None, help="metrics to load, comma-separated (default all)")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
+    source(sp)
+    sp = add("skills", "install a skill file that teaches a coding agent to use wisp")
+    sp.add_argument(
+        "agent",
+        nargs="?",
+        choices=("claude", "codex", "cursor", "all"),
+        default="all",
+        help="which agent's layout (default: all)",
+    )
+    sp.add_argument("--root", default=".", help="the project folder to write into (default .)")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
+    from wisp.cli._report_cmd import add_parser as add_report
+
+    add_report(sub)
+
     sp = add("doctor", "check this environment for common tracking problems")
     dir_opt(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output")
+    _json_everywhere(p)
     return p
+
+
+def _json_everywhere(parser: argparse.ArgumentParser) -> None:
+    """Give every command (and sub-command) ``--json``: those that had none print their
+    answer through :class:`wisp.cli._term.Output` (one document, ``exit_code`` included)."""
+    for action in parser._actions:  # argparse keeps sub-parsers only here
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for sub in dict.fromkeys(action.choices.values()):
+            if sub.prog == "wisp mcp":
+                continue  # speaks JSON-RPC on stdout: nothing else may be printed there
+            native = "--json" in sub._option_string_actions
+            if not native:
+                sub.add_argument(
+                    "--json", action="store_true", help="print one JSON document (errors too)"
+                )
+            sub.set_defaults(output_json=not native)
+            _json_everywhere(sub)
 
 
 _COMMANDS = {
@@ -317,6 +383,10 @@ _COMMANDS = {
     "sweep": ("wisp.cli._sweep_cmd", "cmd_sweep"),
     "agent": ("wisp.cli._sweep_cmd", "cmd_agent"),
     "artifact": ("wisp.cli._artifact_cmd", "cmd_artifact"),
+    "mcp": ("wisp.cli._agent_cmd", "cmd_mcp"),
+    "query": ("wisp.cli._agent_cmd", "cmd_query"),
+    "skills": ("wisp.cli._agent_cmd", "cmd_skills"),
+    "report": ("wisp.cli._report_cmd", "cmd_report"),
 }
 
 
@@ -334,21 +404,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     import importlib
 
-    from wisp.cli._term import EXIT, CliError, color
+    from wisp.cli._term import EXIT, CliError, Output, color
     from wisp.errors import UsageError, WispError
 
+    as_json = bool(getattr(args, "json", False))
+    args.out = out = Output(as_json)
     module, name = _COMMANDS[args.command]
     try:
         code: int = getattr(importlib.import_module(module), name)(args)
     except CliError as exc:
-        _error(str(exc), exc.hint, color)
-        return exc.code
+        return _error(str(exc), exc.hint, color, exc.code, as_json)
     except UsageError as exc:
-        _error(str(exc), "see `wisp " + args.command + " --help`", color)
-        return EXIT["usage"]
+        hint = "see `wisp " + args.command + " --help`"
+        return _error(str(exc), hint, color, EXIT["usage"], as_json)
     except WispError as exc:
-        _error(str(exc), "`wisp doctor` checks the environment", color)
-        return EXIT["failed"]
+        hint = "`wisp doctor` checks the environment"
+        return _error(str(exc), hint, color, EXIT["failed"], as_json)
     except KeyboardInterrupt:
         print(file=sys.stderr)
         return EXIT["interrupted"]
@@ -361,14 +432,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = "check the path and permissions"
         if isinstance(exc, ConnectionError) and not exc.filename:
             hint = "check the address, and that it is running"
-        _error(f"{exc.strerror or exc}{where}", hint, color)
-        return EXIT["failed"]
+        return _error(f"{exc.strerror or exc}{where}", hint, color, EXIT["failed"], as_json)
+    if getattr(args, "output_json", False):
+        out.finish(code)
     return code
 
 
-def _error(message: str, hint: str | None, color: object) -> None:
+def _error(message: str, hint: str | None, color: object, code: int, as_json: bool) -> int:
     paint = color  # the lazily imported wisp.cli._term.color
     text = f"wisp: error: {message}"
     print(paint(text, "red", sys.stderr), file=sys.stderr)  # type: ignore[operator]
     if hint:
         print(f"hint: {hint}", file=sys.stderr)
+    if as_json:
+        import json
+
+        error = {"message": message, "hint": hint}
+        print(json.dumps({"error": error, "exit_code": code}), flush=True)
+    return code

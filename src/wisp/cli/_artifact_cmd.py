@@ -59,7 +59,14 @@ def _put(args: argparse.Namespace) -> int:
     client = _client(args, needed=False)
     publish(art, _project(args), args.alias, client)
     where = f"{art.version} on {client.server_url}" if client else "the local cache (offline)"
-    print(f"{art.name}: {len(art.files())} files, digest {art.digest}, stored as {where}")
+    args.out.say(f"{art.name}: {len(art.files())} files, digest {art.digest}, stored as {where}")
+    args.out.data(
+        name=art.name,
+        version=art.version,
+        digest=art.digest,
+        files=len(art.files()),
+        server=client.server_url if client else None,
+    )
     return EXIT["ok"]
 
 
@@ -70,9 +77,17 @@ def _get(args: argparse.Namespace) -> int:
     art = use_artifact(None, args.ref, client=client, project=_project(args, None))
     root = art.download(args.root)
     d = art.last_download
-    print(
+    args.out.say(
         f"{art.name}:{art.version or art.digest} -> {root} "
         f"({d.get('files', 0)} files, {d.get('from_cache', 0)} from the cache)"
+    )
+    args.out.data(
+        name=art.name,
+        version=art.version,
+        digest=art.digest,
+        root=str(root),
+        files=d.get("files", 0),
+        from_cache=d.get("from_cache", 0),
     )
     return EXIT["ok"]
 
@@ -84,13 +99,14 @@ def _ls(args: argparse.Namespace) -> int:
         json.dump(rows, sys.stdout, indent=2)
         print()
         return EXIT["ok"]
+    from wisp._upload._live import human_size
     from wisp.cli._term import table
 
     print(
         table(
             ["name", "type", "versions", "latest", "size"],
             [
-                [r["name"], r["type"], str(r["versions"]), r["latest"] or "", str(r["size"])]
+                [r["name"], r["type"], str(r["versions"]), r["latest"] or "", human_size(r["size"])]
                 for r in rows
             ],
         )
@@ -106,7 +122,8 @@ def _alias(args: argparse.Namespace) -> int:
     if not (version.startswith("v") and version[1:].isdigit()):
         raise CliError(f"{args.ref}: expected NAME:vN")
     doc = client.set_alias(project, name, version, args.alias)
-    print(
+    args.out.say(
         f"{project}/{name}:{args.alias} -> {doc['version']} (aliases: {', '.join(doc['aliases'])})"
     )
+    args.out.data(project=project, name=name, alias=args.alias, version=doc["version"])
     return EXIT["ok"]

@@ -24,6 +24,7 @@ from typing import Any
 
 from wisp._doctor import Check
 from wisp.cli._term import EXIT, color
+from wisp.errors import install_hint
 
 __all__ = ["Check", "cmd_doctor", "run_checks"]
 
@@ -65,7 +66,7 @@ def check_import() -> list[Check]:
                 "import wisp",
                 "fail",
                 out.splitlines()[-1] if out else "failed",
-                "reinstall wisp: pip install -e .",
+                f"reinstall wisp: {install_hint()} (in a checkout: pip install -e .)",
             )
         ]
     mods, dt = out.split()

@@ -45,4 +45,5 @@ def export_project(args: argparse.Namespace) -> int:
     except (ApiError, UsageError) as exc:
         raise CliError(str(exc), "check the project name, filter and server") from None
     print(f"wrote {rows} rows of {n} runs to {out}", file=sys.stderr)
+    args.out.data(project=args.project, runs=n, rows=rows, written=out, format="parquet")
     return EXIT["ok"]

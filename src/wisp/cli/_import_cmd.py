@@ -25,8 +25,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         package = _PACKAGE.get(args.source, args.source)
         raise CliError(str(exc), f"pip install {package}", EXIT["missing_dependency"]) from exc
     for run_dir in made:
-        print(run_dir)
-    print(f"imported {len(made)} run(s) into {args.dir}/wisp", flush=True)
+        args.out.say(run_dir)
+    args.out.say(f"imported {len(made)} run(s) into {args.dir}/wisp")
+    args.out.data(source=args.source, imported=len(made), runs=made)
     return EXIT["ok"]
 
 
@@ -37,9 +38,11 @@ def _report_import(args: argparse.Namespace) -> int:
         from wisp.integrations.importers._wandb import import_wandb_report
 
         report = import_wandb_report(args.paths, args.dir)
-        print(report.summary(), flush=True)
+        args.out.say(report.summary())
+        args.out.data(source="wandb", summary=[report.summary()], failed=bool(report.failed))
         return EXIT["failed"] if report.failed else EXIT["ok"]
     failed = 0
+    summaries: list[str] = []
     for path in args.paths:
         if args.source == "mlflow":
             report = importers.import_mlflow(
@@ -47,7 +50,9 @@ def _report_import(args: argparse.Namespace) -> int:
             )
         else:
             report = importers.import_neptune(path, args.dir, files=not args.no_files)
-        print(report.summary(), flush=True)
+        args.out.say(report.summary())
+        summaries.append(report.summary())
         failed += len(report.failed)
     print(f"runs are in {args.dir}/wisp", file=sys.stderr)
+    args.out.data(source=args.source, summary=summaries, failed=failed)
     return EXIT["failed"] if failed else EXIT["ok"]

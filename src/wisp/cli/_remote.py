@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wisp.cli._term import EXIT, CliError, table
+from wisp.errors import install_hint
 
 __all__ = ["call_with", "cmd_keys", "cmd_login", "cmd_server", "cmd_sync", "cmd_ui", "http_get"]
 
@@ -28,7 +29,7 @@ def _function(module: str, name: str, what: str, extra: str) -> Callable[..., An
         if missing and not missing.startswith("wisp"):
             raise CliError(
                 f"{what} needs the package {missing!r}",
-                f"pip install 'wisp[{extra}]'",
+                install_hint(extra),
                 EXIT["missing_dependency"],
             ) from None
         raise CliError(
@@ -53,15 +54,36 @@ def call_with(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 def cmd_ui(args: argparse.Namespace) -> int:
     ui = _function("wisp._ui", "ui", "`wisp ui`", "server")
-    data = args.data or _function("wisp._ui", "data_dir", "`wisp ui`", "server")()
+    only = args.folder is not None  # `wisp ui DIR`: that folder's runs alone, its own database
+    folder = args.folder if only else args.dir
+    if only and not os.path.isdir(folder):
+        raise CliError(f"no folder {folder!r}", "wisp ui DIR shows the runs under DIR/wisp")
+    if args.data:
+        data = args.data
+    elif only:
+        data = _function("wisp._ui", "folder_data_dir", "`wisp ui`", "server")(folder)
+    else:
+        data = _function("wisp._ui", "data_dir", "`wisp ui`", "server")()
+    roots = _function("wisp._ui", "ui_roots", "`wisp ui`", "server")(folder, only)
 
     def ready(url: str) -> None:
-        print(f"wisp ui: database and media in {os.path.abspath(data)}", file=sys.stderr)
-        print(f"wisp dashboard: {url}  (Ctrl-C stops it)", flush=True)
+        args.out.say(f"wisp ui: follows the runs under {' and '.join(roots)}", err=True)
+        shared = (
+            ""
+            if only or args.data
+            else (
+                "; it keeps the runs of every folder `wisp ui` followed before "
+                "(`wisp ui DIR` shows one folder's runs only)"
+            )
+        )
+        args.out.say(f"wisp ui: database and media in {os.path.abspath(data)}{shared}", err=True)
+        args.out.say(f"wisp dashboard: {url}  (Ctrl-C stops it)")
+        args.out.event("ready", url=url, data=os.path.abspath(data))
 
     call_with(
         ui,
-        dir=args.dir,
+        dir=folder,
+        only=only,
         host=args.host,
         port=args.port,
         open_browser=args.open,
@@ -101,6 +123,8 @@ def cmd_server(args: argparse.Namespace) -> int:
 
 
 def _serve(serve: Callable[..., Any], args: argparse.Namespace) -> None:
+    scheme = "https" if args.tls_cert else "http"
+    args.out.event("starting", url=f"{scheme}://{args.host}:{args.port}", db=args.db)
     call_with(
         serve,
         db=args.db,
@@ -165,7 +189,8 @@ def cmd_keys(args: argparse.Namespace) -> int:
             raise CliError(
                 f"no active key {args.key_id!r}", "`wisp server keys list` shows key ids"
             )
-        print(f"revoked {args.key_id}")
+        args.out.say(f"revoked {args.key_id}")
+        args.out.data(revoked=args.key_id)
     return EXIT["ok"]
 
 
@@ -251,7 +276,8 @@ def cmd_login(args: argparse.Namespace) -> int:
                 EXIT["failed"],
             )
     path = write_config({"server_url": url, "api_key": key}, config_path())
-    print(f"logged in to {url}; saved to {path} (mode 0600)")
+    args.out.say(f"logged in to {url}; saved to {path} (mode 0600)")
+    args.out.data(server_url=url, config=str(path), verified=not args.no_verify)
     return EXIT["ok"]
 
 
@@ -274,7 +300,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
         paths += [p for p in find_runs(args.dir) if p not in paths]
         if not paths:
-            print(f"no runs under {args.dir}")
+            args.out.say(f"no runs under {args.dir}")
+            args.out.data(synced=0, up_to_date=0, rejected=0, runs=[])
             return EXIT["ok"]
     started = time.monotonic()
     results = call_with(
@@ -295,12 +322,12 @@ def cmd_sync(args: argparse.Namespace) -> int:
             skipped += 1
         else:
             uploaded += 1
-    print(
-        f"synced {uploaded} run(s), {skipped} already up to date, "
-        f"in {time.monotonic() - started:.1f}s"
-    )
+    took = time.monotonic() - started
+    args.out.say(f"synced {uploaded} run(s), {skipped} already up to date, in {took:.1f}s")
+    args.out.data(synced=uploaded, up_to_date=skipped, rejected=rejected, seconds=round(took, 3))
+    args.out.data(runs=paths)
     if rejected:
-        print(
+        args.out.say(
             f"{rejected} record(s) refused by the server are set aside (rejected.jsonl in "
             "their run directories); `wisp sync --retry-rejected` sends them again"
         )
@@ -308,5 +335,6 @@ def cmd_sync(args: argparse.Namespace) -> int:
         from wisp.sweeps._sync import push_local_sweeps
 
         if swept := push_local_sweeps(args.dir, args.server, args.key):
-            print(f"synced {swept} sweep(s)")
+            args.out.say(f"synced {swept} sweep(s)")
+        args.out.data(sweeps=swept)
     return EXIT["ok"]

@@ -120,7 +120,14 @@ def _info(d: str, data: Any) -> dict[str, Any]:
         "duration": _duration(data),
         "dir": d,
         "summary": {k: v for k, v in data.summary.items() if not k.startswith("_")},
+        "synced": sync_status(d),  # (fully synced, why not)
     }
+
+
+def _synced_cell(status: tuple[bool, str]) -> str:
+    """``yes``, ``no`` (never sent to a server) or ``partly`` (some of it, or not marked done)."""
+    done, why = status
+    return "yes" if done else ("no" if why == "never synced" else "partly")
 
 
 def _jsonable(value: Any) -> Any:
@@ -150,6 +157,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
             continue
         infos.append(_info(d, data))
     if args.json:
+        for info in infos:
+            info["synced"], info["sync_status"] = info["synced"]
         _dump({"runs": infos})
         return EXIT["ok"]
     if not infos:
@@ -164,7 +173,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     seen.setdefault(k, None)
         keys = list(seen)[:3]
-    headers = ["STATE", "PROJECT", "NAME", "ID", "CREATED", "DURATION", *keys]
+    headers = ["STATE", "PROJECT", "NAME", "ID", "CREATED", "DURATION", "SYNCED", *keys]
     rows, colors = [], []
     for info in infos:
         created = info["created_at"]
@@ -177,6 +186,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
                 info["id"],
                 when,
                 fmt_duration(info["duration"]),
+                _synced_cell(info["synced"]),
                 *(fmt_value(info["summary"][k]) if k in info["summary"] else "-" for k in keys),
             ]
         )
@@ -288,8 +298,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
         n = export_media(data, args.media, keys)
         print(f"wrote {n} media files to {args.media}", file=sys.stderr)
+        args.out.data(run=data.id, media_files=n, written=args.media)
         return EXIT["ok"]
     out_path = args.output or f"{data.name or data.id}.{fmt}"
+    if args.json and out_path == "-":
+        raise CliError("--json answers on stdout: the rows need a file", "give one with -o FILE")
     if fmt == "parquet" and out_path == "-":
         raise CliError("parquet cannot be written to stdout", "give a file with -o")
     rows = data.history(keys)
@@ -320,6 +333,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 stream.close()
     if out_path != "-":
         print(f"wrote {count} rows to {out_path}", file=sys.stderr)
+    args.out.data(run=data.id, rows=count, written=out_path, format=fmt)
     return EXIT["ok"]
 
 
@@ -358,11 +372,17 @@ def cmd_gc(args: argparse.Namespace) -> int:
         else:
             kept += 1
             if args.verbose:
-                print(f"keep   {os.path.basename(d)}: {why}")
+                args.out.say(f"keep   {os.path.basename(d)}: {why}")
     total = sum(s for _, s in doomed)
     verb = "would delete" if args.dry_run else "delete"
     for d, size in doomed:
-        print(f"{verb} {os.path.basename(d)} ({_size(size)})")
+        args.out.say(f"{verb} {os.path.basename(d)} ({_size(size)})")
+    args.out.data(
+        deleted=[os.path.basename(d) for d, _ in doomed],
+        bytes=total,
+        kept=kept,
+        dry_run=bool(args.dry_run),
+    )
     if not args.dry_run:
         failed = 0
         for d, _ in Progress(len(doomed), "deleting").iter(doomed):
@@ -374,5 +394,5 @@ def cmd_gc(args: argparse.Namespace) -> int:
         if failed:
             return EXIT["failed"]
     done = "would free" if args.dry_run else "freed"
-    print(f"{len(doomed)} fully synced run(s), {done} {_size(total)}; kept {kept} run(s)")
+    args.out.say(f"{len(doomed)} fully synced run(s), {done} {_size(total)}; kept {kept} run(s)")
     return EXIT["ok"]

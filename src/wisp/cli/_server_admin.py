@@ -16,7 +16,22 @@ __all__ = ["cmd_admin", "read_password"]
 
 
 def read_password(path: str | None, confirm: bool = True) -> str:
-    """A password from a file (``-``: stdin), ``$WISP_PASSWORD`` or a prompt; never argv."""
+    """A password from a file (``-``: stdin), ``$WISP_PASSWORD`` or a prompt; never argv.
+
+    An empty one (stdin at its end: ``</dev/null``, an empty file) is refused, never taken
+    as "no password"."""
+    pw = _read_password(path, confirm)
+    if not pw:
+        where = {None: "standard input", "-": "standard input"}.get(path, path)
+        raise CliError(
+            f"no password given ({where} was empty)",
+            "type one at the prompt, or give it with --password-file FILE or WISP_PASSWORD; "
+            "--no-password makes a user with API keys only",
+        )
+    return pw
+
+
+def _read_password(path: str | None, confirm: bool) -> str:
     if path == "-":
         return sys.stdin.readline().rstrip("\r\n")
     if path is not None:
@@ -51,14 +66,16 @@ def cmd_admin(args: argparse.Namespace) -> int:
             dry_run=args.dry_run,
         )
         verb = "would delete" if args.dry_run else "deleted"
-        print(f"{verb} {n} unreferenced media and artifact files ({size} bytes)")
+        args.out.say(f"{verb} {n} unreferenced media and artifact files ({size} bytes)")
+        args.out.data(files=n, bytes=size, dry_run=bool(args.dry_run))
         return EXIT["ok"]
     action = getattr(args, f"{group}_action")
     if group == "users":
         if action == "add":
             pw = None if args.no_password else read_password(args.password_file)
             call_with(_fn("users_add"), args.name, password=pw, admin=args.admin, db=db)
-            print(f"added user {args.name}" + (" (site admin)" if args.admin else ""))
+            args.out.say(f"added user {args.name}" + (" (site admin)" if args.admin else ""))
+            args.out.data(user=args.name, admin=bool(args.admin), password=pw is not None)
         elif action == "ls":
             users = list(call_with(_fn("users_list"), db=db))
             if args.json:
@@ -76,16 +93,19 @@ def cmd_admin(args: argparse.Namespace) -> int:
                 print(table(["NAME", "ADMIN", "CREATED", "DISABLED"], rows) if rows else "no users")
         elif action == "disable":
             call_with(_fn("users_disable"), args.name, enable=args.enable, db=db)
-            print(f"{'enabled' if args.enable else 'disabled'} {args.name}")
+            args.out.say(f"{'enabled' if args.enable else 'disabled'} {args.name}")
+            args.out.data(user=args.name, disabled=not args.enable)
         else:
             call_with(
                 _fn("users_reset_password"), args.name, read_password(args.password_file), db=db
             )
-            print(f"password of {args.name} set; their dashboard sessions were ended")
+            args.out.say(f"password of {args.name} set; their dashboard sessions were ended")
+            args.out.data(user=args.name, password=True)
     elif group == "teams":
         if action == "add":
             call_with(_fn("teams_add"), args.name, db=db)
-            print(f"added team {args.name}")
+            args.out.say(f"added team {args.name}")
+            args.out.data(team=args.name)
         elif action == "ls":
             teams = list(call_with(_fn("teams_list"), db=db))
             if args.json:
@@ -97,10 +117,12 @@ def cmd_admin(args: argparse.Namespace) -> int:
         else:
             role = None if args.remove else args.role
             call_with(_fn("teams_member"), args.team, args.user, role, db=db)
-            print(f"{args.user} in {args.team}: {role or 'removed'}")
+            args.out.say(f"{args.user} in {args.team}: {role or 'removed'}")
+            args.out.data(team=args.team, user=args.user, role=role)
     else:
         got = call_with(
             _fn("projects_set"), args.name, owner=args.owner, visibility=args.visibility, db=db
         )
-        print(f"project {got['name']} (owner {got['owner']}): {got['visibility']}")
+        args.out.say(f"project {got['name']} (owner {got['owner']}): {got['visibility']}")
+        args.out.data(project=got)
     return EXIT["ok"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 from wisp.cli._term import EXIT, CliError, table
 
@@ -21,14 +22,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if chosen and chosen[0] in _ACTIONS:
         sweep_id = getattr(args, chosen[0])
         state = sweeps.set_state(sweep_id, chosen[0], dir=args.dir)
-        print(f"sweep {sweep_id}: {state}")
+        args.out.say(f"sweep {sweep_id}: {state}")
+        args.out.data(sweep_id=sweep_id, state=state)
         return EXIT["ok"]
     if chosen:
         return _status(sweeps.sweep_status(args.status, dir=args.dir), args.json)
     if not args.config:
         raise CliError("no sweep file given", "wisp sweep sweep.yaml [--project P]")
     sweep_id = sweeps.sweep(args.config, project=args.project, dir=args.dir)
-    print(sweep_id)
+    default = os.environ.get("WISP_DIR") or "."  # what `wisp agent` finds by itself
+    where = "" if os.path.abspath(args.dir) == os.path.abspath(default) else f" --dir {args.dir}"
+    args.out.say(sweep_id)  # stdout: the id alone, for scripts; what to run next on stderr
+    args.out.say(f"wisp: run trials with: wisp agent {sweep_id}{where}", err=True)
+    args.out.data(sweep_id=sweep_id, agent=f"wisp agent {sweep_id}{where}")
     return EXIT["ok"]
 
 
@@ -59,4 +65,5 @@ def cmd_agent(args: argparse.Namespace) -> int:
     if args.count is not None and args.count <= 0:
         raise CliError("--count must be a positive integer")
     sweeps.agent(args.sweep_id, count=args.count, dir=args.dir)
+    args.out.data(sweep_id=args.sweep_id)
     return EXIT["ok"]

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TextIO, TypeVar
 
-__all__ = ["EXIT", "CliError", "Progress", "color", "fmt_duration", "table"]
+__all__ = ["EXIT", "CliError", "Output", "Progress", "color", "fmt_duration", "table"]
 
 T = TypeVar("T")
 
@@ -131,3 +131,37 @@ class Progress:
 def _use_tty(stream: TextIO) -> bool:
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
+
+
+class Output:
+    """What a command answers: lines for people, or with ``--json`` one JSON document.
+
+    Commands call :meth:`say` for each human line and :meth:`data` for the fields of their
+    answer.  Without ``--json`` the lines go to stdout; with it they go to stderr and ``main``
+    prints the fields, the ``exit_code`` added, as one JSON document on stdout (a command
+    that runs on, such as ``wisp ui``, :meth:`event` prints JSON lines as things happen).
+    """
+
+    def __init__(self, as_json: bool) -> None:
+        self.json = as_json
+        self.doc: dict[str, Any] = {}
+
+    def say(self, text: str = "", *, err: bool = False) -> None:
+        print(text, file=sys.stderr if (err or self.json) else sys.stdout, flush=True)
+
+    def data(self, **fields: Any) -> None:
+        self.doc.update(fields)
+
+    def event(self, kind: str, **fields: Any) -> None:
+        """One JSON line now (``--json``), for commands that run until stopped."""
+        if self.json:
+            import json
+
+            print(json.dumps({"event": kind, **fields}, default=str), flush=True)
+
+    def finish(self, code: int) -> None:
+        """Print the JSON document (``--json`` only)."""
+        if self.json:
+            import json
+
+            print(json.dumps({**self.doc, "exit_code": code}, default=str), flush=True)

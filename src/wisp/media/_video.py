@@ -11,7 +11,7 @@ float in [0, 1] (float frames whose largest value is above 1.5 are read as 0-255
 as wandb does).  The frames are copied when the Video is made; encoding
 happens on the writer thread:
 
-- ``mp4``: H.264 (yuv420p, CRF 18) through PyAV (``pip install 'wisp[video]'``),
+- ``mp4``: H.264 (yuv420p, CRF 18) through PyAV (``pip install 'wisp-tracker[video]'``),
   the default when PyAV is installed; odd widths/heights are padded by one
   black pixel;
 - ``webm``: VP9 through PyAV;
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from wisp._deferred import Deferred
 from wisp._tensors import snapshot
-from wisp.errors import UsageError
+from wisp.errors import UsageError, install_hint
 from wisp.media._common import (
     ARRAY_ROOTS,
     array_root,
@@ -53,7 +53,7 @@ FILE_SUFFIXES = (".mp4", ".webm", ".gif", ".ogv", ".mov", ".m4v")
 MAX_FPS = 240
 _DTYPES = frozenset({"uint8", "float16", "bfloat16", "float32", "float64"})
 _WHAT = "wisp.Video"
-_INSTALL = "install PyAV with `pip install 'wisp[video]'` (or `pip install av`)"
+_INSTALL = f"install PyAV with `{install_hint('video')}` (or `pip install av`)"
 
 
 @functools.cache

@@ -19,6 +19,7 @@ from wisp.server.http.openapi import api_classes, openapi_bytes
 from wisp.server.http.routes import bind, endpoints
 from wisp.server.settings import ServerSettings
 from wisp.server.store.facade import Store, open_store
+from wisp.server.views.mcp import mcp_route
 from wisp.server.views.runs import Api
 
 __all__ = ["create_app"]
@@ -52,13 +53,17 @@ def create_app(
     for cls in api_classes():  # every handler class takes (store, settings, blobs)
         obj = api if cls is Api else cls(store, settings, blobs)
         routes += [Route(e.full_path, bind(e, obj), methods=[e.method]) for e in endpoints(cls)]
+    app_ref: list[Any] = []
+    mcp, mcp_lifespan = mcp_route(lambda: app_ref[0], settings.mcp_max_bytes)
+    routes.append(mcp)
     routes += [
         Route("/api/{rest:path}", _api_not_found),
         Route("/{path:path}", _static_handler(Path(settings.static_dir)), methods=["GET", "HEAD"]),
     ]
     openapi_bytes()  # generated once, at startup: a bad declaration fails here
     auth = Middleware(AuthMiddleware, store=store, settings=settings)  # who may do what
-    app = Starlette(routes=routes, middleware=[auth])
+    app = Starlette(routes=routes, middleware=[auth], lifespan=mcp_lifespan)
+    app_ref.append(app)
     app.state.store = store
     app.state.settings = settings
     return app

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from wisp.errors import UsageError
+from wisp.errors import UsageError, install_hint
 from wisp.server.settings import (
     LOOPBACK_NAMES,
     ServerSettings,
@@ -67,7 +67,7 @@ def serve(
     try:
         import uvicorn
     except ImportError:
-        raise UsageError("the wisp server needs its extra: pip install 'wisp[server]'") from None
+        raise UsageError(f"the wisp server needs its extra: {install_hint('server')}") from None
     if allowed_hosts is None and loopback:
         allowed_hosts = list(LOOPBACK_NAMES)
     settings = ServerSettings(

@@ -115,6 +115,7 @@ class ServerSettings:
     max_client_connections: int = 32
     static_dir: str = field(default_factory=lambda: str(Path(__file__).with_name("static")))
     migrate: bool = True
+    mcp_max_bytes: int = 64 * 1024  # the largest /mcp tool result before it is paged
 
     @property
     def tls(self) -> bool:

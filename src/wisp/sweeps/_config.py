@@ -19,7 +19,7 @@ import math
 import os
 from collections.abc import Mapping
 
-from wisp.errors import UsageError
+from wisp.errors import UsageError, install_hint
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -405,7 +405,7 @@ def load_sweep_file(path: str | os.PathLike[str]) -> dict[str, Any]:
             import yaml
         except ImportError:
             raise UsageError(
-                "reading a YAML sweep file needs PyYAML: pip install 'wisp[sweeps]'"
+                f"reading a YAML sweep file needs PyYAML: {install_hint('sweeps')}"
             ) from None
         try:
             data = yaml.safe_load(text)

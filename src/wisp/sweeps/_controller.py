@@ -22,7 +22,7 @@ import os
 import time
 from collections.abc import Callable
 
-from wisp.errors import UsageError, WispError
+from wisp.errors import UsageError, WispError, install_hint
 from wisp.sweeps._config import SweepConfig, parse_config
 
 TYPE_CHECKING = False
@@ -62,7 +62,7 @@ def require_optuna() -> Any:
     try:
         import optuna
     except ImportError:
-        raise UsageError("sweeps need Optuna: pip install 'wisp[sweeps]'") from None
+        raise UsageError(f"sweeps need Optuna: {install_hint('sweeps')}") from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     return optuna
 

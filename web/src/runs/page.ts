@@ -239,6 +239,13 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
     if (e.key === "Enter") {
       clearTimeout(filterTimer);
       applyFilter();
+    } else if (e.key === "ArrowDown" && s.items.length) {
+      // from the filter into the table: the arrows go on from the first row
+      e.preventDefault();
+      s.focusIdx = 0;
+      v.scroller.scrollTop = 0;
+      renderBody(v, s, act, true);
+      focusRow(0);
     }
   });
   v.groupSel.addEventListener("change", () => {

@@ -50,7 +50,7 @@ export function mountView(app: HTMLElement, s: RunsState): RunsView {
     groupSel: h("select", { id: "group-by", "aria-label": "group runs by" }),
     compareBtn: h("a", { class: "button", id: "compare" }, "Compare"),
     chartsBtn: h("a", { class: "button", id: "open-workspace", title: "charts of these runs, grouped as the table is" }, "Charts"),
-    empty: h("p", { class: "muted", id: "runs-empty", hidden: true }),
+    empty: h("div", { class: "empty-state", id: "runs-empty", hidden: true }),
     picker: h("details", { class: "picker" }, h("summary", {}, "Columns")),
     head: h("div", { class: "thead", role: "row" }),
     spacer: h("div", { class: "spacer" }),
@@ -59,6 +59,12 @@ export function mountView(app: HTMLElement, s: RunsState): RunsView {
     lastRange: "",
   };
   v.scroller.append(v.head, h("div", { class: "vbody" }, v.spacer, v.body));
+  // columns beyond the right edge: a shaded edge says the table scrolls sideways
+  const wrap = h("div", { class: "scroll-wrap", id: "runs-wrap" }, v.scroller, h("div", { class: "more-right", "aria-hidden": "true", title: "more columns: scroll right" }));
+  const edge = () => wrap.classList.toggle("clipped", v.scroller.scrollLeft + v.scroller.clientWidth < v.scroller.scrollWidth - 1);
+  v.scroller.addEventListener("scroll", edge, { passive: true });
+  new ResizeObserver(edge).observe(v.head);
+  new ResizeObserver(edge).observe(v.scroller);
   app.replaceChildren(
     h(
       "section",
@@ -66,7 +72,7 @@ export function mountView(app: HTMLElement, s: RunsState): RunsView {
       h("div", { class: "toolbar" }, v.filterInput, h("label", {}, "group by ", v.groupSel), v.picker, v.count, v.chartsBtn, v.compareBtn),
       v.filterErr,
       v.empty,
-      v.scroller,
+      wrap,
     ),
   );
   return v;

@@ -12,12 +12,16 @@ import { api, ApiError } from "../api";
 import { href } from "../router";
 import type { Route } from "../router";
 import { fetchSeries } from "../series";
-import { debounce, h, runColors } from "../util";
+import { orderKeys, scalarKeys, sectionOf, sharedScalarKeys } from "../keys";
+import { emptyState } from "../ui";
+import { debounce, fmtLabel, h, plural, runColors } from "../util";
 import { wsApi, type GroupedBody, type GroupedSeries, type WorkspaceSpec } from "./api";
 import { Panel, type PanelData, type PanelHost, type RunLine } from "./panel";
 
 const MAX_RUN_LINES = 30; // an ungrouped workspace draws the newest runs of the selection
 const BUCKETS = 400; // about a panel's width in pixels
+const DISCOVER_RUNS = 20; // the newest runs whose keys make the default panels and pickers
+const MAX_DEFAULT_PANELS = 24;
 
 let seq = 0;
 function newId(): string {
@@ -42,6 +46,7 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
   let wsId = id ?? null;
   let canEdit = true;
   let metricKeys: string[] = [];
+  let sharedKeys: string[] = []; // the scalar keys most of the runs log: the default panels
   let grouped: GroupedSeries | null = null;
   let runLines: RunLine[] = [];
   let loadSeq = 0; // the data's generation: a full reload starts a new one
@@ -88,7 +93,7 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
       spec.panels!.splice(i, 1);
       unwatch(p);
       p.destroy();
-      p.el.remove();
+      arrange();
       dirty();
     },
     move: (p, to) => {
@@ -98,7 +103,7 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
       list.splice(i, 1);
       list.splice(j, 0, p);
       spec.panels = list.map((q) => q.spec);
-      grid.replaceChildren(...list.map((q) => q.el));
+      arrange();
       dirty();
     },
     keys: () => metricKeys,
@@ -189,8 +194,23 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
     list.length = 0;
     for (const ps of spec.panels ?? []) list.push(new Panel(ps, host));
     grid.style.gridTemplateColumns = `repeat(${columns()}, minmax(0, 1fr))`;
-    grid.replaceChildren(...list.map((p) => p.el));
+    arrange();
     for (const p of list) watch(p);
+  }
+
+  /** The panels in their order, a heading before each run of panels of one key prefix
+   * ("train", "val"; none when all panels share one). */
+  function arrange(): void {
+    const secs = list.map((p) => sectionOf(p.spec.keys[0] ?? ""));
+    const many = new Set(secs).size > 1;
+    const out: HTMLElement[] = [];
+    if (!list.length)
+      out.push(h("div", { class: "ws-empty" }, emptyState("No panels", ["These runs have no scalar metrics yet, or every panel was removed: ", "press ", h("b", {}, "+ panel"), " to add one."], "ws-empty")));
+    list.forEach((p, i) => {
+      if (many && (i === 0 || secs[i] !== secs[i - 1])) out.push(h("h2", { class: "ws-section", "data-section": secs[i] }, secs[i] || "charts"));
+      out.push(p.el);
+    });
+    grid.replaceChildren(...out);
   }
 
   function showLegend(): void {
@@ -198,7 +218,7 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
       const colors = runColors(grouped.groups.map((g) => g.label));
       legend.replaceChildren(
         ...grouped.groups.map((g) =>
-          h("li", { "data-group": g.label, title: g.names.map((n, i) => n ?? g.runs[i]).join(", ") }, h("span", { class: "swatch", style: `background:${colors.get(g.label)}` }), `${(spec.group_by ?? []).join(", ")} = ${g.label} `, h("span", { class: "muted" }, `(${g.runs.length} runs)`)),
+          h("li", { "data-group": g.label, title: g.names.map((n, i) => n ?? g.runs[i]).join(", ") }, h("span", { class: "swatch", style: `background:${colors.get(g.label)}` }), `${(spec.group_by ?? []).join(", ")} = ${fmtLabel(g.label)} `, h("span", { class: "muted", "data-count": g.runs.length }, `(${plural(g.runs.length, "run")})`)),
         ),
       );
     } else {
@@ -275,9 +295,11 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
 
   /** Metric keys and config fields of (a few of) the selected runs, for pickers and defaults. */
   async function discover(): Promise<void> {
-    const page = await api.runs(project, { filter: spec.filter || undefined, limit: 5 });
+    const page = await api.runs(project, { filter: spec.filter || undefined, limit: DISCOVER_RUNS });
     const details = await Promise.all(page.runs.map((r) => api.run(r.id)));
-    metricKeys = [...new Set(details.flatMap((d) => d.metric_keys))].filter((k) => !k.startsWith("_")).sort((a, b) => Number(a.startsWith("system/")) - Number(b.startsWith("system/")) || a.localeCompare(b));
+    sharedKeys = sharedScalarKeys(details);
+    // the panel pickers offer every scalar key of these runs (media keys have no line to draw)
+    metricKeys = orderKeys([...new Set(details.flatMap((d) => scalarKeys(d)))]);
     keysList.replaceChildren(...metricKeys.map((k) => h("option", { value: k })));
     const fields = new Set(["group", "job_type", "state", "tags"]);
     const walk = (o: Record<string, unknown>, pre: string) => {
@@ -347,7 +369,7 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
     const p = new Panel({ id: newId(), keys: [key] }, host);
     list.push(p);
     spec.panels = list.map((q) => q.spec);
-    grid.append(p.el);
+    arrange();
     watch(p);
     dirty();
   });
@@ -397,8 +419,7 @@ export function workspacePage(app: HTMLElement, route: Route, project: string, i
     } else {
       await discover();
       if (disposed) return;
-      const keys = metricKeys.filter((k) => !k.startsWith("system/")).slice(0, 6);
-      spec.panels = keys.map((k) => ({ id: newId(), keys: [k] }));
+      spec.panels = sharedKeys.slice(0, MAX_DEFAULT_PANELS).map((k) => ({ id: newId(), keys: [k] }));
       mountPanels();
       await reload();
     }

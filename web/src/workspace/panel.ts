@@ -71,7 +71,7 @@ export class Panel {
     private host: PanelHost,
   ) {
     this.caption = h("span", { class: "panel-title" });
-    this.note = h("span", { class: "muted small" });
+    this.note = h("span", { class: "muted small" }, " loading…"); // until its data comes
     this.plot = h("div", { class: "plot" });
     this.form = h("div", { class: "panel-form", hidden: true });
     const btn = (label: string, title: string, fn: () => void, cls = "") => h("button", { class: `small ${cls}`, title, "aria-label": title, onclick: fn }, label);

@@ -34,7 +34,7 @@ from types import TracebackType
 from typing import Any, BinaryIO, cast
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from wisp.errors import UsageError
+from wisp.errors import UsageError, install_hint
 from wisp.server.blobs.base import CHUNK, BlobInfo, UploadPlan, check_sha
 from wisp.server.http.problem import Problem
 
@@ -57,13 +57,22 @@ def _boto3() -> Any:
     try:
         import boto3
     except ImportError:
-        raise UsageError("an s3:// media store needs boto3: pip install 'wisp[s3]'") from None
+        raise UsageError(f"an s3:// media store needs boto3: {install_hint('s3')}") from None
     return boto3
 
 
-def _client_error() -> type[Exception]:
-    from botocore.exceptions import ClientError
+class _NoBotocore(Exception):
+    """Never raised: what ``except _client_error()`` catches when botocore is missing."""
 
+
+def _client_error() -> type[Exception]:
+    """botocore's ClientError, for ``except`` clauses.  Without boto3 the client was never
+    made (``_boto3()`` raised the UsageError with the install hint): nothing to catch, and
+    no ModuleNotFoundError raised while that error propagates, burying its hint."""
+    try:
+        from botocore.exceptions import ClientError
+    except ImportError:
+        return _NoBotocore
     return cast("type[Exception]", ClientError)
 
 

@@ -85,6 +85,7 @@ RULES = (
     _r("PUT", f"/runs/{_RUN}", "write", "none", "run.put"),
     _r("POST", f"/runs/{_RUN}/records", "write", "none"),
     _r("POST", f"/runs/{_RUN}/heartbeat", "write", "none"),
+    _r("POST", f"/runs/{_RUN}/stop", "write", "run_admin", "run.stop"),
     _r("GET HEAD", f"/runs/{_RUN}/(writers/[^/]+|history|media|console)", "read", "run"),
     _r("GET HEAD", r"/media/(?P<sha>[0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?", "read", "media"),
     _r("PUT", r"/media/(?P<sha>[0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?", "write", "upload"),
@@ -132,6 +133,11 @@ RULES = (
         "workspace",
         "workspace.save",
     ),
+    _r("GET HEAD", f"{_PROJECT}/reports(/[^/]+(/versions|/diff|/data|/html)?)?", "read", "project"),
+    _r("POST", f"{_PROJECT}/report-preview", "read", "project"),
+    # saving a report: write rights on the project, or the local no-auth caller (wisp ui)
+    _r("PUT DELETE", f"{_PROJECT}/reports/[^/]+", "read", "report_write", "report.save"),
+    _r("POST", f"{_PROJECT}/reports/[^/]+/(revert|freeze)", "read", "report_write", "report.save"),
     _r("POST", "/artifact-files/missing", "write", "none"),
     _r("PUT", r"/artifact-files/(?P<sha>[0-9a-f]{64})", "write", "upload"),
     _r("GET HEAD", r"/artifact-files/(?P<sha>[0-9a-f]{64})", "read", "blob"),
@@ -400,6 +406,10 @@ class AuthMiddleware:
                 await run_in_threadpool(self._need_project_read, p, project)
             else:
                 await run_in_threadpool(self.need_project_write, p, project)
+        elif rule.touches == "report_write":
+            if p.via != "local":
+                need_scope(p, "write")
+            await run_in_threadpool(self.need_project_write, p, unquote(params["project"]))
         elif rule.touches == "workspace":
             from urllib.parse import unquote
 

@@ -31,12 +31,23 @@ def api_classes() -> list[type]:
     from wisp.server.views.admin import AdminApi
     from wisp.server.views.artifacts import ArtifactApi
     from wisp.server.views.export import ExportApi
+    from wisp.server.views.reports import ReportApi
     from wisp.server.views.runs import Api
     from wisp.server.views.sweeps import SweepApi
     from wisp.server.views.uploads import UploadApi
     from wisp.server.views.workspaces import WorkspaceApi
 
-    return [Api, DocApi, SweepApi, ExportApi, ArtifactApi, UploadApi, AdminApi, WorkspaceApi]
+    return [
+        Api,
+        DocApi,
+        SweepApi,
+        ExportApi,
+        ArtifactApi,
+        UploadApi,
+        AdminApi,
+        WorkspaceApi,
+        ReportApi,
+    ]
 
 
 _ENTITY_PARAM = {

@@ -251,10 +251,16 @@ class RunPut(msgspec.Struct):
 
 class Ack(msgspec.Struct):
     acked_seq: int
+    stop: bool = False  # someone asked the run to stop (POST /runs/{run_id}/stop)
 
 
 class Ok(msgspec.Struct):
     ok: bool
+
+
+class Alive(msgspec.Struct):
+    ok: bool
+    stop: bool = False  # someone asked the run to stop: its process should finish
 
 
 class MediaStored(msgspec.Struct):

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wisp.errors import UsageError
+from wisp.errors import UsageError, install_hint
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -28,7 +28,7 @@ def make_engine(url: str) -> Any:
     try:
         import sqlalchemy  # noqa: F401
     except ImportError:  # pragma: no cover - depends on the install
-        raise UsageError("the wisp server needs its extra: pip install 'wisp[server]'") from None
+        raise UsageError(f"the wisp server needs its extra: {install_hint('server')}") from None
     from wisp.server.store.dialect import dialect_for_url
 
     return dialect_for_url(url).make_engine(url)

@@ -30,7 +30,7 @@ from typing import Any
 from sqlalchemy import Float, Text, and_, case, cast, exists, func, literal, select, text
 from sqlalchemy.engine import Connection, Engine
 
-from wisp.errors import UsageError
+from wisp.errors import UsageError, install_hint
 from wisp.server.series import points as P
 from wisp.server.series.chunks import ChunkRow
 from wisp.server.store.ingest import Column
@@ -222,7 +222,7 @@ class PostgresDialect(Dialect):
             import psycopg  # noqa: F401
         except ImportError:
             raise UsageError(
-                "a PostgreSQL database needs its extra: pip install 'wisp[postgres]'"
+                f"a PostgreSQL database needs its extra: {install_hint('postgres')}"
             ) from None
         from sqlalchemy import event
 

@@ -44,6 +44,7 @@ from wisp.server.store.media import MediaIndex
 from wisp.server.store.projects import ProjectStore
 from wisp.server.store.records import RecordStore
 from wisp.server.store.runs import RunStore
+from wisp.server.store.stops import RunStops
 from wisp.server.store.users import UserStore
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ class Store:
         self.keys = KeyStore(self.db)
         self.artifacts = ArtifactStore(self.db)
         self.limits = RateLimits(self.db)
+        self.stops = RunStops(self.db)
 
     @property
     def engine(self) -> Engine:

@@ -30,6 +30,7 @@ from wisp._protocol import (
     RUN_STATES,
     RecordType,
     project_problem,
+    step_problem,
 )
 from wisp.server.http.problem import Problem, clean_json, clean_str, invalid
 from wisp.server.http.routes import convert
@@ -222,8 +223,9 @@ def _slow_history(rows: list[Any], fld: str) -> Prepared:
         if type(row) is not list or len(row) != 3:
             raise invalid(f"{fld}.rows[{i}]", "expected [step, timestamp, {key: value}]")
         step, ts, vals = row
-        if type(step) is not int or not 0 <= step < MAX_STEP:
-            raise invalid(f"{fld}.rows[{i}][0]", "expected a step: an integer >= 0 and < 2**62")
+        if type(step) is not int or not 0 <= step < MAX_STEP:  # the protocol's step rule
+            why = step_problem(step) if type(step) is int else f"an integer, got {step!r}"
+            raise invalid(f"{fld}.rows[{i}][0]", f"step {why}")
         tt = type(ts)
         if (tt is not float and tt is not int) or not math.isfinite(ts):
             raise invalid(f"{fld}.rows[{i}][1]", "expected a finite unix timestamp")

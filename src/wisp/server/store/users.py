@@ -16,7 +16,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Connection
 
 from wisp._protocol import ENTITY_RULE, entity_problem
-from wisp.errors import UsageError
+from wisp.errors import UsageError, install_hint
 from wisp.server.http.problem import Problem
 from wisp.server.rights.matrix import ROLES, Principal
 from wisp.server.store import schema as S
@@ -55,7 +55,7 @@ def _hasher() -> Any:
     try:
         from argon2 import PasswordHasher
     except ImportError:  # pragma: no cover - depends on the install
-        raise UsageError("passwords need the server extra: pip install 'wisp[server]'") from None
+        raise UsageError(f"passwords need the server extra: {install_hint('server')}") from None
     return PasswordHasher()
 
 

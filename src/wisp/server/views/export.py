@@ -5,7 +5,7 @@ table, columns ``run_id``, ``step``, then one float column per key (format versi
 
 - ``format: "arrow"`` — an Arrow IPC *stream* (``application/vnd.apache.arrow.stream``),
   record batches with ``lz4`` buffer compression; an absent value is null, a logged NaN/inf
-  is that float.  Needs pyarrow on the server (``pip install 'wisp[export]'``); without it
+  is that float.  Needs pyarrow on the server (``pip install 'wisp-tracker[export]'``); without it
   the answer is a 422 naming the fix and clients fall back to JSON lines (which needs
   numpy on the server, also in that extra).
 - ``format: "jsonl"`` — one object per (run, step): ``{"run_id", "step", key: value...}``,
@@ -31,6 +31,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response, StreamingResponse
 
 from wisp._protocol import MAX_KEY_LENGTH, MAX_NAME_LENGTH, MAX_NOTES_LENGTH, MAX_STEP
+from wisp.errors import install_hint
 from wisp.server.blobs.base import BlobStore
 from wisp.server.http.auth import need_runs_read
 from wisp.server.http.body import json_response
@@ -477,7 +478,7 @@ class ExportApi:
             import numpy  # noqa: F401
         except ImportError:
             raise invalid(
-                "format", "history export needs numpy on the server: pip install 'wisp[export]'"
+                "format", f"history export needs numpy on the server: {install_hint('export')}"
             ) from None
         missing = await run_in_threadpool(self._missing_runs, req.runs)
         if missing:
@@ -489,7 +490,7 @@ class ExportApi:
             except ImportError:
                 raise invalid(
                     "format",
-                    "the server has no pyarrow (pip install 'wisp[export]'); use jsonl",
+                    f"the server has no pyarrow ({install_hint('export')}); use jsonl",
                 ) from None
             it = prefetch(_arrow_stream(self.store, req, keys))
             return StreamingResponse(it, media_type=ARROW_TYPE, headers=headers)

@@ -22,7 +22,7 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from wisp._protocol import MAX_KEY_LENGTH
 from wisp.server.blobs import open_blob_store
 from wisp.server.blobs.base import BlobStore
-from wisp.server.http.auth import media_inline, readable_projects
+from wisp.server.http.auth import media_inline, principal_of, readable_projects
 from wisp.server.http.body import (
     check_possession,
     json_response,
@@ -107,6 +107,8 @@ class Api:
             acked = await run_in_threadpool(
                 self.store.ingest, r.path.run_id, b.writer_id, b.first_seq, prepared
             )
+        if await run_in_threadpool(self.store.stops.requested, r.path.run_id):
+            return json_response({"acked_seq": acked, "stop": True})
         return json_response({"acked_seq": acked})
 
     @endpoint(
@@ -126,15 +128,34 @@ class Api:
         "POST",
         "/runs/{run_id}/heartbeat",
         scope="write",
-        summary="Mark a run as alive",
+        summary="Mark a run as alive (the answer says whether it was asked to stop)",
         path_params=T.RunPath,
-        responses={200: T.Ok},
+        responses={200: T.Alive},
     )
     async def heartbeat(self, r: In) -> Response:
         run_id = r.path.run_id
         if not await run_in_threadpool(self.store.heartbeat, run_id):
             raise Problem(404, "run_not_found", f"no run {run_id!r}", "run_id")
-        return json_response({"ok": True})
+        stop = await run_in_threadpool(self.store.stops.requested, run_id)
+        return json_response({"ok": True, "stop": stop})
+
+    @endpoint(
+        "POST",
+        "/runs/{run_id}/stop",
+        scope="write",
+        summary="Ask a live run's process to finish (its owner or a project admin)",
+        path_params=T.RunPath,
+        responses={200: T.Alive},
+    )
+    async def stop(self, r: In) -> Response:
+        run = await self._need_run(r.path.run_id)
+        if run.get("state") != "running":
+            raise Problem(
+                409, "run_not_running", f"run {r.path.run_id!r} is {run.get('state')}", "run_id"
+            )
+        user_id = principal_of(r.request).user_id
+        await run_in_threadpool(self.store.stops.request, str(run["key"]), user_id)
+        return json_response({"ok": True, "stop": True})
 
     # -- media --------------------------------------------------------------------------------
 
