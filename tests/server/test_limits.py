@@ -227,7 +227,8 @@ def test_tls_serves_https_with_secure_cookies(tmp_path: Path) -> None:
     srv.url = srv.url.replace("http://", "https://")
     with srv:
         body = json.dumps({"name": "alice", "password": "correct horse"}).encode()
-        req = urllib.request.Request(f"{srv.url}/api/v1/auth/login", body, method="POST")
+        hdr = {"Content-Type": "application/json"}  # a form body is refused (login CSRF)
+        req = urllib.request.Request(f"{srv.url}/api/v1/auth/login", body, hdr, method="POST")
         with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
             cookies = r.headers.get_all("set-cookie")
         session = next(c for c in cookies if c.startswith("wisp_session="))
