@@ -114,3 +114,16 @@ def api(app: Any, keys: dict[str, str]) -> Api:
 
 def history(rows: list[tuple[int, float, dict[str, Any]]]) -> dict[str, Any]:
     return {"type": 3, "data": {"rows": [list(r) for r in rows]}}
+
+
+def blob_namings(sha: str) -> list[dict[str, Any]]:
+    """Every way a media value can name a blob: each media type, a gallery, a table's own
+    file and an image inside a table cell (docs/server.md, "Blobs")."""
+    img = {"_type": "image", "sha256": sha, "path": "media/x.png"}
+    kinds = ("html", "object3d", "video", "audio", "table")
+    return [
+        img,
+        {"_type": "images", "items": [img]},
+        *({"_type": k, "sha256": sha} for k in kinds),
+        {"_type": "table", "columns": ["a"], "data": [[img]]},
+    ]

@@ -62,6 +62,21 @@ def test_state_changes_need_the_csrf_token(app: Any, alice: int) -> None:
     assert c.get("/api/v1/runs/r1").status_code == 200  # reads need no token
 
 
+def test_refusals_are_audited_with_who_and_where(app: Any, store: Any, alice: int) -> None:
+    """A session write refused for its CSRF token is audited as its user, and a cross-site
+    sign-in as a refused sign-in of the name it tried, each with the client's address."""
+    c = _login(app)
+    assert c.put("/api/v1/runs/r1", json={"project": "p"}).status_code == 403
+    evil = {"Origin": "http://evil.example"}
+    body = {"name": "alice", "password": "correct horse"}
+    assert TestClient(app).post("/api/v1/auth/login", json=body, headers=evil).status_code == 403
+    rows = store.access.audit_log(50)
+    seen = {(r["actor"], r["action"], r["status"]) for r in rows}
+    assert ("alice", "run.put", 403) in seen
+    assert ("anonymous", "auth.login_refused", 403) in seen
+    assert all(r["addr"] for r in rows)
+
+
 def test_images_load_with_the_session_and_logout_ends_it(app: Any, alice: int) -> None:
     """An <img> request carries only the cookie: it loads; after logout it is refused."""
     c = _login(app)
@@ -353,7 +368,8 @@ def test_requests_per_key_are_rate_limited(settings: Any, store: Any) -> None:
 
 
 def test_failed_sign_ins_are_limited(app: Any, alice: int) -> None:
-    """After 10 wrong passwords for a name, even the right one is refused for a while (429)."""
+    """After 10 wrong passwords for a name from one address, even the right one from there is
+    refused for a while (429; other addresses: tests/server/test_attacks.py)."""
     c = TestClient(app)
     for _ in range(10):
         r = c.post("/api/v1/auth/login", json={"name": "alice", "password": "wrong guess"})

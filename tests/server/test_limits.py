@@ -38,10 +38,14 @@ def _raw(port: int, data: bytes) -> bytes:
 def test_idle_and_slow_clients_are_cut_off(tmp_path: Path) -> None:
     """Silent, slow-header and stalled-body connections are closed; others are still served."""
     with Server(tmp_path, args=["--header-timeout", "1", "--body-timeout", "1"]) as srv:
-        idle = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(50)]
-        slow_head = socket.create_connection(("127.0.0.1", srv.port))
+        other = ("127.0.0.2", 0)  # not srv.get's address: one address holds at most 32
+        idle = [
+            socket.create_connection(("127.0.0.1", srv.port), source_address=other)
+            for _ in range(30)
+        ]
+        slow_head = socket.create_connection(("127.0.0.1", srv.port), source_address=other)
         slow_head.sendall(b"GET /api/openapi.json HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-        slow_body = socket.create_connection(("127.0.0.1", srv.port))
+        slow_body = socket.create_connection(("127.0.0.1", srv.port), source_address=other)
         slow_body.sendall(
             b"PUT /api/v1/runs/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n"
             b"Authorization: Bearer " + srv.key.encode() + b"\r\n\r\n{"
@@ -93,7 +97,9 @@ def test_ingest_keeps_its_latency_under_idle_and_slow_clients(tmp_path: Path) ->
     import json
     import urllib.request
 
-    with Server(tmp_path, args=["--max-connections", "2000"]) as srv:
+    # one address holds all the sockets here: no per-client cap (test_attacks checks that one)
+    args = ["--max-connections", "2000", "--max-client-connections", "0"]
+    with Server(tmp_path, args=args) as srv:
         assert srv.proc is not None
         idle = [socket.create_connection(("127.0.0.1", srv.port)) for _ in range(1000)]
         slow = []
@@ -221,7 +227,8 @@ def test_tls_serves_https_with_secure_cookies(tmp_path: Path) -> None:
     srv.url = srv.url.replace("http://", "https://")
     with srv:
         body = json.dumps({"name": "alice", "password": "correct horse"}).encode()
-        req = urllib.request.Request(f"{srv.url}/api/v1/auth/login", body, method="POST")
+        hdr = {"Content-Type": "application/json"}  # a form body is refused (login CSRF)
+        req = urllib.request.Request(f"{srv.url}/api/v1/auth/login", body, hdr, method="POST")
         with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
             cookies = r.headers.get_all("set-cookie")
         session = next(c for c in cookies if c.startswith("wisp_session="))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from tests.server.conftest import history
+from tests.server.conftest import blob_namings, history
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"team-image"
 SHA = hashlib.sha256(PNG).hexdigest()
@@ -362,3 +362,130 @@ def test_run_edits_exports_and_sweeps_follow_project_rights(world: World) -> Non
     assert dave.get("/api/v1/sweeps").json()["sweeps"] == []
     assert world.client("anon").get("/api/v1/sweeps/sw1").status_code == 401
     assert mate.patch("/api/v1/sweeps/sw1", json={"state": "paused"}).status_code == 200
+
+
+# -- blobs: possession, not knowledge (docs/server.md, "Blobs") ---------------------------------
+
+PRIV = b"\x89PNG\r\n\x1a\n" + b"alice-private"
+PRIV_SHA = hashlib.sha256(PRIV).hexdigest()
+
+
+def _blob_reads(sha: str) -> list[tuple[str, str]]:
+    """Every way to read a media blob's bytes (an object store redirects the same callers:
+    tests/server/test_blobs_s3.py; artifact files: the test above)."""
+    return [
+        ("GET", f"/api/v1/media/{sha}"),
+        ("GET", f"/api/v1/media/{sha}.png"),
+        ("HEAD", f"/api/v1/media/{sha}"),
+    ]
+
+
+def test_blob_matrix(world: World) -> None:
+    """Who reads a blob's bytes, through every read path: alice's private image only alice
+    (and site admins); the team image its project's readers.  Dave naming either sha256 in
+    every media type of his own public-read project, or completing an upload he never sent,
+    changes no answer; sending the bytes makes them his (and his project's readers')."""
+    alice, dave = world.client("owner"), world.client("outsider")
+    assert alice.put(f"/api/v1/media/{PRIV_SHA}.png", content=PRIV).status_code == 201
+    batch = {
+        "writer_id": "wp",
+        "first_seq": 0,
+        "records": [
+            {"type": 1, "data": {"project": "priv", "name": "p1"}},
+            history([(0, 1.0, {"img": {"_type": "image", "sha256": PRIV_SHA}})]),
+        ],
+    }
+    assert alice.post("/api/v1/runs/p1/records", json=batch).status_code == 200
+    for sha in (SHA, PRIV_SHA):
+        for kind in ("media", "artifact"):
+            done = {"kind": kind, "size": 10, "upload_id": "x"}
+            assert dave.post(f"/api/v1/uploads/{sha}/complete", json=done).status_code == 409
+        rows = [(i, 1.0, {"v": v}) for i, v in enumerate(blob_namings(sha))]
+        records = [{"type": 1, "data": {"project": "daves"}}, history(rows)]
+        batch = {"writer_id": "wd", "first_seq": 0, "records": records}
+        assert dave.post(f"/api/v1/runs/d-{sha[:8]}/records", json=batch).status_code == 200
+    assert dave.put("/api/v1/projects/daves", json={"visibility": "public-read"}).status_code == 200
+    matrix = {
+        SHA: (200, 200, 200, 403, 401),  # in alice's team projects and her private one
+        PRIV_SHA: (200, 403, 403, 403, 401),  # in her private project only
+    }
+    for sha, wants in matrix.items():
+        for who, want in zip(WHO, wants, strict=True):
+            c = world.client(who)
+            for method, url in _blob_reads(sha):
+                want_here = 404 if method == "HEAD" and want == 403 else want
+                got = c.request(method, url).status_code
+                assert got == want_here, (who, method, url, got, want_here)
+    # the bytes themselves are the proof: then dave, and his public project's readers, read it
+    assert dave.put(f"/api/v1/media/{PRIV_SHA}.png", content=PRIV).status_code == 200
+    assert dave.get(f"/api/v1/media/{PRIV_SHA}").content == PRIV
+    assert world.client("anon").get(f"/api/v1/media/{PRIV_SHA}").status_code == 200
+
+
+# -- objects made before their project -----------------------------------------------------------
+
+
+def test_sweep_before_its_project_has_the_projects_rights(world: World) -> None:
+    """A sweep made in a project with no run yet creates the project (its maker must be allowed
+    to): from the first moment only its readers read it and only its writers change it; no one
+    makes a sweep under another user's name."""
+    grid = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1]}}}
+    alice, bob = world.client("owner"), world.client("mate")
+    sweep = {"id": "early", "project": "alice/fresh", "config": grid, "created_at": 1.0}
+    assert bob.post("/api/v1/sweeps", json=sweep).status_code == 403  # not bob's to create
+    assert alice.post("/api/v1/sweeps", json=sweep).status_code == 201
+    team = {**sweep, "id": "early-team", "project": "team-a/fresh"}
+    assert world.client("outsider").post("/api/v1/sweeps", json=team).status_code == 403
+    assert bob.post("/api/v1/sweeps", json=team).status_code == 201
+    trial = {"number": 0, "run_id": "t0", "internal": {}, "params": {}, "state": "running"}
+    trial |= {"created_at": 2.0}
+    for sweep_id, reads, writes in (
+        ("early", (200, 403, 403, 403, 401), (True, False, False, False, False)),
+        ("early-team", (200, 200, 200, 403, 401), (True, True, False, False, False)),
+    ):
+        for who, want, may_write in zip(WHO, reads, writes, strict=True):
+            c = world.client(who)
+            for path in ("", "/trials", "/runs"):
+                got = c.get(f"/api/v1/sweeps/{sweep_id}{path}").status_code
+                assert got == want, (sweep_id, who, path, got)
+            listed = c.get(
+                "/api/v1/sweeps?project="
+                + ("alice/fresh" if sweep_id == "early" else "team-a/fresh")
+            )
+            if listed.status_code == 200:
+                ids = [s["id"] for s in listed.json()["sweeps"]]
+                assert (sweep_id in ids) == (want == 200), (sweep_id, who, ids)
+            got = c.patch(f"/api/v1/sweeps/{sweep_id}", json={"state": "running"}).status_code
+            assert (got == 200) == may_write, (sweep_id, who, got)
+            got = c.post(
+                f"/api/v1/sweeps/{sweep_id}/trials", json={**trial, "number": WHO.index(who)}
+            ).status_code
+            assert (got == 201) == may_write, (sweep_id, who, got)
+
+
+def test_run_files_download_follows_the_run(world: World) -> None:
+    """A run's file list, the way to its downloads, answers as the run's project reads."""
+    for run_id, project in READ_MATRIX:
+        for who, want in zip(WHO, READ_MATRIX[(run_id, project)], strict=True):
+            got = world.client(who).get(f"/api/v1/runs/{run_id}/files").status_code
+            assert got == want, (run_id, who, got)
+
+
+def test_anonymous_callers_read_what_public_read_allows(world: World) -> None:
+    """Anonymous callers export, list the sweeps of and read the settings of a public-read
+    project (and nothing else: a project they may not read is a 404 like a missing one)."""
+    grid = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1]}}}
+    sweep = {"id": "pub-sweep", "project": "pub", "config": grid, "created_at": 1.0}
+    assert world.client("eve").post("/api/v1/sweeps", json=sweep).status_code == 201
+    anon = world.client("anon")
+    got = anon.post("/api/v1/export/histories", json={"runs": ["c1"], "format": "jsonl"})
+    assert got.status_code == 200
+    got = anon.post("/api/v1/export/histories", json={"runs": ["a1"], "format": "jsonl"})
+    assert got.status_code == 401
+    assert [s["id"] for s in anon.get("/api/v1/sweeps?project=pub").json()["sweeps"]] == [
+        "pub-sweep"
+    ]
+    assert anon.get("/api/v1/sweeps?project=teamp").json()["sweeps"] == []
+    assert anon.get("/api/v1/projects/pub").json()["visibility"] == "public-read"
+    assert anon.get("/api/v1/projects/priv").status_code == 404
+    assert world.client("outsider").get("/api/v1/projects/priv").status_code == 404

@@ -1507,6 +1507,7 @@ export interface components {
         AuditRow: {
             action: string;
             actor: string;
+            addr: string;
             id: number;
             status: number;
             target: string;

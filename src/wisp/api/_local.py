@@ -342,7 +342,11 @@ class LocalBackend:
         return list(out.values())
 
     def file_bytes(self, run_id: str, info: dict[str, Any]) -> bytes:
-        path = os.path.join(info["_dir"], info.get("path") or info["name"])
+        from wisp._localpath import local_path
+
+        path = local_path(
+            info["_dir"], info.get("path") or info["name"], what=f"run {run_id!r} file"
+        )
         try:
             with open(path, "rb") as f:
                 return f.read()

@@ -63,8 +63,12 @@ class File:
         """Write the file to ``<root>/<name>``; returns the path.
 
         An existing file is kept when ``exist_ok`` (the path is returned), overwritten with
-        ``replace``, else an ``ExistsError`` (a ``ValueError``, as wandb raises) names it."""
-        path = os.path.join(root, self.name)
+        ``replace``, else an ``ExistsError`` (a ``ValueError``, as wandb raises) names it.  A
+        name that would land outside ``root`` (absolute, ``..``, a drive letter) is refused
+        with UsageError."""
+        from wisp._localpath import local_path
+
+        path = local_path(root, self.name)
         if os.path.exists(path) and not replace:
             if exist_ok:
                 return path

@@ -7,8 +7,10 @@ import os
 import shutil
 import urllib.parse
 
+from wisp._localpath import local_path
 from wisp.artifacts._cache import Cache
 from wisp.artifacts._hashing import parallel, sha256_file
+from wisp.artifacts._manifest import is_sha256
 from wisp.errors import ArtifactError
 
 TYPE_CHECKING = False
@@ -38,6 +40,11 @@ def default_client() -> ArtifactClient | None:
 def download(art: Artifact, root: str, only: list[str] | None) -> str:
     cache = art._cache or Cache()
     entries = {p: e for p, e in art._entries.items() if only is None or p in only}
+    # Entry names and digests come from the server: each lands under root, or nothing is written.
+    dests = {p: local_path(root, p, what=f"artifact {art.name!r} entry") for p in entries}
+    for p, e in entries.items():
+        if "ref" not in e and not is_sha256(e.get("digest")):
+            raise ArtifactError(f"artifact {art.name!r} entry {p!r}: digest is not a sha256")
     files = {e["digest"] for e in entries.values() if "ref" not in e}
     need = sorted(d for d in files if not cache.has(d))
     if need:
@@ -59,7 +66,7 @@ def download(art: Artifact, root: str, only: list[str] | None) -> str:
 
     def write(item: tuple[str, dict[str, Any]]) -> None:
         path, e = item
-        dst = os.path.join(root, *path.split("/"))
+        dst = dests[path]
         if "ref" in e:
             _fetch_ref(e["ref"], dst)
             return
@@ -107,7 +114,12 @@ def verify(art: Artifact, root: str | None) -> None:
 
     def check(item: tuple[str, dict[str, Any]]) -> str | None:
         path, e = item
-        where = os.path.join(root, *path.split("/")) if root else cache.path(e["digest"])
+        if root:
+            where = local_path(root, path, what=f"artifact {art.name!r} entry")
+        elif is_sha256(e.get("digest")):
+            where = cache.path(e["digest"])
+        else:
+            return f"{path}: digest is not a sha256"
         try:
             digest, size = sha256_file(where)
         except FileNotFoundError:

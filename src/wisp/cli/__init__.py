@@ -95,12 +95,19 @@ def _parser() -> argparse.ArgumentParser:
         "--trusted-proxy",
         action="append",
         default=None,
-        help="address or network of the proxy allowed to set --sso-header (repeatable)",
+        help="address or network of a reverse proxy whose X-Forwarded-For (and --sso-header) "
+        "is believed (repeatable)",
     )
     sp.add_argument(
         "--media-quota", type=int, default=None, help="media bytes per user (0: no cap)"
     )
     sp.add_argument("--max-connections", type=int, default=None, help="connection cap (503 beyond)")
+    sp.add_argument(
+        "--max-client-connections",
+        type=int,
+        default=None,
+        help="open connections per client address (default 32, 503 beyond; 0: no cap)",
+    )
     sp.add_argument("--header-timeout", type=float, default=None, help="seconds to send headers")
     sp.add_argument("--body-timeout", type=float, default=None, help="seconds a body may pause")
     sp.add_argument("--key-rate", type=float, default=None, help="requests/s per key (0: off)")

@@ -27,6 +27,17 @@ def _ext(path: str) -> str:
     return name[dot:] if dot >= 0 else ""
 
 
+def _inside(root: str, rel: str, what: str) -> str:
+    """``root``/``rel``, refused (CliError) when the name would lead outside ``root``."""
+    from wisp._localpath import local_path
+    from wisp.errors import UsageError
+
+    try:
+        return local_path(root, rel, what=what)
+    except UsageError as exc:
+        raise CliError(str(exc)) from None
+
+
 def export_media(data: Any, out_dir: str, keys: list[str] | None = None) -> int:
     """Copy the media files of run ``data`` (a RunData) into ``out_dir``; how many were copied."""
     from wisp.media._read import FILE_TYPES
@@ -47,16 +58,16 @@ def export_media(data: Any, out_dir: str, keys: list[str] | None = None) -> int:
                 items = [value]
             else:
                 continue
-            paths = [os.path.join(data.dir, it["path"]) for it in items if "path" in it]
+            paths = [_inside(data.dir, it["path"], "media") for it in items if "path" in it]
             found.setdefault(key, []).append((step, paths))
     count = 0
     for key, entries in found.items():
-        folder = os.path.join(out_dir, *(_safe(p) for p in key.split("/")))
-        os.makedirs(folder, exist_ok=True)
+        folder = "/".join(_safe(p) for p in key.split("/"))
         for step, paths in entries:
             for i, src in enumerate(paths):
                 name = f"{step}_{i}" if len(paths) > 1 else str(step)
-                dst = os.path.join(folder, name + _ext(src))
+                dst = _inside(out_dir, f"{folder}/{name}{_ext(src)}", "media export")
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
                 try:
                     shutil.copyfile(src, dst)
                 except OSError as exc:

@@ -111,6 +111,7 @@ def _serve(serve: Callable[..., Any], args: argparse.Namespace) -> None:
         trusted_proxies=args.trusted_proxy,
         media_quota_bytes=args.media_quota,
         max_connections=args.max_connections,
+        max_client_connections=args.max_client_connections,
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
         key_rate=args.key_rate,

@@ -227,6 +227,7 @@ def restore(
     UsageError when the run has no such saved file and none is at the destination.
     """
     from wisp import _current
+    from wisp._localpath import local_path
     from wisp._rundir import find_by_id
     from wisp._settings import Settings
 
@@ -248,7 +249,7 @@ def restore(
         dest_root = current.dir
     else:
         dest_root = os.getcwd()
-    dest = os.path.join(dest_root, *rel.split("/"))
+    dest = local_path(dest_root, rel, what="restore() file")
     if source is None:
         if os.path.isfile(dest):
             return open(dest)

@@ -40,6 +40,7 @@ def serve(
     trusted_proxies: list[str] | None = None,
     media_quota_bytes: int | None = None,
     max_connections: int | None = None,
+    max_client_connections: int | None = None,
     header_timeout: float | None = None,
     body_timeout: float | None = None,
     key_rate: float | None = None,
@@ -61,7 +62,7 @@ def serve(
         raise UsageError(f"--workers must be >= 1, got {workers}")
     if heartbeat_timeout <= 0:
         raise UsageError(f"--heartbeat-timeout must be > 0, got {heartbeat_timeout}")
-    if bool(sso_header) != bool(trusted_proxies):
+    if sso_header and not trusted_proxies:
         raise UsageError("--sso-header needs --trusted-proxy (the proxies allowed to set it)")
     try:
         import uvicorn
@@ -87,6 +88,10 @@ def serve(
         settings.media_quota_bytes = media_quota_bytes
     if max_connections is not None:
         settings.max_connections = max_connections
+    if max_client_connections is not None:
+        if max_client_connections < 0:
+            raise UsageError(f"--max-client-connections must be >= 0, got {max_client_connections}")
+        settings.max_client_connections = max_client_connections
     if header_timeout is not None:
         settings.header_timeout = header_timeout
     if body_timeout is not None:
@@ -165,7 +170,12 @@ def _worker_protocol_class() -> Any:
     from wisp.server.conn import guarded_protocol
 
     settings = _env_settings()
-    return guarded_protocol(settings.header_timeout, settings.body_timeout)
+    return guarded_protocol(
+        settings.header_timeout,
+        settings.body_timeout,
+        settings.max_client_connections,
+        settings.trusted_proxies,
+    )
 
 
 def worker_protocol(*args: Any, **kwargs: Any) -> Any:

@@ -79,6 +79,9 @@ def default_data_dir() -> Path:
     return Path(base) / "wisp" / "server"
 
 
+MAX_FILE_BYTES = 1 << 40  # one artifact file: 1 TiB
+
+
 @dataclass
 class ServerSettings:
     """Everything the app factory needs; defaults suit a single-user local server."""
@@ -95,6 +98,7 @@ class ServerSettings:
     media_quota_bytes: int = 0  # per user, 0: unlimited
     allowed_hosts: list[str] | None = None  # None: any (serve() and wisp ui fill in loopback)
     sso_header: str = ""  # e.g. X-Forwarded-User; trusted only from trusted_proxies
+    # reverse proxies whose X-Forwarded-For (and sso_header) are believed (_clientaddr)
     trusted_proxies: list[str] = field(default_factory=list)
     tls_cert: str = ""  # PEM certificate (chain): serve HTTPS
     tls_key: str = ""  # its private key (if not in the certificate file)
@@ -106,6 +110,9 @@ class ServerSettings:
     # reads are not starved of the GIL by many uploaders (docs/server.md, "Scale")
     ingest_concurrency: int = 2
     max_connections: int = 1000  # concurrent connections + requests; 503 beyond (0: no cap)
+    # open connections per client address and process; 503 beyond (0: no cap; trusted
+    # proxies are exempt)
+    max_client_connections: int = 32
     static_dir: str = field(default_factory=lambda: str(Path(__file__).with_name("static")))
     migrate: bool = True
     mcp_max_bytes: int = 64 * 1024  # the largest /mcp tool result before it is paged

@@ -531,6 +531,7 @@ def _import_run(
 def _copy_artifacts(
     store: FileStore | RestStore, run: _Run, out: ImportedRun, report: ImportReport
 ) -> int:
+    from wisp._localpath import local_path
     from wisp._rundir import FILES_DIR
     from wisp.integrations._files import save_file
 
@@ -538,7 +539,7 @@ def _copy_artifacts(
     try:
         for rel, src in store.artifacts(run):
             if isinstance(src, bytes):  # downloaded: write it where save_file keeps it
-                dest = os.path.join(out.dir, FILES_DIR, *rel.split("/"))
+                dest = local_path(os.path.join(out.dir, FILES_DIR), rel, what="MLflow artifact")
                 os.makedirs(os.path.dirname(dest), exist_ok=True)
                 with open(dest, "wb") as f:
                     f.write(src)

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
 from wisp._runfile import RecordType
-from wisp.errors import RunFileError
+from wisp.errors import RunFileError, UsageError
 from wisp.integrations.importers._progress import ImportReport, Progress, RunIndex, interrupted
 from wisp.integrations.importers._wandb_media import convert_value, nest
 from wisp.integrations.importers._writeback import ImportedRun, existing_run_dir
@@ -266,14 +266,18 @@ def _import_one(path: str, base: str, pb: Any, report: ImportReport | None = Non
 
 def _save_files(out: ImportedRun, files_dir: str, saved: list[str], skipped: dict[str, int]) -> int:
     """The files the run saved (``wandb.save``) that are in its folder, as run files."""
+    from wisp._localpath import local_path
     from wisp.integrations._files import save_file
 
     n = 0
     for rel in dict.fromkeys(saved):
         if rel.startswith("media/") or rel in _OWN_FILES:
             continue  # media are imported as values; wandb's own files are not the user's
-        full = os.path.join(files_dir, rel)
-        if not os.path.isfile(full):
+        try:  # the names come from the run file: nothing outside the run's folder is read
+            full = local_path(files_dir, rel, what="saved")
+        except UsageError:
+            full = ""
+        if not full or not os.path.isfile(full):
             skipped["saved files missing from the run folder"] = (
                 skipped.get("saved files missing from the run folder", 0) + 1
             )

@@ -25,6 +25,7 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from wisp.server.http.body import json_response
+from wisp.server.http.clientaddr import is_trusted, scope_client
 from wisp.server.http.problem import Problem, storable_params
 from wisp.server.rights.matrix import (
     ACTOR,
@@ -36,7 +37,7 @@ from wisp.server.rights.matrix import (
     deny_read,
     need_scope,
 )
-from wisp.server.settings import ServerSettings
+from wisp.server.settings import MAX_FILE_BYTES, ServerSettings
 from wisp.server.store.facade import Store
 
 __all__ = [
@@ -89,14 +90,17 @@ RULES = (
     _r("GET HEAD", r"/media/(?P<sha>[0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?", "read", "media"),
     _r("PUT", r"/media/(?P<sha>[0-9a-f]{64})(\.[A-Za-z0-9]{1,10})?", "write", "upload"),
     _r("GET HEAD", "/projects", "read", "none"),
+    # a project's settings: the handler (404 for one the caller may not read, even anonymous)
+    _r("GET HEAD", f"{_PROJECT}", "read", "handler"),
     _r("GET HEAD", f"{_PROJECT}/runs(/[^/]+)?", "read", "project"),
     _r("GET HEAD", "/series", "read", "runs_query"),
     _r("GET HEAD", "/filter/parse", "read", "none"),
     _r("PATCH DELETE", f"/runs/{_RUN}", "write", "run_admin", "run.edit"),
     _r("POST", f"/runs/{_RUN}/set-aside/[0-9]+/restore", "write", "run_admin", "run.restore"),
     _r("GET HEAD", f"/runs/{_RUN}/files", "read", "run"),
-    _r("POST", "/export/histories", "read", "none"),  # the runs of the body: the handler
-    _r("GET HEAD", "/sweeps", "read", "none"),
+    # the runs of the body / the listed sweeps: the handler (anonymous callers: public-read)
+    _r("POST", "/export/histories", "read", "handler"),
+    _r("GET HEAD", "/sweeps", "read", "handler"),
     _r("POST", "/sweeps", "write", "none"),  # the project of the body: the handler
     _r("GET HEAD", r"/sweeps/(?P<sweep>[^/]+)(/trials|/importance|/runs)?", "read", "sweep"),
     _r("PATCH", r"/sweeps/(?P<sweep>[^/]+)", "write", "sweep_write"),
@@ -227,6 +231,8 @@ class AuthMiddleware:
         rule, params = _match(scope["method"], scope["path"])
         principal = ANONYMOUS
         try:
+            scope_client(scope, self.proxies)  # who is calling, once (audit, sign-in limits)
+            self._check_request(scope, headers)
             self._check_host(headers)
             principal = await self._identify(scope, headers)
             scope["wisp_principal"] = principal
@@ -235,6 +241,7 @@ class AuthMiddleware:
                 await run_in_threadpool(self._throttle, principal.key_id)
             await self._authorize(scope, principal, rule, params, headers)
         except Problem as p:
+            principal = scope.get("wisp_refused", principal)  # a session refused for CSRF
             await json_response(p.body(), p.status)(scope, receive, send)
             if rule is not None and rule.audit:  # refused writes are audited too
                 await self._audit(scope, principal, rule.audit, scope["path"], p.status)
@@ -248,6 +255,12 @@ class AuthMiddleware:
                 status = message["status"]
                 if is_media:
                     message["headers"] = _media_headers(list(message.get("headers", [])))
+                sha = scope.get("wisp_proven")  # the handler checked the bytes: body.proven
+                if sha and 200 <= status < 300 and principal.user_id is not None:
+                    # recorded before the answer leaves: the caller's next read may rely on it
+                    await run_in_threadpool(
+                        self.store.access.add_media_owner, sha, principal.user_id
+                    )
             await send(message)
 
         token = ACTOR.set(principal)
@@ -255,19 +268,13 @@ class AuthMiddleware:
             await self.app(scope, receive, send_wrapped)
         finally:
             ACTOR.reset(token)
-        uploaded = rule is not None and rule.touches in ("upload", "uploaded")
-        uploaded = uploaded and 200 <= status < 300
-        if uploaded and principal.user_id is not None:
-            await run_in_threadpool(
-                self.store.access.add_media_owner, params["sha"], principal.user_id
-            )
         if rule is not None and rule.audit and status:
             await self._audit(scope, principal, rule.audit, scope["path"], status)
 
     async def _audit(
         self, scope: Scope, principal: Principal, action: str, target: str, status: int
     ) -> None:
-        addr = (scope.get("client") or ("", 0))[0]
+        addr = scope_client(scope, self.proxies)
         await run_in_threadpool(self.store.access.audit, principal, action, target, status, addr)
 
     def _throttle(self, key_id: str) -> None:
@@ -278,6 +285,26 @@ class AuthMiddleware:
             raise Problem(429, "rate_limited", f"more than {rate:g} requests a second with one key")
 
     # -- the steps ----------------------------------------------------------------------------
+
+    def _check_request(self, scope: Scope, headers: dict[str, str]) -> None:
+        """Malformed paths are a 400, and a declared body over the route's limit a 413 before
+        a byte of it is read."""
+        path = scope["path"]
+        if "\x00" in path or "\ufffd" in path:
+            raise Problem(400, "bad_path", "the request path holds a NUL or undecodable bytes")
+        declared = headers.get("content-length")
+        if declared is None:
+            return
+        if not declared.isdigit():
+            raise Problem(400, "bad_content_length", "Content-Length must be a number")
+        if path.startswith("/api/v1/media/"):
+            limit = self.settings.max_media_bytes
+        elif path.startswith("/api/v1/artifact-files/"):
+            limit = MAX_FILE_BYTES
+        else:
+            limit = self.settings.max_body_bytes
+        if int(declared) > limit:
+            raise Problem(413, "too_large", f"request body is larger than {limit} bytes")
 
     def _check_host(self, headers: dict[str, str]) -> None:
         if self.hosts is None:
@@ -300,7 +327,7 @@ class AuthMiddleware:
             return await run_in_threadpool(self._key_principal, token)
         addr = (scope.get("client") or ("", 0))[0]
         sso = self.settings.sso_header.lower()
-        if sso and headers.get(sso) and self._trusted(addr):
+        if sso and headers.get(sso) and is_trusted(addr, self.proxies):  # the peer itself
             p = await run_in_threadpool(self._sso_principal, headers[sso].strip())
             self._check_csrf(scope, headers, None)
             return p
@@ -312,7 +339,9 @@ class AuthMiddleware:
                 uid, csrf = got
                 user = await run_in_threadpool(self._session_principal, uid)
                 if user is not None:
+                    scope["wisp_refused"] = user
                     self._check_csrf(scope, headers, csrf)
+                    del scope["wisp_refused"]
                     return user
         if self.settings.no_auth:
             return Principal(None, "local", scope="read", via="local")
@@ -334,15 +363,6 @@ class AuthMiddleware:
                 403, "forbidden", f"the proxy's user {name[:64]!r} has no enabled account"
             )
         return p
-
-    def _trusted(self, addr: str) -> bool:
-        import ipaddress
-
-        try:
-            ip = ipaddress.ip_address(addr)
-        except ValueError:
-            return False
-        return any(ip in net for net in self.proxies)
 
     def _check_csrf(self, scope: Scope, headers: dict[str, str], csrf: str | None) -> None:
         if scope["method"] in _SAFE:
@@ -421,8 +441,8 @@ class AuthMiddleware:
         info = self.store.access.project(project)
         if p.via == "local":
             return
-        if info is None:  # a project named after a user or team is theirs from the start
-            self.store.access.may_create(p, project)
+        if info is None:  # created now (its rights hold from the first object in it)
+            self.store.access.ensure_project(p, project)
             return
         if not p.is_admin and not can_write_project(p, info):
             raise Problem(403, "forbidden", f"{p.name!r} may not write to project {project!r}")
@@ -457,7 +477,10 @@ class AuthMiddleware:
         if project is None or p.is_admin or p.via == "local":
             return  # an unknown sweep is the handler's 404
         info = self.store.access.project(project)
-        if info is None:
+        if info is None:  # made before its project (by an older server): its creators only
+            if p.anonymous:
+                raise deny_read(p, f"sweep {sweep_id!r}")
+            self.store.access.may_create(p, project)
             return
         if not can_read_project(p, info):
             raise deny_read(p, f"sweep {sweep_id!r}")
@@ -485,6 +508,22 @@ class AuthMiddleware:
             raise Problem(
                 413, "quota", f"media quota of {quota} bytes reached ({used} used by {p.name!r})"
             )
+
+
+def login_csrf(headers: Any) -> str | None:
+    """Why a sign-in request may come from another site (login CSRF), or None.  A browser
+    sends ``Origin`` (and ``Sec-Fetch-Site``) with every POST: they must say same-origin.
+    Without either, only a JSON body is taken: a cross-site form cannot send one."""
+    origin = headers.get("origin")
+    if origin is not None and origin.split("://", 1)[-1] != headers.get("host"):
+        return "cross-site sign-in refused (Origin does not match Host)"
+    site = headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return f"cross-site sign-in refused (Sec-Fetch-Site: {site[:40]})"
+    ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if origin is None and site is None and ctype != "application/json":
+        return "sign in with a JSON body (Content-Type: application/json)"
+    return None
 
 
 def need_runs_read(request: Any, run_ids: list[str]) -> None:

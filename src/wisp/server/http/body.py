@@ -25,6 +25,7 @@ __all__ = [
     "json_response",
     "loads",
     "presigned_redirect",
+    "proven",
     "read_batch",
     "read_body",
     "read_json",
@@ -103,6 +104,14 @@ async def check_possession(request: Request, sha: str, limit: int) -> None:
         h.update(chunk)
     if h.hexdigest() != sha:
         raise Problem(422, "hash_mismatch", "the body's sha256 does not match the URL", "sha256")
+    proven(request, sha)
+
+
+def proven(request: Request, sha: str) -> None:
+    """The caller sent the bytes of blob ``sha`` (hashed and checked): on a 2xx answer the
+    auth middleware counts them among its uploaders, who may read it.  The one way to
+    gain a right to a blob by uploading; naming a sha256 anywhere gains none."""
+    request.scope["wisp_proven"] = sha
 
 
 def loads(body: bytes | bytearray) -> Any:

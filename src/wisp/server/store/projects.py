@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import and_, bindparam, func, or_, select
 from sqlalchemy.engine import Connection
 
 from wisp._protocol import clean_text, project_entity, project_problem
@@ -203,6 +203,13 @@ class ProjectStore:
             )
         return owner
 
+    def ensure_project(self, actor: Principal, project: str) -> None:
+        """Create ``project`` as a first run in it would (403 unless ``actor`` may create it),
+        or check ``actor`` may write to it: for objects made before the project's first run
+        (sweeps, artifacts, workspaces), which then have its rights from the first moment."""
+        with self.db.tx() as conn:
+            self._ensure_writable(conn, actor, project)
+
     def _ensure_writable(self, conn: Connection, actor: Principal, project: str) -> None:
         info = self.info(conn, project)
         if info is None:
@@ -298,9 +305,21 @@ class ProjectStore:
             self.db.dialect.insert_ignore(conn, S.media_owners, [row], ["sha256", "user_id"])
 
     def add_media_refs(self, conn: Connection, run_id: str, shas: set[str]) -> None:
-        rows = [{"sha256": s, "run_id": run_id} for s in sorted(shas)]
-        if rows:
-            self.db.dialect.insert_ignore(conn, S.media_refs, rows, ["sha256", "run_id"])
+        """Record that ``run_id``'s media name ``shas``, each with the right of whoever logs
+        it (the request's actor): a blob they may read now counts for the run's readers at
+        once; any other counts only once they send its bytes (``user_id`` on the row)."""
+        if not shas:
+            return
+        actor = ACTOR.get()
+        pending: set[str] = set()
+        if actor is not None and not actor.is_admin and actor.via != "local":
+            pending = set(shas) - self._readable_blobs_in(conn, actor, sorted(shas))
+        uid = actor.user_id if actor is not None else None
+        rows = [
+            {"sha256": s, "run_id": run_id, "user_id": uid if s in pending else None}
+            for s in sorted(shas)
+        ]
+        self.db.dialect.insert_ignore(conn, S.media_refs, rows, ["sha256", "run_id"])
 
     def media_usage(self, user_id: int) -> int:
         o, f = S.media_owners.c, S.media_files.c
@@ -317,9 +336,16 @@ class ProjectStore:
         return sha in self.readable_blobs(p, [sha])
 
     def readable_blobs(self, p: Principal, shas: list[str]) -> set[str]:
-        """Those of ``shas`` whose bytes ``p`` may read: blobs ``p`` uploaded (and proved by
-        sending the bytes), or that a run's media or an artifact version's manifest in a
-        project ``p`` may read refers to.  Knowing a sha256 is not a right to its bytes."""
+        """Those of ``shas`` whose bytes ``p`` may read (docs/server.md, "Blobs"): blobs ``p``
+        sent the bytes of (``media_owners``), that a run's media in a project ``p`` may read
+        refers to *with its logger's right*, or that an artifact version's manifest in a
+        project ``p`` may read names (publishing checks the publisher's right to every file).
+        Knowing or naming a sha256 is not a right to its bytes.  The one rule for media and
+        artifact files alike."""
+        with self.db.read() as conn:
+            return self._readable_blobs_in(conn, p, shas)
+
+    def _readable_blobs_in(self, conn: Connection, p: Principal, shas: list[str]) -> set[str]:
         from wisp.server.store.artifacts import artifact_file_refs, artifact_versions, artifacts
 
         want = list(dict.fromkeys(shas))
@@ -327,42 +353,44 @@ class ProjectStore:
             return set(want)
         o, m, r = S.media_owners.c, S.media_refs.c, S.runs.c
         fr, v, a = artifact_file_refs.c, artifact_versions.c, artifacts.c
+        logger_sent = (
+            select(o.sha256).where(and_(o.sha256 == m.sha256, o.user_id == m.user_id)).exists()
+        )
         out: set[str] = set()
         by_project: dict[str, set[str]] = {}
-        with self.db.read() as conn:
-            for i in range(0, len(want), 500):
-                part = want[i : i + 500]
-                if p.user_id is not None:
-                    out.update(
-                        conn.execute(
-                            select(o.sha256).where(o.sha256.in_(part), o.user_id == p.user_id)
-                        ).scalars()
-                    )
-                part = [x for x in part if x not in out]
-                if not part:
-                    continue
-                runs_q = (
-                    select(m.sha256, r.project)
-                    .join_from(S.media_refs, S.runs, m.run_id == r.id)
-                    .where(m.sha256.in_(part))
-                    .distinct()
+        for i in range(0, len(want), 500):
+            part = want[i : i + 500]
+            if p.user_id is not None:
+                out.update(
+                    conn.execute(
+                        select(o.sha256).where(o.sha256.in_(part), o.user_id == p.user_id)
+                    ).scalars()
                 )
-                arts_q = (
-                    select(fr.sha256, a.project)
-                    .join_from(artifact_file_refs, artifact_versions, fr.version_id == v.id)
-                    .join(artifacts, v.artifact_id == a.id)
-                    .where(fr.sha256.in_(part))
-                    .distinct()
-                )
-                for q in (runs_q, arts_q):
-                    for sha, project in conn.execute(q.limit(100_000)):
-                        by_project.setdefault(project, set()).add(sha)
-            for name, got in by_project.items():
-                if got <= out:
-                    continue
-                info = self.info(conn, name)
-                if info is not None and can_read_project(p, info):
-                    out |= got
+            part = [x for x in part if x not in out]
+            if not part:
+                continue
+            runs_q = (
+                select(m.sha256, r.project)
+                .join_from(S.media_refs, S.runs, m.run_id == r.id)
+                .where(m.sha256.in_(part), or_(m.user_id.is_(None), logger_sent))
+                .distinct()
+            )
+            arts_q = (
+                select(fr.sha256, a.project)
+                .join_from(artifact_file_refs, artifact_versions, fr.version_id == v.id)
+                .join(artifacts, v.artifact_id == a.id)
+                .where(fr.sha256.in_(part))
+                .distinct()
+            )
+            for q in (runs_q, arts_q):
+                for sha, project in conn.execute(q.limit(100_000)):
+                    by_project.setdefault(project, set()).add(sha)
+        for name, got in by_project.items():
+            if got <= out:
+                continue
+            info = self.info(conn, name)
+            if info is not None and can_read_project(p, info):
+                out |= got
         return out
 
     def orphan_media(self, before: float) -> list[tuple[str, int]]:

@@ -39,6 +39,10 @@ run); ``rate_limits`` the token buckets shared by every server process.
 Schema version 5 (Alembic ``0007_workspaces``) adds ``workspaces``: saved dashboard views of a
 project (panels, grouping, filter as JSON), owned by a user (``owner_id``; NULL on a local
 no-auth server), ``shared`` with the project's readers or private to their owner.
+
+Schema version 6 (Alembic ``0011_blob_refs``): ``media_refs.user_id``, the user who logged a
+reference to a blob they had no right to then (it counts once they send the bytes; NULL: it
+counts; docs/server.md, "Blobs").
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 __all__ = ["SCHEMA_VERSION", "metadata"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 BIGID = BigInteger().with_variant(Integer(), "sqlite")  # INTEGER PRIMARY KEY is 64-bit
 JSONT = JSON().with_variant(JSONB(), "postgresql")
 
@@ -280,6 +284,9 @@ media_refs = Table(
     metadata,
     Column("sha256", String(64), nullable=False),
     Column("run_id", String(64), nullable=False),
+    # who logged the reference without a right to the blob then: it counts for the run's
+    # readers only once that user sends the bytes (a media_owners row); NULL: it counts
+    Column("user_id", Integer, nullable=True),
     PrimaryKeyConstraint("sha256", "run_id"),
 )
 

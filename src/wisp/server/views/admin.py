@@ -9,6 +9,7 @@ through :mod:`wisp.server.rights.matrix`.  Every change is written to the audit 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, ClassVar
 
 import msgspec
@@ -19,8 +20,9 @@ from starlette.responses import Response
 
 from wisp._protocol import clean_text, project_entity
 from wisp.server.blobs.base import BlobStore
-from wisp.server.http.auth import CSRF_COOKIE, SESSION_COOKIE, principal_of
+from wisp.server.http.auth import CSRF_COOKIE, SESSION_COOKIE, login_csrf, principal_of
 from wisp.server.http.body import json_response
+from wisp.server.http.clientaddr import request_client
 from wisp.server.http.problem import Problem, clean_str
 from wisp.server.http.routes import In, endpoint
 from wisp.server.rights.matrix import (
@@ -37,8 +39,11 @@ from wisp.server.store.users import SESSION_SECONDS, check_name
 
 __all__ = ["AdminApi"]
 
-_FAIL_LIMIT = 10  # failed sign-ins per user name (5x per address) within _FAIL_WINDOW s
+_FAIL_LIMIT = 10  # failed sign-ins per user name and address (5x per address) in _FAIL_WINDOW s
 _FAIL_WINDOW = 600.0
+_SLOW_AFTER = 10  # failed sign-ins per user name (any address) in _FAIL_WINDOW s before ...
+_SLOW_MAX = 4.0  # ... each further attempt for that name waits, doubling up to this (seconds)
+
 
 Text = Annotated[str, Meta(max_length=200)]
 Name = Annotated[str, Meta(max_length=64)]
@@ -208,6 +213,7 @@ class AuditRow(msgspec.Struct):
     action: str
     target: str
     status: int
+    addr: str  # the client's address (through trusted proxies only)
 
 
 class AuditPage(msgspec.Struct):
@@ -220,20 +226,33 @@ class AdminApi:
         self.settings = settings
 
     async def _log(self, request: Request, action: str, target: str, status: int = 200) -> None:
-        addr = request.client.host if request.client else ""
         await run_in_threadpool(
-            self.store.access.audit, principal_of(request), action, target, status, addr
+            self.store.access.audit,
+            principal_of(request),
+            action,
+            target,
+            status,
+            request_client(request),
         )
 
-    def _limit(self, key: str) -> tuple[float, float]:
-        """(rate, burst) of the failed sign-ins bucket ``key`` (``u:name`` or ``a:addr``)."""
-        burst = float(_FAIL_LIMIT if key.startswith("u:") else 5 * _FAIL_LIMIT)
+    @staticmethod
+    def _limit(key: str) -> tuple[float, float]:
+        """(rate, burst) of the failed sign-ins bucket ``key``: ``ua:name|addr`` (a name from
+        one address), ``a:addr`` (an address) or ``u:name`` (a name from anywhere: slows down)."""
+        burst = float(_FAIL_LIMIT if key.startswith("ua:") else 5 * _FAIL_LIMIT)
         return burst / _FAIL_WINDOW, burst
 
     def _failed_too_often(self, keys: list[str]) -> bool:
-        """Whether a user name or an address failed to sign in too often lately (the buckets
-        are in the database: every server process counts the same failures)."""
+        """Whether this name from this address, or this address, failed to sign in too often
+        lately (the buckets are in the database: every server process counts the same)."""
         return any(self.store.limits.left(k, *self._limit(k)) < 1.0 for k in keys)
+
+    def _slowdown(self, name_key: str) -> float:
+        """Seconds to wait before checking a password for a name that failed often lately from
+        anywhere: exponential, capped, and never a refusal (its owner still signs in)."""
+        rate, burst = self._limit(name_key)
+        over = burst - self.store.limits.left(name_key, rate, burst) - _SLOW_AFTER
+        return 0.0 if over < 0 else min(_SLOW_MAX, 0.25 * 2.0 ** min(over, 8))
 
     def _failed(self, keys: list[str]) -> None:
         for k in keys:
@@ -254,18 +273,23 @@ class AdminApi:
     )
     async def login(self, r: In) -> Response:
         request = r.request
-        origin = request.headers.get("origin")
-        if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
-            raise Problem(403, "csrf", "cross-site sign-in refused (Origin does not match Host)")
         body = r.body
-        addr = request.client.host if request.client else ""
+        addr = request_client(request)
         shown = clean_text(body.name[:64])  # storable in the limit and audit rows (no NUL)
-        keys = [f"u:{shown}", f"a:{addr}"]
+        why = login_csrf(request.headers)
+        if why is not None:
+            await self._log(request, "auth.login_refused", shown, 403)
+            raise Problem(403, "csrf", why)
+        keys = [f"ua:{shown}|{addr}", f"a:{addr}"]
         if await run_in_threadpool(self._failed_too_often, keys):
+            await self._log(request, "auth.login_refused", shown, 429)
             raise Problem(429, "rate_limited", "too many failed sign-ins: wait a few minutes")
+        delay = await run_in_threadpool(self._slowdown, f"u:{shown}")
+        if delay:
+            await asyncio.sleep(delay)
         uid = await run_in_threadpool(self.store.users.check_login, body.name, body.password)
         if uid is None:
-            await run_in_threadpool(self._failed, keys)
+            await run_in_threadpool(self._failed, [*keys, f"u:{shown}"])
             await self._log(request, "auth.login_failed", shown, 401)
             raise Problem(401, "unauthorized", "wrong user name or password")
         token, csrf = await run_in_threadpool(self.store.users.new_session, uid)
@@ -536,7 +560,8 @@ class AdminApi:
     async def project(self, r: In) -> Response:
         request = r.request
         p = principal_of(request)
-        need_scope(p, "read")
+        if not p.anonymous:  # anonymous callers read public-read projects' settings
+            need_scope(p, "read")
         name = request.path_params["project"]
         info = await run_in_threadpool(self.store.access.project, name)
         if info is None or not can_read_project(p, info):

@@ -17,19 +17,18 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from wisp.artifacts._manifest import check_manifest, check_name, manifest_digest
 from wisp.server.blobs.base import BlobStore
 from wisp.server.http.auth import principal_of
-from wisp.server.http.body import check_possession, json_response, presigned_redirect
+from wisp.server.http.body import check_possession, json_response, presigned_redirect, proven
 from wisp.server.http.problem import Problem, check_id, clean_json, invalid
 from wisp.server.http.routes import RAW, In, endpoint
 from wisp.server.schemas import artifacts as A
 from wisp.server.schemas import runs as T
-from wisp.server.settings import ServerSettings
+from wisp.server.settings import MAX_FILE_BYTES, ServerSettings
 from wisp.server.store.artifacts import TypeMismatch
 from wisp.server.store.facade import Store
 from wisp.server.store.ingest import check_project
 
-__all__ = ["MAX_FILE_BYTES", "ArtifactApi"]
+__all__ = ["ArtifactApi"]
 
-MAX_FILE_BYTES = 1 << 40  # one artifact file: 1 TiB
 _SHA = re.compile(r"[0-9a-f]{64}")
 _VERSION = re.compile(r"v[0-9]{1,9}")
 _FILE_BYTES = {"application/octet-stream": {"type": "string", "format": "binary"}}
@@ -92,7 +91,7 @@ class ArtifactApi:
 
     def _lacking(self, r: In, shas: list[str]) -> list[str]:
         """Those of ``shas`` the server lacks, or holds but the caller may not read (it sends
-        them, proving it has the bytes: see ``_http.check_possession``)."""
+        them, proving it has the bytes: see ``http.body.check_possession``)."""
         known = self.art.files_known(shas)
         readable = self.access.readable_blobs(
             principal_of(r.request), [s for s in shas if s in known]
@@ -124,6 +123,7 @@ class ArtifactApi:
                 blob.write(chunk)
             size = await run_in_threadpool(blob.commit)
         await run_in_threadpool(self.art.file_add, sha, size)
+        proven(request, sha)
         return json_response({"sha256": sha, "stored": True}, 201)
 
     @endpoint(

@@ -23,7 +23,13 @@ from wisp._protocol import MAX_KEY_LENGTH
 from wisp.server.blobs import open_blob_store
 from wisp.server.blobs.base import BlobStore
 from wisp.server.http.auth import media_inline, principal_of, readable_projects
-from wisp.server.http.body import check_possession, json_response, presigned_redirect, read_batch
+from wisp.server.http.body import (
+    check_possession,
+    json_response,
+    presigned_redirect,
+    proven,
+    read_batch,
+)
 from wisp.server.http.problem import Problem, check_id, clean_str, invalid
 from wisp.server.http.routes import RAW, In, endpoint
 from wisp.server.query.filter import TREE_VERSION
@@ -243,6 +249,7 @@ class Api:
                 blob.write(chunk)
             size = blob.commit()
         await run_in_threadpool(self.store.media_add, sha, size, suffix)
+        proven(request, sha)
         return json_response({"sha256": sha, "stored": True}, 201)
 
     # -- queries ------------------------------------------------------------------------------

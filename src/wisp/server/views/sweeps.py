@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from wisp.server.blobs.base import BlobStore
-from wisp.server.http.auth import need_project_write, readable_projects
+from wisp.server.http.auth import need_project_write, principal_of, readable_projects
 from wisp.server.http.body import json_response
 from wisp.server.http.problem import Problem, check_id, clean_json, clean_str, invalid
 from wisp.server.http.routes import In, endpoint
@@ -192,8 +192,13 @@ class SweepApi:
             project = clean_str(project, "project", 128)
         rows = await run_in_threadpool(self.tables.list_sweeps, project)
         readable = readable_projects(r.request)  # None: all (the auth middleware)
-        if readable is not None:
-            rows = [s for s in rows if s.get("project") is None or s["project"] in readable]
+        if readable is not None:  # sweeps of no project: signed-in callers only
+            loose = not principal_of(r.request).anonymous
+            rows = [
+                s
+                for s in rows
+                if ((s["project"] or None) is None and loose) or s["project"] in readable
+            ]
         return json_response({"sweeps": rows})
 
     @endpoint(

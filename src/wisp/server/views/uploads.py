@@ -6,7 +6,9 @@ is ``presigned``: part URLs the client PUTs to itself, so the bytes never pass t
 this process; ``complete`` then has the store check the size and sha256 before the blob
 is recorded.  Asking again for a blob whose upload was interrupted lists only the parts
 still missing (resumable).  Rights: write scope; the declared size counts against the
-caller's media quota (``_auth.check_quota``).
+caller's media quota (``_auth.check_quota``).  Only a finished upload of the bytes
+(or a PUT of them) makes the caller one of the blob's uploaders (``http.body.proven``):
+``complete`` on a blob the server held already proves nothing (409 ``upload_not_proven``).
 """
 
 from __future__ import annotations
@@ -18,13 +20,12 @@ from starlette.responses import Response
 
 from wisp.server.blobs.base import BlobStore
 from wisp.server.http.auth import check_quota, principal_of
-from wisp.server.http.body import json_response
+from wisp.server.http.body import json_response, proven
 from wisp.server.http.problem import Problem
 from wisp.server.http.routes import In, endpoint
 from wisp.server.schemas import uploads as U
-from wisp.server.settings import ServerSettings
+from wisp.server.settings import MAX_FILE_BYTES, ServerSettings
 from wisp.server.store.facade import Store
-from wisp.server.views.artifacts import MAX_FILE_BYTES
 
 __all__ = ["UploadApi"]
 
@@ -49,7 +50,7 @@ class UploadApi:
         return known and self.blobs.exists(sha)
 
     @staticmethod
-    def _url(b: U.UploadBody, sha: str) -> str:
+    def _url(b: U.UploadBody | U.UploadCompleteBody, sha: str) -> str:
         """Where a ``direct`` upload PUTs the bytes."""
         if b.kind == "media":
             return f"/api/v1/media/{sha}{b.suffix}"
@@ -76,17 +77,19 @@ class UploadApi:
         limit = self._limit(b.kind)
         if b.size > limit:
             raise Problem(413, "too_large", f"{b.kind} larger than {limit} bytes", "size")
-        if await run_in_threadpool(self._recorded, b.kind, sha):
-            p = principal_of(r.request)
-            if await run_in_threadpool(self.store.access.can_read_media, p, sha):
-                return json_response({"sha256": sha, "method": "stored"})
+        p = principal_of(r.request)
+        readable = await run_in_threadpool(self.store.access.can_read_media, p, sha)
+        if readable and await run_in_threadpool(self._recorded, b.kind, sha):
+            return json_response({"sha256": sha, "method": "stored"})
+        if not readable and await run_in_threadpool(self.blobs.exists, sha):
             # held, but not the caller's to read: it proves it has the bytes by sending them
-            # through this server (hashed, not stored again: ``_http.check_possession``)
+            # through this server (hashed, not stored again: ``http.body.check_possession``)
             return json_response({"sha256": sha, "method": "direct", "url": self._url(b, sha)})
         await run_in_threadpool(check_quota, r.request, b.size)
         if b.size == 0:  # nothing to send: the server stores the empty blob itself
             await run_in_threadpool(self.blobs.put, sha, [b""], limit)  # 422 on a wrong hash
             await run_in_threadpool(self._record, b.kind, sha, 0, b.suffix)
+            proven(r.request, sha)  # the empty blob's bytes are known to all
             return json_response({"sha256": sha, "method": "stored"})
         plan = await run_in_threadpool(self.blobs.plan_upload, sha, b.size)
         if plan is None:
@@ -115,9 +118,21 @@ class UploadApi:
         b: U.UploadCompleteBody = r.body
         if b.size > self._limit(b.kind):
             raise Problem(413, "too_large", f"{b.kind} larger than {self._limit(b.kind)} bytes")
-        if await run_in_threadpool(self._recorded, b.kind, sha):
-            return json_response({"sha256": sha, "stored": False}, 200)
+        p = principal_of(r.request)
+        readable = await run_in_threadpool(self.store.access.can_read_media, p, sha)
+        if readable and await run_in_threadpool(self._recorded, b.kind, sha):
+            return json_response({"sha256": sha, "stored": False}, 200)  # nothing gained
+        if not readable and await run_in_threadpool(self.blobs.exists, sha):
+            # held already: completing "an upload" proves nothing about the caller's bytes
+            raise Problem(
+                409,
+                "upload_not_proven",
+                f"the server holds this blob: send its bytes (PUT {self._url(b, sha)}) to "
+                "prove you have them",
+                "upload_id",
+            )
         # 409 while parts are missing; 422 (and the object deleted) on a wrong size or hash
         size = await run_in_threadpool(self.blobs.finish_upload, sha, b.size, b.upload_id)
         await run_in_threadpool(self._record, b.kind, sha, size, b.suffix)
+        proven(r.request, sha)  # the store checked the bytes this upload sent
         return json_response({"sha256": sha, "stored": True}, 201)

@@ -1,7 +1,7 @@
 """Requests to stop live runs (``wisp.server.store.stops``).
 
 Revision ID: 0013_run_stops
-Revises: 0009_lineage
+Revises: 0011_blob_refs
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0013_run_stops"
-down_revision = "0009_lineage"
+down_revision = "0011_blob_refs"
 branch_labels = None
 depends_on = None
 
