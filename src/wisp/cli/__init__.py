@@ -102,6 +102,11 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="record batches applied at once per process (default 2; 0: no cap)",
     )
+    sp.add_argument(
+        "--no-deliver",
+        action="store_true",
+        help="detect automation events but send no webhooks (another process delivers them)",
+    )
     ksub = sp.add_subparsers(dest="keys_group", metavar="keys")
     kp = ksub.add_parser("keys", help="create, list or revoke API keys")
     kact = kp.add_subparsers(dest="keys_action", metavar="ACTION", required=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +60,29 @@ def create_app(
     ]
     openapi_bytes()  # generated once, at startup: a bad declaration fails here
     auth = Middleware(AuthMiddleware, store=store, settings=settings)  # who may do what
-    app = Starlette(routes=routes, middleware=[auth])
+    app = Starlette(routes=routes, middleware=[auth], lifespan=_lifespan(store, settings))
     app.state.store = store
     app.state.settings = settings
     return app
+
+
+def _lifespan(store: Store, settings: ServerSettings) -> Any:
+    """While the app serves: the automations worker (run health, triggers, webhooks)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        from wisp.server.automations.worker import AutomationWorker
+
+        worker = AutomationWorker(
+            store, interval=settings.automation_interval, deliver=settings.deliver
+        )
+        worker.start()
+        try:
+            yield
+        finally:
+            worker.stop()
+
+    return lifespan
 
 
 async def _api_not_found(request: Request) -> Response:

@@ -106,6 +106,10 @@ class ServerSettings:
     # reads are not starved of the GIL by many uploaders (docs/server.md, "Scale")
     ingest_concurrency: int = 2
     max_connections: int = 1000  # concurrent connections + requests; 503 beyond (0: no cap)
+    # automations (docs/automations.md): seconds between the worker's passes; whether this
+    # process sends webhooks (False: it only detects; another process delivers)
+    automation_interval: float = 1.0
+    deliver: bool = True
     static_dir: str = field(default_factory=lambda: str(Path(__file__).with_name("static")))
     migrate: bool = True
 

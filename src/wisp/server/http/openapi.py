@@ -30,13 +30,15 @@ def api_classes() -> list[type]:
     """The classes whose ``@endpoint`` methods make up the API (the app routes the same)."""
     from wisp.server.views.admin import AdminApi
     from wisp.server.views.artifacts import ArtifactApi
+    from wisp.server.views.automations import AutomationApi
     from wisp.server.views.export import ExportApi
     from wisp.server.views.runs import Api
     from wisp.server.views.sweeps import SweepApi
     from wisp.server.views.uploads import UploadApi
     from wisp.server.views.workspaces import WorkspaceApi
 
-    return [Api, DocApi, SweepApi, ExportApi, ArtifactApi, UploadApi, AdminApi, WorkspaceApi]
+    classes = [Api, DocApi, SweepApi, ExportApi, ArtifactApi, UploadApi, AdminApi, WorkspaceApi]
+    return [*classes, AutomationApi]
 
 
 _ENTITY_PARAM = {

@@ -21,7 +21,7 @@ from wisp.server.http.problem import Problem
 from wisp.server.store import schema as S
 from wisp.server.store.db import Db
 from wisp.server.store.ingest import Column, Prepared, conflict
-from wisp.server.store.runs import UPDATE_RUN, RunStore
+from wisp.server.store.runs import REVIVE, UPDATE_RUN, RunStore
 
 __all__ = ["RecordStore"]
 
@@ -125,14 +125,18 @@ class RecordStore:
         run_vals: dict[str, Any] = {}  # the runs row's new columns, in record order
         for rec in todo:
             self._apply(conn, run_id, rec, points, run_vals)
+        now = self.db.clock()
         if points:  # once per batch: a chunk is rewritten once, not once per record
             ids = self._key_id_map(conn, run_id, ck, {c.key for c in points}, new_keys)
             dialect.write_points(conn, ids, points)
+            run_vals["stepped_at"] = now  # not stalled (``stalled`` in the runs filter)
         new_acked = first_seq + len(records) - 1
         conn.execute(_SET_ACKED, {**who, "acked_seq": new_acked})
         # one UPDATE of the run for the batch: its RUN, CONFIG, SUMMARY, FINISH and RESUME
         # records set columns of one row, and of two that set a column the later wins
-        conn.execute(UPDATE_RUN, {**run_vals, "run_key": run_id, "last_seen": self.db.clock()})
+        conn.execute(UPDATE_RUN, {**run_vals, "run_key": run_id, "last_seen": now})
+        if "state" not in run_vals:
+            conn.execute(REVIVE, {"run_key": run_id})
         return new_acked
 
     def _apply(

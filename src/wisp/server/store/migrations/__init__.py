@@ -23,4 +23,5 @@ RENAMED = {
     "0003_points": "0005_points",
     "0003_runkeys": "0006_runkeys",
     "0003_workspaces": "0007_workspaces",
+    "0010_automations": "0010_automations",  # never renamed: listed so every file is here
 }
