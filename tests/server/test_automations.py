@@ -243,7 +243,7 @@ def test_stalled_fires_for_a_run_alive_but_not_stepping(
     """``stalled > 2s``: a run that logged a step and then only sends heartbeats fires once."""
     add(server, "stalled > 2s", receiver.url)
     put_run(server, "r1")
-    records(server, "r1", 0, RecordType.HISTORY, {"_step": 0, "_timestamp": 1.0, "loss": 1.0})
+    records(server, "r1", 0, RecordType.HISTORY, {"rows": [[0, 1.0, {"loss": 1.0}]]})
     for _ in range(8):
         call(server, "POST", "/runs/r1/heartbeat")
         time.sleep(0.5)

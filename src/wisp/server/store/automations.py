@@ -87,7 +87,12 @@ class AutomationStore:
     def __init__(self, store: Any) -> None:
         self.store = store
         self.db = store.db
-        self._fire = self.db.dialect.insert(S.automation_fired).on_conflict_do_nothing()
+        # RETURNING says whether this insert made the row (rowcount is -1 here on psycopg)
+        self._fire = (
+            self.db.dialect.insert(S.automation_fired)
+            .on_conflict_do_nothing()
+            .returning(_F.run_id)
+        )
 
     # -- the automations ----------------------------------------------------------------------
 
@@ -232,7 +237,7 @@ class AutomationStore:
             now = self.db.clock()
             for row in rows:
                 fired = {"automation_id": a["id"], "run_id": row._mapping["id"], "fired_at": now}
-                if conn.execute(self._fire, fired).rowcount == 1:
+                if conn.execute(self._fire, fired).first() is not None:
                     self._enqueue(conn, auto, row, "run")
                     queued += 1
         return queued
