@@ -134,9 +134,7 @@ def server(db_url: str, tmp_path: Path) -> Iterator[Server]:
         yield srv
 
 
-def test_threshold_and_nan_fire_once_each_on_the_edge(
-    server: Server, receiver: Receiver
-) -> None:
+def test_threshold_and_nan_fire_once_each_on_the_edge(server: Server, receiver: Receiver) -> None:
     """``summary.loss > 10`` and ``summary.loss = nan`` each fire once per rise, signed; a
     value that stays true does not fire again, and one that falls and rises fires again."""
     high = add(server, "summary.loss > 10", receiver.url)
@@ -214,9 +212,9 @@ def test_a_killed_training_process_is_stored_crashed_and_fires(
         }
         proc = subprocess.Popen([sys.executable, "-c", script], env=env, cwd=tmp_path)
         try:
-            wait_for(lambda: call(srv, "GET", "/projects/p/runs?filter=state%20%3D%20running")[
-                "runs"
-            ])
+            wait_for(
+                lambda: call(srv, "GET", "/projects/p/runs?filter=state%20%3D%20running")["runs"]
+            )
             time.sleep(5)  # alive past the timeout: heartbeats keep it running
             assert not receiver.got
         finally:
@@ -237,9 +235,7 @@ def test_a_killed_training_process_is_stored_crashed_and_fires(
     engine.dispose()
 
 
-def test_stalled_fires_for_a_run_alive_but_not_stepping(
-    server: Server, receiver: Receiver
-) -> None:
+def test_stalled_fires_for_a_run_alive_but_not_stepping(server: Server, receiver: Receiver) -> None:
     """``stalled > 2s``: a run that logged a step and then only sends heartbeats fires once."""
     add(server, "stalled > 2s", receiver.url)
     put_run(server, "r1")
@@ -292,3 +288,50 @@ def test_a_project_reader_cannot_add_automations(server: Server, receiver: Recei
     with pytest.raises(urllib.error.HTTPError) as bad:
         add(server, "summary.loss >", receiver.url)
     assert bad.value.code == 422
+
+
+def test_the_cli_and_api_add_list_pause_test_and_remove(server: Server, receiver: Receiver) -> None:
+    """``wisp automation`` and ``wisp.Api().automations`` drive the endpoints: a paused
+    automation does not fire, ``test`` sends a signed sample, ``rm`` removes it."""
+    import wisp
+
+    def cli(*argv: str) -> str:
+        where = ["--server", server.url, "--key", server.key, "--project", "p"]
+        out = subprocess.run(
+            [sys.executable, "-m", "wisp.cli", "automation", *argv, *where],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return out.stdout
+
+    auto_id = cli(
+        "add",
+        "--when",
+        "summary.loss > 10",
+        "--webhook",
+        receiver.url,
+        "--secret",
+        SECRET,
+        "--name",
+        "too high",
+    ).strip()
+    assert auto_id in cli("ls")
+    assert "paused" in cli("pause", auto_id)
+    put_run(server, "r1")
+    summary(server, "r1", {"loss": 11}, 0)
+    assert "test delivery" in cli("test", auto_id)
+    (event,) = [e for e in wait_for(receiver.events) if e]
+    assert (event["event"], event["run"]) == ("test", None)
+    time.sleep(2)
+    assert len(receiver.got) == 1  # paused: the run crossing the threshold is not sent
+    api = wisp.Api(server.url, server.key)
+    (row,) = api.automations.list("p")
+    assert (row["name"], row["paused"], row["signed"]) == ("too high", True, True)
+    assert api.automations.resume("p", auto_id)["paused"] is False
+    (log,) = api.automations.deliveries("p", auto_id)
+    assert (log["event"], log["status"]) == ("test", "sent")
+    assert '"status": "sent"' in cli("deliveries", auto_id, "--json")
+    cli("rm", auto_id)
+    assert api.automations.list("p") == []
+    api.close()

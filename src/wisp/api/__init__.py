@@ -11,11 +11,14 @@ Standard library only; pandas, pyarrow and polars are imported when a call needs
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wisp.api._filters import from_mongo, to_source
 from wisp.api._objects import File, Project, Run, Runs, resolve_project
 from wisp.errors import NotFoundError, UsageError
+
+if TYPE_CHECKING:
+    from wisp.api._automations import Automations
 
 __all__ = ["Api", "File", "Project", "Run", "Runs", "from_mongo"]
 
@@ -78,6 +81,17 @@ class Api:
     def __repr__(self) -> str:
         where = self.server_url or self.dir
         return f"<wisp.Api {where}>"
+
+    @property
+    def automations(self) -> Automations:
+        """The server's automations (``api.automations.add(project, when, webhook)``,
+        docs/automations.md); a local folder has none."""
+        from wisp.api._automations import Automations
+        from wisp.api._server import ServerBackend
+
+        if not isinstance(self._backend, ServerBackend):
+            raise UsageError("automations live on a server: pass server_url (or wisp login)")
+        return Automations(self._backend.http)
 
     def projects(self) -> list[Project]:
         """Every project with its run count and last activity."""

@@ -295,6 +295,10 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("ref", metavar="NAME:vN")
     a.add_argument("alias", metavar="ALIAS")
 
+    from wisp.cli._automation_cmd import add_parser as automation_parser
+
+    automation_parser(add, remote)
+
     sp = add("doctor", "check this environment for common tracking problems")
     dir_opt(sp)
     sp.add_argument("--json", action="store_true", help="machine-readable output")
@@ -315,6 +319,7 @@ _COMMANDS = {
     "sweep": ("wisp.cli._sweep_cmd", "cmd_sweep"),
     "agent": ("wisp.cli._sweep_cmd", "cmd_agent"),
     "artifact": ("wisp.cli._artifact_cmd", "cmd_artifact"),
+    "automation": ("wisp.cli._automation_cmd", "cmd_automation"),
 }
 
 
