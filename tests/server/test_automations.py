@@ -38,7 +38,7 @@ class Receiver:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 code = outer.codes.pop(0) if outer.codes else 200
                 outer.got.append(({k.lower(): v for k, v in self.headers.items()}, body))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from wisp._protocol import project_path
@@ -62,8 +63,8 @@ class Automations:
 
     def deliveries(
         self, project: str, automation_id: str, limit: int = 100
-    ) -> list[dict[str, Any]]:
+    ) -> builtins.list[dict[str, Any]]:
         """The delivery log, newest first: ``status`` (pending, sent, failed, cancelled),
         ``attempts``, ``response_code``, ``last_error``, ``run_id``, times."""
         path = self._one(project, automation_id) + "/deliveries"
-        return list(self._call("GET", path, query={"limit": limit}).get("deliveries", []))
+        return builtins.list(self._call("GET", path, query={"limit": limit})["deliveries"])

@@ -51,7 +51,7 @@ def post(url: str, secret: str | None, body: bytes, delivery_id: int, event: str
         headers["X-Wisp-Signature-256"] = sign(secret, body)
     req = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(req, timeout=SEND_TIMEOUT) as resp:  # noqa: S310 (http/s only)
+        with urllib.request.urlopen(req, timeout=SEND_TIMEOUT) as resp:
             return int(resp.status)
     except urllib.error.HTTPError as e:
         return int(e.code)
@@ -96,7 +96,7 @@ class AutomationWorker:
         start = self.clock()
         crashed = self.autos.mark_crashed()
         if self.autos.any_active():
-            changed = dict(self.autos.changed_since(self._since - _SLACK))
+            changed: dict[str, str] = dict(self.autos.changed_since(self._since - _SLACK))
             changed.update(crashed)
             self.autos.evaluate(list(changed.items()))
         self._since = start

@@ -12,7 +12,8 @@ Grammar (keywords case-insensitive)::
              | field "in" "(" value ("," value)* ")"     (the tree of field = v1 or field = v2 ...)
     op    := "=" | "==" | "!=" | "<" | "<=" | ">" | ">=" | "contains"
     field := state | name | id | notes | group | job_type | tags | created_at | finished_at
-             | duration | stalled | config.<path> | summary.<path>  (path: dotted, parts may be "quoted")
+             | duration | stalled | config.<path> | summary.<path>
+             (path: dotted, parts may be "quoted")
     value := number | duration | "string" | 'string' | true | false | null | nan | inf | bare-word
     duration := number ("s" | "m" | "h" | "d")      (seconds, minutes, hours, days: a number of s)
 

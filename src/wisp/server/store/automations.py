@@ -89,9 +89,7 @@ class AutomationStore:
         self.db = store.db
         # RETURNING says whether this insert made the row (rowcount is -1 here on psycopg)
         self._fire = (
-            self.db.dialect.insert(S.automation_fired)
-            .on_conflict_do_nothing()
-            .returning(_F.run_id)
+            self.db.dialect.insert(S.automation_fired).on_conflict_do_nothing().returning(_F.run_id)
         )
 
     # -- the automations ----------------------------------------------------------------------
@@ -118,7 +116,7 @@ class AutomationStore:
             conn.execute(S.automations.insert(), row)
             return _public(conn.execute(select(S.automations).where(_A.id == row["id"])).one())
 
-    def list(self, project: str) -> list[dict[str, Any]]:
+    def of_project(self, project: str) -> list[dict[str, Any]]:
         q = select(S.automations).where(_A.project == project).order_by(_A.created_at, _A.id)
         with self.db.read() as conn:
             return [_public(r) for r in conn.execute(q)]
@@ -296,8 +294,8 @@ class AutomationStore:
             return [int(i) for i in conn.execute(q).scalars()]
 
     def claim(self, delivery_id: int) -> tuple[str, str | None, bytes, int, str] | None:
-        """Lease the delivery for this process: ``(url, secret, body, attempt, event)``, or None when
-        another process claimed it first (or it is no longer due)."""
+        """Lease the delivery for this process: ``(url, secret, body, attempt, event)``, or
+        None when another process claimed it first (or it is no longer due)."""
         now = self.db.clock()
         with self.db.tx() as conn:
             res = conn.execute(
@@ -325,9 +323,7 @@ class AutomationStore:
                 return None
             return str(got[0]), got[1], str(got[2]).encode(), int(got[3]), str(got[4])
 
-    def finish(
-        self, delivery_id: int, attempt: int, code: int | None, error: str | None
-    ) -> None:
+    def finish(self, delivery_id: int, attempt: int, code: int | None, error: str | None) -> None:
         """Record a send: ``sent`` on a 2xx, else retried after :func:`backoff` (``failed``
         after ``MAX_ATTEMPTS``)."""
         now = self.db.clock()

@@ -52,7 +52,7 @@ class AutomationApi:
     )
     async def list_automations(self, r: In) -> Response:
         project = check_project(r.path.project, "project")
-        rows = await run_in_threadpool(self.autos.list, project)
+        rows = await run_in_threadpool(self.autos.of_project, project)
         return json_response({"automations": rows})
 
     @endpoint(
