@@ -209,35 +209,50 @@ class AutomationStore:
         with self.db.read() as conn:
             autos = list(conn.execute(q))
         queued = 0
-        for auto in autos:
-            keys = by_project[auto._mapping["project"]]
+        for project, keys in by_project.items():
+            mine = [a for a in autos if a._mapping["project"] == project]
             for i in range(0, len(keys), _CHUNK):
-                queued += self._evaluate_one(auto, keys[i : i + _CHUNK])
+                if mine:
+                    queued += self._evaluate_chunk(mine, keys[i : i + _CHUNK])
         return queued
 
-    def _evaluate_one(self, auto: Any, keys: list[str]) -> int:
-        a = auto._mapping
-        try:
-            cond = parse_filter(self.store, a["when_expr"])
-        except Problem:
-            return 0  # valid when stored; a grammar change must not stop the others
+    def _evaluate_chunk(self, autos: list[Any], keys: list[str]) -> int:
+        """Read which runs match each automation (no write when nothing changed), then
+        record the edges: fire the new matches, re-arm the runs that stopped matching."""
+        rises: list[tuple[Any, set[str]]] = []
+        falls: list[tuple[str, list[str]]] = []
+        with self.db.read() as conn:
+            q = select(_F.automation_id, _F.run_id).where(_F.run_id.in_(keys))
+            fired = {(a, r) for a, r in conn.execute(q)}
+            for auto in autos:
+                aid = auto._mapping["id"]
+                try:
+                    cond = parse_filter(self.store, auto._mapping["when_expr"])
+                except Problem:
+                    continue  # valid when stored; a grammar change must not stop the others
+                hit = set(conn.execute(select(_R.id).where(_R.id.in_(keys), cond)).scalars())
+                new = {k for k in hit if (aid, k) not in fired}
+                gone = [k for k in keys if (aid, k) in fired and k not in hit]
+                if new:
+                    rises.append((auto, new))
+                if gone:
+                    falls.append((aid, gone))
+        if not rises and not falls:
+            return 0
         queued = 0
         with self.db.tx() as conn:
-            rows = list(conn.execute(select(S.runs).where(_R.id.in_(keys), cond)))
-            hit = {r._mapping["id"] for r in rows}
-            gone = [k for k in keys if k not in hit]
-            if gone:
+            for aid, gone in falls:
                 conn.execute(
-                    delete(S.automation_fired).where(
-                        _F.automation_id == a["id"], _F.run_id.in_(gone)
-                    )
+                    delete(S.automation_fired).where(_F.automation_id == aid, _F.run_id.in_(gone))
                 )
             now = self.db.clock()
-            for row in rows:
-                fired = {"automation_id": a["id"], "run_id": row._mapping["id"], "fired_at": now}
-                if conn.execute(self._fire, fired).first() is not None:
-                    self._enqueue(conn, auto, row, "run")
-                    queued += 1
+            for auto, new in rises:
+                for row in conn.execute(select(S.runs).where(_R.id.in_(sorted(new)))):
+                    run = row._mapping["id"]
+                    edge = {"automation_id": auto._mapping["id"], "run_id": run, "fired_at": now}
+                    if conn.execute(self._fire, edge).first() is not None:  # not another's
+                        self._enqueue(conn, auto, row, "run")
+                        queued += 1
         return queued
 
     def _enqueue(self, conn: Connection, auto: Any, run: Any, event: str) -> int:
