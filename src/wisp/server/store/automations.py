@@ -23,7 +23,7 @@ import json
 import secrets
 from typing import Any
 
-from sqlalchemy import and_, delete, func, select, update
+from sqlalchemy import and_, case, delete, func, select, update
 from sqlalchemy.engine import Connection
 
 from wisp.server.http.problem import Problem
@@ -221,22 +221,30 @@ class AutomationStore:
         record the edges: fire the new matches, re-arm the runs that stopped matching."""
         rises: list[tuple[Any, set[str]]] = []
         falls: list[tuple[str, list[str]]] = []
+        conds, valid = [], []
+        for auto in autos:
+            try:
+                conds.append(parse_filter(self.store, auto._mapping["when_expr"]))
+                valid.append(auto)
+            except Problem:
+                continue  # valid when stored; a grammar change must not stop the others
+        if not valid:
+            return 0
+        # one query for all of them: a column per automation says whether the run matches
+        cols = [case((c, 1), else_=0).label(f"a{i}") for i, c in enumerate(conds)]
         with self.db.read() as conn:
             q = select(_F.automation_id, _F.run_id).where(_F.run_id.in_(keys))
             fired = {(a, r) for a, r in conn.execute(q)}
-            for auto in autos:
-                aid = auto._mapping["id"]
-                try:
-                    cond = parse_filter(self.store, auto._mapping["when_expr"])
-                except Problem:
-                    continue  # valid when stored; a grammar change must not stop the others
-                hit = set(conn.execute(select(_R.id).where(_R.id.in_(keys), cond)).scalars())
-                new = {k for k in hit if (aid, k) not in fired}
-                gone = [k for k in keys if (aid, k) in fired and k not in hit]
-                if new:
-                    rises.append((auto, new))
-                if gone:
-                    falls.append((aid, gone))
+            matches = list(conn.execute(select(_R.id, *cols).where(_R.id.in_(keys))))
+        for i, auto in enumerate(valid):
+            aid = auto._mapping["id"]
+            hit = {row[0] for row in matches if row[i + 1]}
+            new = {k for k in hit if (aid, k) not in fired}
+            gone = [k for k in keys if (aid, k) in fired and k not in hit]
+            if new:
+                rises.append((auto, new))
+            if gone:
+                falls.append((aid, gone))
         if not rises and not falls:
             return 0
         queued = 0
