@@ -335,3 +335,27 @@ def test_the_cli_and_api_add_list_pause_test_and_remove(server: Server, receiver
     cli("rm", auto_id)
     assert api.automations.list("p") == []
     api.close()
+
+
+def test_two_server_processes_deliver_each_event_once(tmp_path: Path, receiver: Receiver) -> None:
+    """Two processes on one PostgreSQL database both detect and deliver: ten runs crossing
+    a threshold reach the receiver ten times, once each."""
+    from tests.server.conftest import PG_HOST
+    from wisp.testing import temporary_postgres_database
+
+    with temporary_postgres_database(PG_HOST) as url:
+        a = Server(tmp_path / "a", db=url, key_scope="admin").start()
+        b = Server(tmp_path / "b", db=url, key=a.key).start()
+        try:
+            add(a, "summary.loss > 10", receiver.url)
+            for i in range(10):
+                srv = a if i % 2 else b
+                put_run(srv, f"r{i}")
+                summary(srv, f"r{i}", {"loss": 11 + i}, 0)
+            wait_for(lambda: len(receiver.got) >= 10)
+            time.sleep(3)
+            runs = sorted(e["run"]["id"] for e in receiver.events())
+            assert runs == sorted(f"r{i}" for i in range(10))
+        finally:
+            a.stop()
+            b.stop()
