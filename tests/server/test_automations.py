@@ -359,3 +359,20 @@ def test_two_server_processes_deliver_each_event_once(tmp_path: Path, receiver: 
         finally:
             a.stop()
             b.stop()
+
+
+def test_an_automation_sends_at_most_its_rate_a_minute(store: Any) -> None:
+    """35 runs crossing the threshold at once: 30 deliveries are queued, 5 logged ``limited``
+    (and none of the 35 fires again while it stays above)."""
+    from wisp.server.store.automations import RATE_PER_MINUTE, AutomationStore
+
+    autos = AutomationStore(store)
+    auto = autos.create("p", "", "summary.loss > 10", "http://127.0.0.1:9/x", None, None)
+    for i in range(35):
+        store.put_run(f"r{i}", {"project": "p", "summary": {"loss": 11}})
+    changed = autos.changed_since(0.0)
+    assert autos.evaluate(changed) == 35
+    assert autos.evaluate(changed) == 0
+    log = autos.deliveries("p", auto["id"], 100)
+    statuses = sorted(d["status"] for d in log)
+    assert statuses == ["limited"] * (35 - RATE_PER_MINUTE) + ["pending"] * RATE_PER_MINUTE

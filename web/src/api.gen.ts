@@ -1355,7 +1355,7 @@ export interface components {
             run_id: string | null;
             sent_at: number | null;
             /** @enum {unknown} */
-            status: "cancelled" | "failed" | "pending" | "sent";
+            status: "cancelled" | "failed" | "limited" | "pending" | "sent";
         };
         /** DeliveryList */
         DeliveryList: {

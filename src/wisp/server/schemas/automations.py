@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 AutomationId = Annotated[str, Meta(pattern=r"^[0-9a-f]{1,32}$")]
-Status = Literal["pending", "sent", "failed", "cancelled"]
+Status = Literal["pending", "sent", "failed", "cancelled", "limited"]
 
 
 class AutomationBody(msgspec.Struct, forbid_unknown_fields=True):

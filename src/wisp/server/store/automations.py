@@ -34,6 +34,7 @@ __all__ = ["MAX_ATTEMPTS", "PAYLOAD_VERSION", "AutomationStore", "backoff"]
 
 PAYLOAD_VERSION = 1
 MAX_ATTEMPTS = 8  # then the delivery is ``failed``
+RATE_PER_MINUTE = 30  # run events an automation sends a minute; more are logged ``limited``
 LEASE_S = 60.0  # a claimed delivery is another process's again after this (> the HTTP timeout)
 _CHUNK = 500  # run ids per IN (...) list
 _A = S.automations.c
@@ -255,15 +256,26 @@ class AutomationStore:
                 )
             now = self.db.clock()
             for auto, new in rises:
+                budget = RATE_PER_MINUTE - self._recent(conn, auto._mapping["id"], now)
                 for row in conn.execute(select(S.runs).where(_R.id.in_(sorted(new)))):
                     run = row._mapping["id"]
                     edge = {"automation_id": auto._mapping["id"], "run_id": run, "fired_at": now}
                     if conn.execute(self._fire, edge).first() is not None:  # not another's
-                        self._enqueue(conn, auto, row, "run")
+                        self._enqueue(conn, auto, row, "run", limited=budget <= 0)
+                        budget -= 1
                         queued += 1
         return queued
 
-    def _enqueue(self, conn: Connection, auto: Any, run: Any, event: str) -> int:
+    def _recent(self, conn: Connection, automation_id: str, now: float) -> int:
+        """Run events the automation queued in the last minute (its rate limit)."""
+        q = select(func.count()).where(
+            _D.automation_id == automation_id, _D.event == "run", _D.created_at > now - 60.0
+        )
+        return int(conn.execute(q).scalar_one())
+
+    def _enqueue(
+        self, conn: Connection, auto: Any, run: Any, event: str, limited: bool = False
+    ) -> int:
         a = auto._mapping
         now = self.db.clock()
         payload: dict[str, Any] = {
@@ -295,7 +307,7 @@ class AutomationStore:
             "run_id": None if run is None else run._mapping["id"],
             "event": event,
             "body": json.dumps(payload, separators=(",", ":"), sort_keys=True),
-            "status": "pending",
+            "status": "limited" if limited else "pending",
             "attempts": 0,
             "next_at": now,
             "lease_until": 0.0,
