@@ -191,8 +191,11 @@ class AutomationStore:
         returns them (their state changed: automations look at them)."""
         cutoff = self.db.clock() - self.store.heartbeat_timeout
         stale = and_(_R.state == "running", _R.last_seen < cutoff)
-        with self.db.tx() as conn:
+        with self.db.read() as conn:  # the write lock only when there is something to mark
             found = [(k, p) for k, p in conn.execute(select(_R.id, _R.project).where(stale))]
+        if not found:
+            return found
+        with self.db.tx() as conn:
             for i in range(0, len(found), _CHUNK):
                 ids = [k for k, _ in found[i : i + _CHUNK]]
                 conn.execute(update(S.runs).where(_R.id.in_(ids), stale).values(state="crashed"))
