@@ -71,3 +71,41 @@ def test_endpoint_refuses_what_the_runs_query_refuses(api: Api, expr: str) -> No
     assert r.status_code == runs.status_code == 422
     assert r.json()["error"] == runs.json()["error"]
     assert r.json()["error"]["field"] == "filter"
+
+
+def test_durations_nonfinite_words_and_in_lists() -> None:
+    """``30m`` is 1800 s, ``nan``/``inf`` are the stored texts of non-finite values, and
+    ``x in (a, b)`` is the tree of ``x = a or x = b`` (tree version 1 unchanged)."""
+    assert parse("stalled > 30m")["value"] == {"num": "1800.0"}  # type: ignore[index]
+    assert parse("summary.loss = NaN")["value"] == "NaN"  # type: ignore[index]
+    assert parse("summary.loss = inf")["value"] == "Infinity"  # type: ignore[index]
+    state = {"name": "state", "path": ["state"]}
+    assert parse("state in (failed, crashed)") == {
+        "or": [
+            {"cmp": "=", "field": state, "value": "failed"},
+            {"cmp": "=", "field": state, "value": "crashed"},
+        ]
+    }
+    for bad in ("state in failed", "state in (a b)", "state in (a,"):
+        with pytest.raises(Problem):
+            parse(bad)
+
+
+def test_stalled_and_stored_crashed_state_in_the_runs_query(store: Any) -> None:
+    """``stalled`` counts from the last step of a running run; a run marked crashed by the
+    automations worker reads crashed and is running again after a heartbeat."""
+    from wisp.server.query.runs import list_runs
+    from wisp.server.store.automations import AutomationStore
+
+    now = [1000.0]
+    store.clock = lambda: now[0]
+    store.put_run("r1", {"project": "p"})
+    now[0] += 120
+    assert list_runs(store, "p", filter_expr="stalled > 1m")["total"] == 1
+    assert list_runs(store, "p", filter_expr="stalled > 3m")["total"] == 0
+    now[0] += store.heartbeat_timeout + 1
+    assert AutomationStore(store).mark_crashed() == [("r1", "p")]
+    assert list_runs(store, "p", filter_expr="state = crashed")["total"] == 1
+    assert list_runs(store, "p", filter_expr="stalled exists")["total"] == 0
+    store.heartbeat("r1")
+    assert list_runs(store, "p", filter_expr="state = running")["total"] == 1

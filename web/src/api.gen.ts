@@ -228,6 +228,80 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/entities/{entity}/projects/{project}/automations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The automations of a project */
+        get: operations["list_automations_in_entity"];
+        put?: never;
+        /**
+         * Add an automation: a runs filter that POSTs a webhook when it becomes true
+         * @description Needs admin rights on the project. The expression is in the runs filter language (GET /filter/parse); the secret signs every payload and is never shown again.
+         */
+        post: operations["create_automation_in_entity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/automations/{automation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One automation */
+        get: operations["get_automation_in_entity"];
+        put?: never;
+        post?: never;
+        /** Remove an automation (project admins); its pending deliveries are cancelled */
+        delete: operations["delete_automation_in_entity"];
+        options?: never;
+        head?: never;
+        /** Pause or resume an automation (project admins) */
+        patch: operations["patch_automation_in_entity"];
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/automations/{automation_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The automation's delivery log, newest first */
+        get: operations["list_deliveries_in_entity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/automations/{automation_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Queue a sample payload (event 'test') to the automation's webhook */
+        post: operations["test_automation_in_entity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/entities/{entity}/projects/{project}/report-preview": {
         parameters: {
             query?: never;
@@ -677,6 +751,80 @@ export interface paths {
         get: operations["artifact_version"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/automations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The automations of a project */
+        get: operations["list_automations"];
+        put?: never;
+        /**
+         * Add an automation: a runs filter that POSTs a webhook when it becomes true
+         * @description Needs admin rights on the project. The expression is in the runs filter language (GET /filter/parse); the secret signs every payload and is never shown again.
+         */
+        post: operations["create_automation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/automations/{automation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One automation */
+        get: operations["get_automation"];
+        put?: never;
+        post?: never;
+        /** Remove an automation (project admins); its pending deliveries are cancelled */
+        delete: operations["delete_automation"];
+        options?: never;
+        head?: never;
+        /** Pause or resume an automation (project admins) */
+        patch: operations["patch_automation"];
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/automations/{automation_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The automation's delivery log, newest first */
+        get: operations["list_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/automations/{automation_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Queue a sample payload (event 'test') to the automation's webhook */
+        post: operations["test_automation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1515,6 +1663,39 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** Automation */
+        Automation: {
+            created_at: number;
+            id: string;
+            name: string;
+            paused: boolean;
+            project: string;
+            signed: boolean;
+            webhook: string;
+            when: string;
+        };
+        /** AutomationBody */
+        AutomationBody: {
+            /** @default  */
+            name?: string;
+            /**
+             * @description signs payloads (HMAC-SHA256); never shown again
+             * @default
+             */
+            secret?: string;
+            /** @description http(s) URL to POST events to */
+            webhook: string;
+            /** @description runs filter expression; fires when it becomes true for a run */
+            when: string;
+        };
+        /** AutomationList */
+        AutomationList: {
+            automations: components["schemas"]["Automation"][];
+        };
+        /** AutomationPatch */
+        AutomationPatch: {
+            paused: boolean;
+        };
         /** ConsoleLine */
         ConsoleLine: {
             id: number;
@@ -1529,6 +1710,26 @@ export interface components {
         /** Deleted */
         Deleted: {
             deleted: string;
+        };
+        /** Delivery */
+        Delivery: {
+            attempts: number;
+            automation_id: string;
+            created_at: number;
+            /** @enum {unknown} */
+            event: "run" | "test";
+            id: number;
+            last_error: string | null;
+            next_at: number;
+            response_code: number | null;
+            run_id: string | null;
+            sent_at: number | null;
+            /** @enum {unknown} */
+            status: "cancelled" | "failed" | "limited" | "pending" | "sent";
+        };
+        /** DeliveryList */
+        DeliveryList: {
+            deliveries: components["schemas"]["Delivery"][];
         };
         /**
          * ErrorBody
@@ -2980,6 +3181,194 @@ export interface operations {
             "4XX": components["responses"]["Error"];
         };
     };
+    list_automations_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AutomationList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    create_automation_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AutomationBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Automation"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    get_automation_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Automation"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    delete_automation_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    patch_automation_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AutomationPatch"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Automation"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    list_deliveries_in_entity: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    test_automation_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Delivery"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
     preview_report_in_entity: {
         parameters: {
             query?: never;
@@ -3960,6 +4349,180 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ArtifactVersion"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    list_automations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AutomationList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    create_automation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AutomationBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Automation"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    get_automation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Automation"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    delete_automation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    patch_automation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AutomationPatch"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Automation"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    list_deliveries: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                project: string;
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    test_automation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                automation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Delivery"];
                 };
             };
             "4XX": components["responses"]["Error"];

@@ -60,6 +60,8 @@ function fieldGetter(f: Field): { get: Getter; json: boolean; column: string } {
       },
     };
   }
+  // seconds since the last step by the server's clock: only the server answers it
+  if (head === "stalled") throw new Unsupported("stalled is computed by the server");
   const get: Getter = (run) => {
     const v = (run as unknown as Record<string, unknown>)[head];
     if (head === "duration" && v === 0) throw new Unsupported("duration clamped at 0");

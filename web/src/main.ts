@@ -7,6 +7,7 @@ import { accountPage } from "./account";
 import { loginPage, logout, whoami } from "./auth";
 import { comparePage, projectsPage, runPage, type Dispose } from "./pages";
 import { artifactsPage } from "./artifacts";
+import { automationsPage } from "./automations";
 import { runLineage } from "./artifactsLineage";
 import { runFamily } from "./runFamily";
 import { current, href } from "./router";
@@ -67,6 +68,8 @@ function render(): void {
     if (b === "r" && id) parts.push(" / ", h("span", {}, id));
     if (b === "artifacts") parts.push(" / ", h("a", { href: href(["p", project, "artifacts"]) }, "artifacts"));
     if (b !== "artifacts") parts.push(" · ", h("a", { href: href(["p", project, "artifacts"]), id: "artifacts-link" }, "artifacts"));
+    if (b === "automations") parts.push(" / automations");
+    else parts.push(" · ", h("a", { href: href(["p", project, "automations"]), id: "automations-link" }, "automations"));
     if (b === "compare") parts.push(" / compare");
     if (b === "w") parts.push(" / workspace");
     if (b === "reports") parts.push(" / ", h("a", { href: href(["p", project, "reports"]) }, "reports"));
@@ -94,6 +97,7 @@ function render(): void {
     const stop = [runPage(app, r, id), runLineage(lineage, project, id), runFamily(family, project, id)];
     dispose = () => stop.forEach((f) => f());
   } else if (a === "p" && project && b === "artifacts") dispose = artifactsPage(app, r, project, id);
+  else if (a === "p" && project && b === "automations") dispose = automationsPage(app, project);
   else if (a === "p" && project && b === "compare") dispose = comparePage(app, r, project);
   else if (a === "p" && project && b === "w") dispose = workspacePage(app, r, project, id);
   else if (a === "p" && project && b === "reports" && id) dispose = reportPage(app, r, project, id);

@@ -11,13 +11,16 @@ Standard library only; pandas, pyarrow and polars are imported when a call needs
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wisp.api._filters import from_mongo, split_filters
 from wisp.api._objects import File, Project, User, resolve_project
 from wisp.api._run import Run
 from wisp.api._runs import Runs
 from wisp.errors import NotFoundError, UsageError
+
+if TYPE_CHECKING:
+    from wisp.api._automations import Automations
 
 __all__ = ["Api", "File", "Project", "Run", "Runs", "User", "from_mongo"]
 
@@ -127,6 +130,17 @@ class Api:
 
     def flush(self) -> None:
         """wandb clears its cache of runs here; wisp reads runs afresh on every call."""
+
+    @property
+    def automations(self) -> Automations:
+        """The server's automations (``api.automations.add(project, when, webhook)``,
+        docs/automations.md); a local folder has none."""
+        from wisp.api._automations import Automations
+        from wisp.api._server import ServerBackend
+
+        if not isinstance(self._backend, ServerBackend):
+            raise UsageError("automations live on a server: pass server_url (or wisp login)")
+        return Automations(self._backend.http)
 
     def projects(self, entity: str | None = None, per_page: int = 200) -> list[Project]:
         """Every project (of ``entity`` when given) with its run count and last activity."""

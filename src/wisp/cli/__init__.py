@@ -117,6 +117,11 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="record batches applied at once per process (default 2; 0: no cap)",
     )
+    sp.add_argument(
+        "--no-deliver",
+        action="store_true",
+        help="detect automation events but send no webhooks (another process delivers them)",
+    )
     ksub = sp.add_subparsers(dest="keys_group", metavar="keys")
     kp = ksub.add_parser("keys", help="create, list or revoke API keys")
     kact = kp.add_subparsers(dest="keys_action", metavar="ACTION", required=True)
@@ -343,6 +348,9 @@ def _parser() -> argparse.ArgumentParser:
     from wisp.cli._report_cmd import add_parser as add_report
 
     add_report(sub)
+    from wisp.cli._automation_cmd import add_parser as automation_parser
+
+    automation_parser(add, remote)
 
     sp = add("doctor", "check this environment for common tracking problems")
     dir_opt(sp)
@@ -387,6 +395,7 @@ _COMMANDS = {
     "query": ("wisp.cli._agent_cmd", "cmd_query"),
     "skills": ("wisp.cli._agent_cmd", "cmd_skills"),
     "report": ("wisp.cli._report_cmd", "cmd_report"),
+    "automation": ("wisp.cli._automation_cmd", "cmd_automation"),
 }
 
 

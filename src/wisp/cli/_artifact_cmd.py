@@ -10,10 +10,21 @@ from typing import Any
 
 from wisp.cli._term import EXIT, CliError
 
-__all__ = ["cmd_artifact"]
+__all__ = ["cmd_artifact", "server_target"]
 
 
 def _client(args: argparse.Namespace, needed: bool) -> Any:
+    target = server_target(args, needed)
+    if target is None:
+        return None
+    from wisp.artifacts._client import ArtifactClient
+
+    return ArtifactClient(*target)
+
+
+def server_target(args: argparse.Namespace, needed: bool) -> tuple[str, str | None] | None:
+    """``(server URL, API key)`` from ``--server``/``--key``/``--key-file`` and the settings;
+    None when no server is configured and ``needed`` is false (else a CliError)."""
     from wisp._settings import Settings
 
     s = Settings.resolve()
@@ -29,9 +40,7 @@ def _client(args: argparse.Namespace, needed: bool) -> Any:
                 "pass --server URL or run `wisp login` (or set WISP_SERVER_URL)",
             )
         return None
-    from wisp.artifacts._client import ArtifactClient
-
-    return ArtifactClient(url, key)
+    return url, key
 
 
 def _project(args: argparse.Namespace, given: str | None = None) -> str:

@@ -116,6 +116,7 @@ def _serve(serve: Callable[..., Any], args: argparse.Namespace) -> None:
         body_timeout=args.body_timeout,
         key_rate=args.key_rate,
         ingest_concurrency=args.ingest_concurrency,
+        no_deliver=args.no_deliver,
     )
 
 

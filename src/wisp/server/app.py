@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +64,34 @@ def create_app(
     ]
     openapi_bytes()  # generated once, at startup: a bad declaration fails here
     auth = Middleware(AuthMiddleware, store=store, settings=settings)  # who may do what
-    app = Starlette(routes=routes, middleware=[auth], lifespan=mcp_lifespan)
+    app = Starlette(
+        routes=routes, middleware=[auth], lifespan=_lifespan(store, settings, mcp_lifespan)
+    )
     app_ref.append(app)
     app.state.store = store
     app.state.settings = settings
     return app
+
+
+def _lifespan(store: Store, settings: ServerSettings, mcp: Any) -> Any:
+    """While the app serves: the automations worker (run health, triggers, webhooks) and
+    the task group in which ``/mcp`` starts the MCP SDK on first use (``mcp``)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        from wisp.server.automations.worker import AutomationWorker
+
+        worker = AutomationWorker(
+            store, interval=settings.automation_interval, deliver=settings.deliver
+        )
+        worker.start()
+        try:
+            async with mcp(app):
+                yield
+        finally:
+            worker.stop()
+
+    return lifespan
 
 
 async def _api_not_found(request: Request) -> Response:

@@ -45,6 +45,7 @@ def serve(
     body_timeout: float | None = None,
     key_rate: float | None = None,
     ingest_concurrency: int | None = None,
+    no_deliver: bool = False,
 ) -> None:
     """Run the tracking server (blocks).  ``--no-auth`` is refused on a non-loopback host.
 
@@ -102,6 +103,7 @@ def serve(
         if ingest_concurrency < 0:
             raise UsageError(f"--ingest-concurrency must be >= 0, got {ingest_concurrency}")
         settings.ingest_concurrency = ingest_concurrency
+    settings.deliver = not no_deliver
     settings = settings.resolved()
     settings.trusted_proxy_networks()  # a malformed address fails here, not per request
     problem = port_problem(host, port)

@@ -113,6 +113,10 @@ class ServerSettings:
     # open connections per client address and process; 503 beyond (0: no cap; trusted
     # proxies are exempt)
     max_client_connections: int = 32
+    # automations (docs/automations.md): seconds between the worker's passes; whether this
+    # process sends webhooks (False: it only detects; another process delivers)
+    automation_interval: float = 1.0
+    deliver: bool = True
     static_dir: str = field(default_factory=lambda: str(Path(__file__).with_name("static")))
     migrate: bool = True
     mcp_max_bytes: int = 64 * 1024  # the largest /mcp tool result before it is paged

@@ -139,6 +139,17 @@ RULES = (
     # saving a report: write rights on the project, or the local no-auth caller (wisp ui)
     _r("PUT DELETE", f"{_PROJECT}/reports/[^/]+", "read", "report_write", "report.save"),
     _r("POST", f"{_PROJECT}/reports/[^/]+/(revert|freeze)", "read", "report_write", "report.save"),
+    # automations: readers list them and their deliveries; project admins change them
+    _r("GET HEAD", f"{_PROJECT}/automations(/[^/]+(/deliveries)?)?", "read", "project"),
+    _r("POST", f"{_PROJECT}/automations", "write", "project_admin", "automation.add"),
+    _r(
+        "PATCH DELETE",
+        f"{_PROJECT}/automations/[^/]+",
+        "write",
+        "project_admin",
+        "automation.change",
+    ),
+    _r("POST", f"{_PROJECT}/automations/[^/]+/test", "write", "project_admin"),
     _r("POST", "/artifact-files/missing", "write", "none"),
     _r("PUT", r"/artifact-files/(?P<sha>[0-9a-f]{64})", "write", "upload"),
     _r("GET HEAD", r"/artifact-files/(?P<sha>[0-9a-f]{64})", "read", "blob"),
@@ -411,6 +422,9 @@ class AuthMiddleware:
             if p.via != "local":
                 need_scope(p, "write")
             await run_in_threadpool(self.need_project_write, p, unquote(params["project"]))
+        elif rule.touches == "project_admin":
+            project = unquote(params["project"])
+            await run_in_threadpool(self.need_project_admin, p, project)
         elif rule.touches == "workspace":
             from urllib.parse import unquote
 
@@ -446,6 +460,20 @@ class AuthMiddleware:
             return
         if not p.is_admin and not can_write_project(p, info):
             raise Problem(403, "forbidden", f"{p.name!r} may not write to project {project!r}")
+
+    def need_project_admin(self, p: Principal, project: str) -> None:
+        """Admin rights on ``project`` (site admins and local callers pass; a project without
+        runs yet: whoever may create it)."""
+        if p.is_admin or p.via == "local":
+            return
+        info = self.store.access.project(project)
+        if info is None:
+            self.store.access.may_create(p, project)
+            return
+        if not can_read_project(p, info):
+            raise deny_read(p, f"project {project!r}")
+        if not can_admin_project(p, info):
+            raise Problem(403, "forbidden", f"{p.name!r} is not an admin of project {project!r}")
 
     def _need_project_read(self, p: Principal, project: str) -> None:
         info = self.store.access.project(project)

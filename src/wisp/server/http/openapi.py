@@ -30,6 +30,7 @@ def api_classes() -> list[type]:
     """The classes whose ``@endpoint`` methods make up the API (the app routes the same)."""
     from wisp.server.views.admin import AdminApi
     from wisp.server.views.artifacts import ArtifactApi
+    from wisp.server.views.automations import AutomationApi
     from wisp.server.views.export import ExportApi
     from wisp.server.views.lineage import LineageApi
     from wisp.server.views.reports import ReportApi
@@ -49,6 +50,7 @@ def api_classes() -> list[type]:
         WorkspaceApi,
         ReportApi,
         LineageApi,
+        AutomationApi,
     ]
 
 

@@ -9,10 +9,19 @@ Grammar (keywords case-insensitive)::
     expr  := term ("or" term)*
     term  := fact ("and" fact)*
     fact  := "not" fact | "(" expr ")" | field op value | field "exists" | field "contains" value
+             | field "in" "(" value ("," value)* ")"     (the tree of field = v1 or field = v2 ...)
     op    := "=" | "==" | "!=" | "<" | "<=" | ">" | ">=" | "contains"
     field := state | name | id | notes | group | job_type | tags | created_at | finished_at
-             | duration | config.<path> | summary.<path>      (path: dotted, parts may be "quoted")
-    value := number | "string" | 'string' | true | false | null | bare-word
+             | duration | stalled | config.<path> | summary.<path>
+             (path: dotted, parts may be "quoted")
+    value := number | duration | "string" | 'string' | true | false | null | nan | inf | bare-word
+    duration := number ("s" | "m" | "h" | "d")      (seconds, minutes, hours, days: a number of s)
+
+``stalled`` is the seconds since a *running* run last logged a step (since it started when it
+logged none); no value for other states, so ``stalled > 30m`` holds for runs alive (heartbeats
+arriving) that stopped stepping.  ``nan`` and ``inf`` (bare words, any case) are the texts a
+non-finite summary or config value is stored as (``"NaN"``, ``"Infinity"``):
+``summary.loss = nan``; ``"-Infinity"`` is written quoted.
 
 Expression tree, format version 1 (``TREE_VERSION``); an empty filter is ``null``::
 
@@ -66,14 +75,18 @@ COLUMNS = (
     "created_at",
     "finished_at",
     "duration",
+    "stalled",
 )
 _TOKEN = re.compile(
-    r"""\s*(?:(?P<num>-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.]))"""
+    r"""\s*(?:(?P<dur>\d+(?:\.\d+)?[smhd](?![\w.]))"""
+    r"""|(?P<num>-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.]))"""
     r"""|(?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')"""
-    r"""|(?P<op><=|>=|==|!=|<|>|=|\(|\))"""
+    r"""|(?P<op><=|>=|==|!=|<|>|=|\(|\)|,)"""
     r"""|(?P<word>(?:[A-Za-z_][\w/\-]*|"(?:[^"\\]|\\.)*")(?:\.(?:[\w/\-]+|"(?:[^"\\]|\\.)*"))*))"""
 )
-_KEYWORDS = {"and", "or", "not", "contains", "exists"}
+_UNIT = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_NONFINITE = {"nan": "NaN", "inf": "Infinity", "infinity": "Infinity"}  # as clean_json stores them
+_KEYWORDS = {"and", "or", "not", "contains", "exists", "in"}
 _CMP = {"=": "=", "==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
@@ -178,13 +191,28 @@ class _Parser:
             return {"exists": fld}
         if self.kw("contains"):
             return {"contains": fld, "value": self.value()}
+        if self.kw("in"):
+            return self.one_of(fld)
         op = self.take()
-        if op[0] != "op" or op[1] in "()":
+        if op[0] != "op" or op[1] in "(),":
             raise bad(f"expected an operator after {t[1]!r}, got {op[1]!r}")
         return {"cmp": _CMP[op[1]], "field": fld, "value": self.value()}
 
+    def one_of(self, fld: dict[str, Any]) -> dict[str, Any]:
+        """``field in (a, b, ...)``: the tree of ``field = a or field = b ...``."""
+        if self.take() != ("op", "("):
+            raise bad(f"expected '(' after {fld['name']!r} in")
+        parts = [{"cmp": "=", "field": fld, "value": self.value()}]
+        while (sep := self.take()) == ("op", ","):
+            parts.append({"cmp": "=", "field": fld, "value": self.value()})
+        if sep != ("op", ")"):
+            raise bad(f"expected ',' or ')' in the list of {fld['name']!r}")
+        return {"or": parts} if len(parts) > 1 else parts[0]
+
     def value(self) -> Any:
         kind, v = self.take()
+        if kind == "dur":
+            return {"num": str(float(v[:-1]) * _UNIT[v[-1]])}
         if kind == "num":
             return {"num": str(float(v) if any(c in v for c in ".eE") else int(v))}
         if kind == "str":
@@ -195,6 +223,8 @@ class _Parser:
                 return low == "true"
             if low == "null":
                 return None
+            if low in _NONFINITE:
+                return _NONFINITE[low]
             return v
         raise bad(f"expected a value, got {v!r}")
 

@@ -30,6 +30,7 @@ from wisp.server.store import schema as S
 __all__ = ["FIELDS", "filter_tree", "list_runs", "parse_filter"]
 
 FIELDS = COLUMNS
+_NUMERIC = ("created_at", "finished_at", "duration", "stalled")
 
 
 _OPS = {
@@ -68,6 +69,7 @@ class _Field:
             "created_at": r.created_at,
             "finished_at": r.finished_at,
             "duration": store.duration_expr(),
+            "stalled": store.runs.stalled_expr(),
         }
         self.col = cols[name]
 
@@ -77,7 +79,7 @@ class _Field:
 
     def num(self) -> Any:
         if self.json is None:
-            return self.col if self.name in ("created_at", "finished_at", "duration") else None
+            return self.col if self.name in _NUMERIC else None
         return self.store.dialect.json_number(self.json, self.path)
 
     def text(self) -> Any:
@@ -124,7 +126,7 @@ class _Field:
         if self.name == "tags":
             raise _bad("use 'tags contains \"x\"' to filter on tags")
         t = self.text()
-        if self.name in ("created_at", "finished_at", "duration"):
+        if self.name in _NUMERIC:
             raise _bad(f"{self.name} compares with numbers")
         return getattr(t, meth)(value)
 

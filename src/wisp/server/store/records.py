@@ -22,7 +22,7 @@ from wisp.server.store import lineage
 from wisp.server.store import schema as S
 from wisp.server.store.db import Db
 from wisp.server.store.ingest import Column, Prepared, conflict
-from wisp.server.store.runs import UPDATE_RUN, RunStore
+from wisp.server.store.runs import REVIVE, UPDATE_RUN, RunStore
 
 __all__ = ["RecordStore"]
 
@@ -132,12 +132,17 @@ class RecordStore:
                     points = []
                     lineage.set_aside_after(conn, dialect, run_id, back, self.db.clock())
             self._apply(conn, run_id, rec, points, run_vals)
+        now = self.db.clock()
         self._write_points(conn, run_id, ck, points, new_keys)
+        if points:
+            run_vals["stepped_at"] = now  # not stalled (``stalled`` in the runs filter)
         new_acked = first_seq + len(records) - 1
         conn.execute(_SET_ACKED, {**who, "acked_seq": new_acked})
         # one UPDATE of the run for the batch: its RUN, CONFIG, SUMMARY, FINISH and RESUME
         # records set columns of one row, and of two that set a column the later wins
-        conn.execute(UPDATE_RUN, {**run_vals, "run_key": run_id, "last_seen": self.db.clock()})
+        conn.execute(UPDATE_RUN, {**run_vals, "run_key": run_id, "last_seen": now})
+        if "state" not in run_vals:
+            conn.execute(REVIVE, {"run_key": run_id})
         return new_acked
 
     def _write_points(

@@ -33,6 +33,12 @@ _EXISTS = select(_R.id).where(_R.id == bindparam("key"))
 _GEN = select(_R.gen).where(_R.id == bindparam("key"))
 #: ``UPDATE runs SET <the parameters' columns> WHERE id = :run_key``
 UPDATE_RUN = update(S.runs).where(_R.id == bindparam("run_key"))
+#: a run marked ``crashed`` (heartbeats stopped) that is heard from again is running again
+REVIVE = (
+    update(S.runs)
+    .where(_R.id == bindparam("run_key"), _R.state == "crashed")
+    .values(state="running", finished_at=None)
+)
 
 
 class RunStore:
@@ -49,6 +55,12 @@ class RunStore:
         r = S.runs.c
         cutoff = self.db.clock() - self.heartbeat_timeout
         return case((and_(r.state == "running", r.last_seen < cutoff), "crashed"), else_=r.state)
+
+    def stalled_expr(self) -> Any:
+        """SQL for ``stalled``: seconds since a running run last logged a step (or started)."""
+        r = S.runs.c
+        since = func.coalesce(r.stepped_at, r.created_at)
+        return case((r.state == "running", self.db.clock() - since), else_=None)
 
     def duration_expr(self) -> Any:
         r = S.runs.c
@@ -273,6 +285,7 @@ class RunStore:
             res = conn.execute(
                 update(S.runs).where(S.runs.c.id == run_id).values(last_seen=self.db.clock())
             )
+            conn.execute(REVIVE, {"run_key": run_id})
             return bool(res.rowcount)
 
     def projects(self, readable: Collection[str] | None = None) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""Database schema (schema version 5; Alembic revision ``0007_workspaces``).
+"""Database schema (schema version 6; Alembic revision ``0010_automations``).
 
 One set of SQLAlchemy Core tables serves SQLite and PostgreSQL.  Changes go in a
 new Alembic revision under ``migrations/versions`` *and* here.
@@ -40,9 +40,15 @@ Schema version 5 (Alembic ``0007_workspaces``) adds ``workspaces``: saved dashbo
 project (panels, grouping, filter as JSON), owned by a user (``owner_id``; NULL on a local
 no-auth server), ``shared`` with the project's readers or private to their owner.
 
-Schema version 6 (Alembic ``0011_blob_refs``): ``media_refs.user_id``, the user who logged a
+Schema version 7 (Alembic ``0011_blob_refs``): ``media_refs.user_id``, the user who logged a
 reference to a blob they had no right to then (it counts once they send the bytes; NULL: it
 counts; docs/server.md, "Blobs").
+Schema version 6 (Alembic ``0010_automations``) adds ``automations`` (a project's trigger, a
+runs filter, and its webhook; ``secret`` signs the payloads and is never read back),
+``automation_fired`` (the runs an automation fired for while its expression holds: the edge
+state) and ``deliveries`` (the durable webhook queue and delivery log, claimed with a lease);
+``runs`` gain ``stepped_at`` (when the run last logged a step: ``stalled``) and an index on
+``last_seen``.
 """
 
 from __future__ import annotations
@@ -93,7 +99,9 @@ runs = Table(
     Column("owner_id", Integer, nullable=True),
     Column("given_id", String(64), nullable=False),
     Column("gen", String(16), nullable=True),
+    Column("stepped_at", Float, nullable=True),
     Index("ix_runs_project_created", "project", "created_at"),
+    Index("ix_runs_last_seen", "last_seen"),
     UniqueConstraint("project", "given_id", name="uq_runs_project_given"),
 )
 
@@ -311,4 +319,48 @@ workspaces = Table(
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
     Index("ix_workspaces_project", "project", "updated_at"),
+)
+
+automations = Table(
+    "automations",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("project", String(128), nullable=False),
+    Column("name", Text, nullable=False),
+    Column("when_expr", Text, nullable=False),
+    Column("url", Text, nullable=False),
+    Column("secret", Text, nullable=True),
+    Column("paused", Integer, nullable=False, default=0),
+    Column("owner_id", Integer, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Index("ix_automations_project", "project"),
+)
+
+automation_fired = Table(
+    "automation_fired",
+    metadata,
+    Column("automation_id", String(32), nullable=False),
+    Column("run_id", String(64), nullable=False),
+    Column("fired_at", Float, nullable=False),
+    PrimaryKeyConstraint("automation_id", "run_id"),
+)
+
+deliveries = Table(
+    "deliveries",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("automation_id", String(32), nullable=False),
+    Column("run_id", String(64), nullable=True),
+    Column("event", String(32), nullable=False),
+    Column("body", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_at", Float, nullable=False),
+    Column("lease_until", Float, nullable=False),
+    Column("response_code", Integer, nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("sent_at", Float, nullable=True),
+    Index("ix_deliveries_due", "status", "next_at"),
+    Index("ix_deliveries_automation", "automation_id", "id"),
 )

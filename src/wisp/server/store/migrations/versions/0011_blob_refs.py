@@ -5,7 +5,7 @@ counts for the run's readers only once that user sends the bytes; NULL (every re
 before this revision, and those made with the right) counts as before.
 
 Revision ID: 0011_blob_refs
-Revises: 0009_lineage
+Revises: 0010_automations
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0011_blob_refs"
-down_revision = "0009_lineage"
+down_revision = "0010_automations"
 branch_labels = None
 depends_on = None
 

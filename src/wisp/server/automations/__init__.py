@@ -1,0 +1,1 @@
+"""The automations engine: the background worker that watches runs and delivers webhooks."""
