@@ -257,3 +257,19 @@ def test_wandb_import_reads_no_saved_file_outside_the_run(tmp_path: Path) -> Non
     out = SimpleNamespace(run=None)
     assert _save_files(out, str(files), ["../../secret", "/etc/hostname"], skipped) == 0  # type: ignore[arg-type]
     assert skipped == {"saved files missing from the run folder": 2}
+
+
+def test_links_true_follows_links_already_in_the_folder_but_checks_the_name(tmp_path: Path) -> None:
+    """links=True lets a link in the folder lead elsewhere (wandb's files/ links what
+    wandb.save named) while names with .. or absolute paths are still refused."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("x")
+    root = tmp_path / "files"
+    root.mkdir()
+    (root / "model.txt").symlink_to(outside)
+    with pytest.raises(UsageError, match="resolves outside"):
+        local_path(root, "model.txt")
+    assert local_path(root, "model.txt", links=True) == str(root / "model.txt")
+    for bad in ("../outside.txt", "/etc/passwd"):
+        with pytest.raises(UsageError):
+            local_path(root, bad, links=True)

@@ -18,13 +18,18 @@ __all__ = ["local_path"]
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
-def local_path(root: str | os.PathLike[str], name: object, *, what: str = "file") -> str:
+def local_path(
+    root: str | os.PathLike[str], name: object, *, what: str = "file", links: bool = False
+) -> str:
     """``root`` joined with the ``/``-separated relative ``name``, refusing anything else.
 
     Refused (``UsageError`` naming the file): names that are not non-empty strings, contain NUL,
     are absolute (``/x``, ``\\x``, ``//host/x``), start with a drive letter (``C:x``), have a
     ``..`` part, or resolve (through symbolic links already on disk) outside ``root``.
     Backslashes count as separators on every system, so a name is read the same everywhere.
+    ``links=True`` checks the name only and lets a link already in ``root`` lead elsewhere:
+    for reading a folder whose tool links files in by design (wandb's ``files/`` holds
+    symbolic links to what ``wandb.save`` named).
     """
     if not isinstance(name, str) or not name:
         raise UsageError(f"{what} name {name!r} is not a relative path: refused")
@@ -35,6 +40,8 @@ def local_path(root: str | os.PathLike[str], name: object, *, what: str = "file"
         raise UsageError(f"{what} name {name!r} is not a relative path inside the folder: refused")
     base = os.fspath(root)
     path = os.path.join(base, *parts)
+    if links:
+        return path
     real_base = os.path.realpath(base)
     real = os.path.realpath(path)
     if real != real_base and not real.startswith(real_base.rstrip(os.sep) + os.sep):

@@ -274,7 +274,8 @@ def _save_files(out: ImportedRun, files_dir: str, saved: list[str], skipped: dic
         if rel.startswith("media/") or rel in _OWN_FILES:
             continue  # media are imported as values; wandb's own files are not the user's
         try:  # the names come from the run file: nothing outside the run's folder is read
-            full = local_path(files_dir, rel, what="saved")
+            # wandb.save links the user's file into files/: follow links already there
+            full = local_path(files_dir, rel, what="saved", links=True)
         except UsageError:
             full = ""
         if not full or not os.path.isfile(full):
