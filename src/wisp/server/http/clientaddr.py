@@ -92,7 +92,7 @@ def redact_secrets(target: str) -> str:
     anything shaped like a wisp API key replaced by ``[redacted]``."""
     import re
 
-    target = re.sub(r"wisp_[rwa]_[0-9a-f]+_[A-Za-z0-9_\-]+", "[redacted]", target)
+    target = re.sub(r"wisp_(?:r|w|a)_[0-9a-f]+_[A-Za-z0-9_\-]+", "[redacted]", target)
     path, sep, query = target.partition("?")
     if not sep:
         return target
