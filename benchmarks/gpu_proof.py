@@ -50,6 +50,18 @@ def _torch() -> Any:
     return torch
 
 
+def _child(name: str, code: str, tmp: str) -> list[str] | None:
+    """Run ``code`` in a fresh interpreter (``sys.argv[1]`` is ``tmp``); the words it printed,
+    or None after reporting ``name`` as failed with its error."""
+    out = subprocess.run(
+        [sys.executable, "-c", code, tmp], capture_output=True, text=True, timeout=300
+    )
+    if out.returncode != 0:
+        report(name, "FAIL", out.stderr.strip()[-300:])
+        return None
+    return out.stdout.split()
+
+
 def check_init_leaves_cuda_alone(tmp: str) -> None:
     code = (
         "import torch, wisp, sys\n"
@@ -59,13 +71,10 @@ def check_init_leaves_cuda_alone(tmp: str) -> None:
         "run.finish()\n"
         "print(before, torch.cuda.is_initialized())\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code, tmp], capture_output=True, text=True, timeout=300
-    )
-    if out.returncode != 0:
-        report("init leaves CUDA uninitialised", "FAIL", out.stderr.strip()[-300:])
+    words = _child("init leaves CUDA uninitialised", code, tmp)
+    if words is None:
         return
-    before, after = out.stdout.split()
+    before, after = words
     ok = before == after == "False"
     report(
         "init leaves CUDA uninitialised", "ok" if ok else "FAIL", f"before={before} after={after}"
@@ -174,13 +183,10 @@ def check_nvml_no_context(tmp: str) -> None:
         "gpu = [k for k in data.keys() if k.startswith('system/gpu')]\n"
         "print(torch.cuda.is_initialized(), len(gpu))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code, tmp], capture_output=True, text=True, timeout=300
-    )
-    if out.returncode != 0:
-        report("NVML system metrics create no CUDA context", "FAIL", out.stderr.strip()[-300:])
+    words = _child("NVML system metrics create no CUDA context", code, tmp)
+    if words is None:
         return
-    initialised, keys = out.stdout.split()
+    initialised, keys = words
     ok = initialised == "False" and int(keys) > 0
     report(
         "NVML system metrics create no CUDA context",
