@@ -30,6 +30,8 @@ def test_the_page_lists_automations_and_their_deliveries(page: Any, tmp_path: Pa
             page.click("#automations-link")
             section = page.locator(f"#automation-{auto['id']}")
             assert "summary.loss > 10" in section.inner_text()
+            # the deliveries come in a second request: wait for them before counting
+            page.wait_for_selector(f"#deliveries-{auto['id']} .delivery-row", timeout=30_000)
             row = page.locator(f"#deliveries-{auto['id']} .delivery-row")
             assert row.count() == 1
             assert "sent" in row.inner_text() and "200" in row.inner_text()
