@@ -133,3 +133,40 @@ def test_add_table_stores_the_table_once(tmp_path: Path) -> None:
     out = Path(art.download(str(tmp_path / "out")))
     doc = json.loads((out / "tbl.table.json").read_text())
     assert doc["columns"] == ["x", "y"] and doc["data"] == [[1, "a"], [2, "b"]]
+
+
+def test_use_right_after_log_in_the_same_run(data: Path, tmp_path: Path) -> None:
+    """``use_artifact("name:latest")`` right after ``log_artifact`` in the same offline run
+    waits for that version and resolves it (it was "not found in the cache")."""
+    run = wisp.init(project="p", mode="offline")
+    art = wisp.Artifact("ds", type="dataset")
+    art.add_dir(str(data))
+    run.log_artifact(art, aliases=["raw"])
+    got = run.use_artifact("ds:raw")
+    assert art.state == "local" and got.digest == art.digest and "latest" in got.aliases
+    out = Path(got.download(str(tmp_path / "out")))
+    assert (out / "sub" / "g3.bin").read_bytes() == bytes([3]) * 1003
+    run.finish()
+
+
+def test_pending_artifact_is_stored_by_the_exit_hook(data: Path, tmp_path: Path) -> None:
+    """A script that ends without ``finish()`` right after ``log_artifact`` still stores the
+    version: the exit hook hashes on threads that interpreter shutdown does not refuse."""
+    import json
+    import subprocess
+    import sys
+
+    script = (
+        "import wisp\n"
+        "run = wisp.init(project='p', mode='offline')\n"
+        "art = wisp.Artifact('ds', type='dataset')\n"
+        f"art.add_dir({str(data)!r})\n"
+        "run.log_artifact(art)\n"
+    )
+    env = {**os.environ, "WISP_DIR": str(tmp_path)}
+    res = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0 and "not logged" not in res.stderr, res.stderr
+    (job,) = (tmp_path / "wisp").glob("run-*/artifacts/*.json")
+    assert json.loads(job.read_text())["state"] == "local"

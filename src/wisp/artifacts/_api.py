@@ -131,6 +131,10 @@ def use_artifact(
     else:
         default = project or (run.project_path if run is not None else None)
         proj, name, tag = parse_ref(artifact_or_name, default)
+        worker = run.part("artifacts") if run is not None else None
+        if worker is not None:  # versions of this name logged by the run come first
+            assert run is not None
+            worker.wait_for(proj, name, run.upload_wait()[0])
         cache = Cache()
         if client is None and run is not None:
             s = run.settings

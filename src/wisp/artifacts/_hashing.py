@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import TypeVar
+    from typing import Any, TypeVar
 
     T = TypeVar("T")
     R = TypeVar("R")
@@ -63,12 +63,40 @@ def copy_hashing(src: str, dst: str) -> tuple[str, int]:
 
 
 def parallel(fn: Callable[[T], R], items: Sequence[T] | Iterable[T], n: int = 0) -> list[R]:
-    """``[fn(x) for x in items]`` on a thread pool of ``n`` (default :func:`workers`) threads."""
+    """``[fn(x) for x in items]`` on ``n`` (default :func:`workers`) threads, this one
+    included; every item is done, then the exception of the first failed item is raised.
+
+    Plain threads, not ``concurrent.futures``: its pools refuse work once the interpreter
+    is shutting down, which is when a run's exit hook stores the artifacts still pending."""
     items = list(items)
-    if len(items) <= 1:
+    n = min(n or workers(), len(items))
+    if n <= 1:
         return [fn(x) for x in items]
-    with ThreadPoolExecutor(max_workers=n or workers(), thread_name_prefix="wisp-hash") as pool:
-        return list(pool.map(fn, items, chunksize=max(1, len(items) // 64)))
+    results: list[Any] = [None] * len(items)
+    errors: dict[int, Exception] = {}
+    todo = iter(range(len(items)))
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                i = next(todo, None)
+            if i is None:
+                return
+            try:
+                results[i] = fn(items[i])
+            except Exception as exc:  # noqa: BLE001 - raised by the calling thread below
+                errors[i] = exc
+
+    threads = [threading.Thread(target=work, name="wisp-hash", daemon=True) for _ in range(n - 1)]
+    for t in threads:
+        t.start()
+    work()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[min(errors)]
+    return results
 
 
 def hash_files(paths: Sequence[str], n: int = 0) -> list[tuple[str, int]]:

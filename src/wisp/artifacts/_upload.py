@@ -301,6 +301,7 @@ class Worker:
         self.cond = threading.Condition()
         self.queue: list[tuple[str, dict[str, Any], Artifact | None]] = []
         self.busy = 0
+        self.names: dict[tuple[str, str], int] = {}  # (project, name) -> jobs not done
         self.failed: list[str] = []
         self.closed = False
         self.thread = threading.Thread(target=self._main, name="wisp-artifacts", daemon=True)
@@ -310,11 +311,24 @@ class Worker:
         with self.cond:
             self.queue.append((path, job, art))
             self.busy += 1
+            key = (job["project"], job["name"])
+            self.names[key] = self.names.get(key, 0) + 1
             self.cond.notify_all()
 
     def pending(self) -> int:
         with self.cond:
             return self.busy
+
+    def wait_for(self, project: str, name: str, timeout: float) -> None:
+        """Wait up to ``timeout`` s until no job of ``project/name`` is queued or running
+        (``use_artifact`` right after ``log_artifact`` resolves the version just logged)."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while self.names.get((project, name)) and not self.closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self.cond.wait(left)
 
     def close(self) -> None:
         """Let the thread end after its current job; queued jobs stay for `wisp sync`."""
@@ -342,6 +356,10 @@ class Worker:
             finally:
                 with self.cond:
                     self.busy -= 1
+                    key = (job["project"], job["name"])
+                    self.names[key] -= 1
+                    if not self.names[key]:
+                        del self.names[key]
                     self.cond.notify_all()
 
     def _one(self, path: str, job: dict[str, Any], art: Artifact | None) -> None:
