@@ -29,18 +29,22 @@ record goes to ``rejected.jsonl`` in the run directory with the server's reason
 other record still arrives.  Any other 4xx (401, 403, 404 of a run that cannot be
 registered) stops the upload (``FatalApiError``), which the run reports at
 ``finish()``.  Nothing here ever raises into the training loop.
+
+The class drives the upload; its parts are private modules beside it: ``_describe`` (the
+run's ``PUT`` body), ``_queue`` (reading, numbering, batching and encoding records),
+``_media`` (the files records refer to), ``_rejected`` (set-aside records, fork segments)
+and ``_transport`` (HTTP).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from typing import Any, cast
 
 from wisp._rundir import (
@@ -50,17 +54,12 @@ from wisp._rundir import (
     add_rejected,
     id_of_dir,
     lock_uploads,
-    read_rejected,
     unlock_uploads,
 )
-from wisp._runfile import (
-    FRAME_SIZE,
-    HEADER_SIZE,
-    Record,
-    RecordTail,
-    RecordType,
-    history_json,
-)
+from wisp._runfile import Record, RecordType
+from wisp._upload._describe import describe_records, describe_run, refers_to_files
+from wisp._upload._media import MediaSender
+from wisp._upload._queue import RecordQueue, encode_records, end_of, load_set_aside
 from wisp._upload._rejected import (
     placeholder,
     retry_rejected,
@@ -68,8 +67,9 @@ from wisp._upload._rejected import (
     side_warning,
     upload_segments,
 )
+from wisp._upload._retry import retry_delay
 from wisp._upload._transport import ApiClient, Conflict
-from wisp._wire import RUN_RECORD_FIELDS, RunBody
+from wisp._wire import RunBody
 from wisp.errors import FatalApiError, RetryableApiError
 
 __all__ = [
@@ -82,62 +82,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("wisp")
-MAX_SAVED_BYTES = 128 * 1024 * 1024  # saved files sent with the run (read whole, in memory)
-
-_dumps = json.JSONEncoder(allow_nan=True, separators=(",", ":"), ensure_ascii=False).encode
-
-
-def refers_to_files(payload: bytes) -> bool:
-    """Whether a record's payload may name local files (media, saved files) that go to the
-    server before the record: a cheap byte test, exact where it says no."""
-    return b'"path"' in payload
-
-
-def describe_run(path: str, *, crashed: bool = False) -> tuple[str, RunBody]:
-    """The run id and ``PUT /runs/{id}`` body, from the run file as it is now."""
-    tail = RecordTail(path)
-
-    def records() -> Iterator[Record]:
-        while recs := tail.read():
-            yield from recs
-
-    return describe_records(records(), path, crashed=crashed)
-
-
-def describe_records(
-    records: Iterable[Record], path: str, *, crashed: bool = False
-) -> tuple[str, RunBody]:
-    """:func:`describe_run` from the run file's records (``path`` names it in errors)."""
-    first: dict[str, Any] | None = None
-    config: dict[str, Any] = {}
-    state = "running"
-    for rec in records:
-        t = rec.type
-        if t == RecordType.RUN:
-            state = "running"
-            obj = json.loads(rec.payload)
-            if first is None:
-                first = obj
-            else:  # a later segment, or name/tags/notes set mid-run: the latest wins
-                first.update({k: obj[k] for k in ("name", "tags", "notes") if k in obj})
-        elif t == RecordType.CONFIG:
-            config = json.loads(rec.payload).get("config", {})
-        elif t == RecordType.FINISH:
-            state = json.loads(rec.payload).get("state", "finished")
-    if first is None or not isinstance(first.get("run_id"), str):
-        raise FileNotFoundError(f"{path}: no run record yet")
-    if crashed and state == "running":
-        state = "crashed"
-    body = cast("RunBody", {k: first.get(k) for k in RUN_RECORD_FIELDS})
-    body["tags"] = body["tags"] or []
-    body["config"] = config
-    body["state"] = state
-    body["metadata"] = {
-        k: v
-        for k, v in first.items()
-        if k not in RUN_RECORD_FIELDS and k not in ("run_id", "writer_id")
-    }
-    return first["run_id"], body
 
 
 class Uploader:
@@ -173,13 +117,8 @@ class Uploader:
         self._poll = sleep or self._wake.wait
         self._rand = rand
         self.cursor = Cursor.load(run_dir, client.server_url)
-        self.tail = RecordTail(self.path, self.cursor.offset)
-        # (writer_id, seq, record) read but not yet acknowledged, in file order
-        self._pending: list[tuple[str, int, Record]] = []
-        self._read_writer = self.cursor.writer_id
-        self._read_seq = self.cursor.acked_seq + 1
-        self._finish_seen = False
-        self._known_media: set[str] = set()
+        self._queue = RecordQueue(self.path, self.cursor)
+        self._media = MediaSender(run_dir, client)
         self.run_id: str | None = None
         self.key: str | None = None  # the server's key of the run (ids are per project)
         self.registered = threading.Event()
@@ -192,7 +131,6 @@ class Uploader:
         # progress and outcome, read by finish()/sync
         self.records_sent = 0
         self.bytes_sent = 0
-        self.media_sent = 0
         self.retries = 0
         self.last_error: BaseException | None = None
         self.failing_since: float | None = None  # clock() of the first of the failing attempts
@@ -206,15 +144,7 @@ class Uploader:
         self._lock_fd: int | None = None
         # records set aside (422): file offset -> the WARNING payload sent in their place
         # (a history record with some bad rows: its good rows); loaded from rejected.jsonl
-        self._set_aside: dict[int, tuple[int, bytes]] = {}
-        for e in read_rejected(run_dir):
-            if "offset" not in e:
-                continue
-            if e.get("type") == RecordType.HISTORY and e.get("good") is not None:
-                good = _dumps(e["good"]).encode("utf-8")
-                self._set_aside[e["offset"]] = (RecordType.HISTORY, good)
-            else:
-                self._set_aside[e["offset"]] = (RecordType.WARNING, placeholder(e))
+        self._set_aside = load_set_aside(run_dir)
         self.rejected = 0  # records set aside by this uploader
         self.retry_rejected = False  # send set-aside records again before marking done
         self.recovered = 0  # set-aside records the server took on a retry
@@ -254,7 +184,12 @@ class Uploader:
     @property
     def finish_seen(self) -> bool:
         """True once the run file's finish record has been read."""
-        return self._finish_seen
+        return self._queue.finish_seen
+
+    @property
+    def media_sent(self) -> int:
+        """Media and saved files the server lacked and got from this uploader."""
+        return self._media.sent
 
     def finish(self) -> None:
         """No more records will be appended: upload what is left, then end (live runs).
@@ -399,11 +334,7 @@ class Uploader:
         return steps
 
     def _delay(self, failures: int, retry_after: float | None) -> float:
-        base, cap = self.backoff
-        delay: float = min(cap, base * 2.0 ** min(failures - 1, 30)) * (0.5 + 0.5 * self._rand())
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, 60.0))
-        return delay
+        return retry_delay(failures, retry_after, self.backoff, self._rand)
 
     def _maybe_heartbeat(self) -> None:
         hb = self.heartbeat_interval
@@ -447,9 +378,9 @@ class Uploader:
         """Register, or send one batch.  False when there is nothing to send."""
         if not self.registered.is_set():
             return self._register()
-        if not self._pending:
-            self._fill()
-            if not self._pending:
+        if not self._queue.pending:
+            self._queue.fill(self.batch_bytes)
+            if not self._queue.pending:
                 return False
         self._send_batch()
         return True
@@ -518,32 +449,8 @@ class Uploader:
             old = {k: v for k, v in body.items() if k != "by_project"}
             return self.client.put_run(run_id, cast("RunBody", old))
 
-    def _fill(self) -> None:
-        for rec in self.tail.read(self.batch_bytes):
-            if rec.type == RecordType.RUN:
-                wid = json.loads(rec.payload).get("writer_id")
-                if wid != self._read_writer:
-                    self._read_writer, self._read_seq = wid, 0
-            self._finish_seen = rec.type == RecordType.FINISH
-            if self._read_writer is None:
-                raise FatalApiError(f"{self.path}: records before the first run record")
-            self._pending.append((self._read_writer, self._read_seq, rec))
-            self._read_seq += 1
-
     def _send_batch(self) -> None:
-        pending = self._pending
-        writer_id = pending[0][0]
-        first_seq = pending[0][1]
-        batch: list[Record] = []
-        size = 0
-        limit = self._max_records
-        for wid, _seq, rec in pending:
-            if wid != writer_id or (batch and size + len(rec.payload) > self.batch_bytes):
-                break
-            if limit is not None and len(batch) >= limit:
-                break
-            batch.append(rec)
-            size += len(rec.payload) + 24
+        writer_id, first_seq, batch, size = self._queue.batch(self.batch_bytes, self._max_records)
         body = self._encode(writer_id, first_seq, batch)
         assert self.key is not None
         try:
@@ -581,12 +488,11 @@ class Uploader:
             self._max_records *= 2
             if self._max_records >= 1 << 16:
                 self._max_records = None
-        last = batch[n_acked - 1]
-        del pending[:n_acked]
+        self._queue.acked(n_acked)
         self.records_sent += n_acked
         self.bytes_sent += sum(len(r.payload) for r in batch[:n_acked])
         c = self.cursor
-        c.offset = last.offset + FRAME_SIZE + len(last.payload)
+        c.offset = end_of(batch[n_acked - 1])
         c.writer_id = writer_id
         c.acked_seq = acked
         c.done = False
@@ -631,146 +537,25 @@ class Uploader:
             writer_id,
             acked_seq,
         )
-        self._pending.clear()
-        self.tail.offset = HEADER_SIZE
-        self._read_writer, self._read_seq = None, 0
         self.cursor = Cursor(self.cursor.server)
-        skip_until = acked_seq
-        while True:
-            self._fill()
-            if not self._pending:
-                return
-            keep = [p for p in self._pending if not (p[0] == writer_id and p[1] <= skip_until)]
-            if keep:
-                self._pending = keep
-                return
-            last = self._pending[-1]
-            self.cursor.offset = last[2].offset + FRAME_SIZE + len(last[2].payload)
-            self.cursor.writer_id, self.cursor.acked_seq = last[0], last[1]
-            self._pending.clear()
+        self._queue.restart(writer_id, acked_seq, self.cursor, self.batch_bytes)
 
-    # -- encoding and media ------------------------------------------------------------------
+    # -- encoding ----------------------------------------------------------------------------
 
     def _encode(
         self, writer_id: str, first_seq: int, batch: list[Record], *, main: bool = True
     ) -> bytes:
-        """A ``wisp._wire.RecordsBody``, written byte by byte (payloads are JSON already);
-        ``main``: records of the run file (set-aside ones replaced)."""
-        parts = [
-            b'{"writer_id":',
-            _dumps(writer_id).encode(),
-            b',"first_seq":',
-            str(first_seq).encode(),
-            b',"records":[',
-        ]
-        for i, rec in enumerate(batch):
-            instead = self._set_aside.get(rec.offset) if main and self._set_aside else None
-            if instead is None:
-                rtype, payload = rec.type, self._wire(rec)
-            else:
-                rtype, payload = instead
-            parts.append(
-                b'{"type":%d,"data":' % rtype if i == 0 else b',{"type":%d,"data":' % rtype
-            )
-            parts.append(payload)
-            parts.append(b"}")
-        parts.append(b"]}")
-        raw = b"".join(parts)
-        if not self.compress:
-            return raw
-        import zlib
-
-        z = zlib.compressobj(1, zlib.DEFLATED, 31)  # gzip container, fast level
-        return z.compress(raw) + z.flush()
+        """A ``wisp._wire.RecordsBody`` (``wisp._upload._queue.encode_records``); ``main``:
+        records of the run file (set-aside ones replaced)."""
+        return encode_records(
+            writer_id,
+            first_seq,
+            batch,
+            wire=self._wire,
+            instead=self._set_aside if main else None,
+            compress=self.compress,
+        )
 
     def _wire(self, rec: Record) -> bytes:
         """A record's payload as JSON for the server (media uploaded, refs gain sha256)."""
-        payload = rec.payload
-        if rec.type == RecordType.HISTORY:  # binary columns in the file, JSON on the wire
-            return history_json(payload, self._upload_refs if refers_to_files(payload) else None)
-        if rec.type == RecordType.FILE:
-            self._upload_saved(payload)
-            return payload
-        if refers_to_files(payload):
-            return self._with_media(payload)
-        return payload
-
-    def _upload_saved(self, payload: bytes) -> None:
-        """The bytes of a file saved into the run (``files/...``, its sha256 recorded at save
-        time), so servers serve it: sent once, when the server lacks it.  A file that changed
-        since it was recorded, or is over :data:`MAX_SAVED_BYTES`, is not sent (logged once;
-        large files belong in artifacts, which stream)."""
-        obj = json.loads(payload)
-        rel, digest = obj.get("path"), obj.get("sha256")
-        if not isinstance(rel, str) or not isinstance(digest, str) or digest in self._known_media:
-            return
-        root = os.path.realpath(self.run_dir)
-        full = os.path.realpath(os.path.join(root, rel))
-        if not full.startswith(root + os.sep) or not os.path.isfile(full):
-            return
-        if os.path.getsize(full) > MAX_SAVED_BYTES:
-            log.warning(
-                "wisp: %s is over %d MiB: not uploaded with the run (log it as a wisp.Artifact)",
-                full,
-                MAX_SAVED_BYTES >> 20,
-            )
-            self._known_media.add(digest)
-            return
-        with open(full, "rb") as f:
-            data = f.read()
-        if hashlib.sha256(data).hexdigest() != digest:
-            log.warning("wisp: %s changed after it was saved: not uploaded", full)
-        elif not self.client.has_media(digest):
-            self.client.put_media(digest, data)
-            self.media_sent += 1
-        self._known_media.add(digest)
-
-    def _with_media(self, payload: bytes) -> bytes:
-        obj = json.loads(payload)
-        changed = self._upload_refs(obj)
-        return _dumps(obj).encode("utf-8") if changed else payload
-
-    def _upload_refs(self, obj: Any) -> bool:
-        changed = False
-        if isinstance(obj, dict):
-            path = obj.get("path")
-            if isinstance(path, str) and "sha256" not in obj:
-                digest = self._upload_media(path)
-                if digest is not None:
-                    obj["sha256"] = digest
-                    changed = True
-            for v in obj.values():
-                if isinstance(v, (dict, list)):
-                    changed = self._upload_refs(v) or changed
-        elif isinstance(obj, list):
-            for v in obj:
-                if isinstance(v, (dict, list)):
-                    changed = self._upload_refs(v) or changed
-        return changed
-
-    def _upload_media(self, rel: str) -> str | None:
-        root = os.path.realpath(self.run_dir)
-        full = os.path.realpath(os.path.join(root, rel))
-        if not full.startswith(root + os.sep) or not os.path.isfile(full):
-            return None  # only files inside the run directory are uploaded
-        with open(full, "rb") as f:
-            data = f.read()
-        digest = hashlib.sha256(data).hexdigest()
-        if digest not in self._known_media and full.endswith(".table.json"):
-            self._upload_table_images(data)
-        if digest not in self._known_media:
-            if not self.client.has_media(digest):
-                self.client.put_media(digest, data)
-                self.media_sent += 1
-            self._known_media.add(digest)
-        return digest
-
-    def _upload_table_images(self, data: bytes) -> None:
-        """Upload the images a table file refers to (the file itself is sent unchanged, so
-        readers find them by the sha256 in their ``media/<sha256>.png`` names)."""
-        try:
-            table = json.loads(data)
-        except ValueError:
-            return  # not a table we can read: send it as it is
-        if isinstance(table, dict):
-            self._upload_refs(table.get("data"))
+        return self._media.wire(rec)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
+from wisp._upload._retry import retry_delay
 from wisp._upload._transport import API_PREFIX, ApiClient, Transport, error_message
 from wisp.errors import FatalApiError, RetryableApiError
 
@@ -116,11 +117,7 @@ class HttpApi:
         self.client.close()
 
     def _delay(self, failures: int, retry_after: float | None) -> float:
-        base, cap = self.backoff
-        delay: float = min(cap, base * 2.0 ** min(failures - 1, 30)) * (0.5 + 0.5 * self._rand())
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, 60.0))
-        return delay
+        return retry_delay(failures, retry_after, self.backoff, self._rand)
 
     def _retrying(self, fn: Callable[[], Any]) -> Any:
         failures = 0
