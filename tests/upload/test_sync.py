@@ -12,6 +12,8 @@ import pytest
 from _sync_helpers import start_training
 
 import wisp
+from wisp._runfile import HEADER_SIZE
+from wisp._upload._sync import writer_gone
 from wisp._values import Deferred
 from wisp.testing import Server
 
@@ -106,9 +108,15 @@ def test_sync_follows_a_run_that_is_still_logging(server: Server, tmp_path: Path
     proc = start_training(tmp_path, "liverun", 3000, 0.1, {})
     try:
 
-        def started() -> bool:  # the run file, not only its directory (a loaded machine)
+        def started() -> bool:  # header and meta written: the run is live (a loaded machine)
             found = _run_dir(tmp_path, "liverun")
-            return found is not None and (found / "run.wisp").is_file()
+            run_file = None if found is None else found / "run.wisp"
+            return (
+                run_file is not None
+                and run_file.is_file()
+                and run_file.stat().st_size >= HEADER_SIZE
+                and not writer_gone(str(found))
+            )
 
         _wait_for(started, 30, "the run file")
         run_dir = _run_dir(tmp_path, "liverun")
