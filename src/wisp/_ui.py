@@ -476,22 +476,3 @@ def ui(
         importer.close()
         server.stop()
         transport.shutdown()
-
-
-def main() -> None:  # pragma: no cover - thin CLI for `make demo`
-    import argparse
-
-    ap = argparse.ArgumentParser(description="Serve the wisp dashboard on local runs.")
-    ap.add_argument("--port", type=int, default=int(os.environ.get("WISP_UI_PORT", "8642")))
-    ap.add_argument("--dir", default=None)
-    ns = ap.parse_args()
-    ui(
-        port=ns.port,
-        dir=ns.dir,
-        ready=lambda url: print(f"wisp dashboard: {url}", flush=True),
-        first_budget=2.0,
-    )
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

@@ -130,3 +130,31 @@ def test_workers_serve_ingest_and_reads(db_url: str, tmp_path: Path) -> None:
         want = [1.0 / (s + 1) for s in range(500)]
         assert got == {rid: (i, want) for i, rid in enumerate(ids)}
         assert _worker_pids(srv.log) == pids  # no worker died and was replaced
+
+
+def test_start_lines_are_log_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Serving without TLS on a non-loopback address is a WARNING of the start-up logger
+    (``wisp server`` shows it), not a print; negative limits are refused by their flag."""
+    import logging
+
+    from wisp.server.serving import START_LOG
+
+    class Stop(Exception):
+        pass
+
+    def stop(url: str) -> None:
+        raise Stop(url)
+
+    monkeypatch.setattr("wisp.server.blobs.open_blob_store", stop)
+    with caplog.at_level(logging.INFO, logger=START_LOG), pytest.raises(Stop):
+        serve(db=f"sqlite:///{tmp_path / 'w.db'}", media_dir=str(tmp_path), host="0.0.0.0", port=0)
+    (rec,) = [r for r in caplog.records if r.name == START_LOG]
+    assert rec.levelno == logging.WARNING and "0.0.0.0:0 without TLS" in rec.getMessage()
+    for flag, kw in (
+        ("max-client-connections", "max_client_connections"),
+        ("ingest-concurrency", "ingest_concurrency"),
+    ):
+        with pytest.raises(UsageError, match=f"--{flag} must be >= 0, got -1"):
+            serve(db="sqlite:///unused.db", **{kw: -1})

@@ -17,7 +17,7 @@ from typing import Any
 from wisp.cli._parts import call_with
 from wisp.cli._parts import cell as _cell
 from wisp.cli._parts import function as _function
-from wisp.cli._term import EXIT, CliError, table
+from wisp.cli._term import EXIT, CliError, log_lines, table
 
 __all__ = ["cmd_keys", "cmd_login", "cmd_server", "cmd_sync", "cmd_ui", "http_get"]
 
@@ -83,8 +83,11 @@ def cmd_server(args: argparse.Namespace) -> int:
 
         return cmd_admin(args)
     serve = _function("wisp.server", "serve", "`wisp server`", "server")
+    from wisp.server.serving import START_LOG
+
     try:
-        _serve(serve, args)
+        with log_lines(START_LOG, args.out):
+            _serve(serve, args)
     except SystemExit as exc:
         if exc.code in (0, None):
             raise

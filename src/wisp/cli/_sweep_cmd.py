@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 
-from wisp.cli._term import EXIT, CliError, table
+from wisp.cli._term import EXIT, CliError, log_lines, table
 
 __all__ = ["cmd_agent", "cmd_sweep"]
 
@@ -64,6 +64,9 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
     if args.count is not None and args.count <= 0:
         raise CliError("--count must be a positive integer")
-    sweeps.agent(args.sweep_id, count=args.count, dir=args.dir)
+    from wisp.sweeps._agent import AGENT_LOG
+
+    with log_lines(AGENT_LOG, args.out):
+        sweeps.agent(args.sweep_id, count=args.count, dir=args.dir)
     args.out.data(sweep_id=args.sweep_id)
     return EXIT["ok"]

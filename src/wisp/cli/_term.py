@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TextIO, TypeVar
 
-__all__ = ["EXIT", "CliError", "Output", "Progress", "color", "fmt_duration", "table"]
+__all__ = [
+    "EXIT",
+    "CliError",
+    "Output",
+    "Progress",
+    "color",
+    "fmt_duration",
+    "log_lines",
+    "table",
+]
 
 T = TypeVar("T")
 
@@ -165,3 +175,27 @@ class Output:
             import json
 
             print(json.dumps({**self.doc, "exit_code": code}, default=str), flush=True)
+
+
+@contextlib.contextmanager
+def log_lines(name: str, out: Output) -> Iterator[None]:
+    """While the block runs, each record of logger ``name`` (INFO and up) is a line of
+    ``out`` on stderr: library code logs what a command shows (``wisp server``'s start-up
+    lines, ``wisp agent``'s trials)."""
+    import logging
+
+    class _Lines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            out.say(record.getMessage(), err=True)
+
+    logger = logging.getLogger(name)
+    handler = _Lines(logging.INFO)
+    level = logger.level
+    logger.addHandler(handler)
+    if logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)

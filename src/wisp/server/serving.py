@@ -1,12 +1,17 @@
-"""``wisp server`` and ``wisp server keys ...``: functions the CLI wires to commands."""
+"""``wisp server`` and ``wisp server keys ...``: functions the CLI wires to commands.
+
+Start-up lines (where the database and media are, a warning when serving without TLS) are
+records of the ``wisp.server.start`` logger, :data:`START_LOG`: ``wisp server`` shows them
+on stderr, a program calling :func:`serve` sees them as it configures logging.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 import json
+import logging
 import os
-import sys
 from typing import Any
 
 from wisp.errors import UsageError, install_hint
@@ -18,9 +23,14 @@ from wisp.server.settings import (
     port_problem,
 )
 
-__all__ = ["keys_create", "keys_list", "keys_revoke", "serve"]
+__all__ = ["START_LOG", "keys_create", "keys_list", "keys_revoke", "serve"]
 
 _ENV = "WISP_SERVER_SETTINGS_JSON"
+#: the logger of the server's start-up lines
+START_LOG = "wisp.server.start"
+log = logging.getLogger(START_LOG)
+#: settings given on the command line that must not be negative
+_NON_NEGATIVE = frozenset({"max_client_connections", "ingest_concurrency"})
 
 
 def serve(
@@ -51,7 +61,7 @@ def serve(
 
     On a loopback host the ``Host`` header must name a loopback address unless
     ``allowed_hosts`` says otherwise (DNS rebinding); binding another address without TLS
-    prints a warning (keys and passwords would cross the network in clear).
+    logs a warning (keys and passwords would cross the network in clear).
     """
     loopback = is_loopback(host)
     if no_auth and not loopback:
@@ -85,24 +95,21 @@ def serve(
         sso_header=sso_header or "",
         trusted_proxies=list(trusted_proxies or []),
     )
-    if media_quota_bytes is not None:
-        settings.media_quota_bytes = media_quota_bytes
-    if max_connections is not None:
-        settings.max_connections = max_connections
-    if max_client_connections is not None:
-        if max_client_connections < 0:
-            raise UsageError(f"--max-client-connections must be >= 0, got {max_client_connections}")
-        settings.max_client_connections = max_client_connections
-    if header_timeout is not None:
-        settings.header_timeout = header_timeout
-    if body_timeout is not None:
-        settings.body_timeout = body_timeout
-    if key_rate is not None:
-        settings.key_rate = key_rate
-    if ingest_concurrency is not None:
-        if ingest_concurrency < 0:
-            raise UsageError(f"--ingest-concurrency must be >= 0, got {ingest_concurrency}")
-        settings.ingest_concurrency = ingest_concurrency
+    given = {
+        "media_quota_bytes": media_quota_bytes,
+        "max_connections": max_connections,
+        "max_client_connections": max_client_connections,
+        "header_timeout": header_timeout,
+        "body_timeout": body_timeout,
+        "key_rate": key_rate,
+        "ingest_concurrency": ingest_concurrency,
+    }
+    for name, value in given.items():
+        if value is None:
+            continue  # the settings' default
+        if name in _NON_NEGATIVE and value < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 0, got {value}")
+        setattr(settings, name, value)
     settings.deliver = not no_deliver
     settings = settings.resolved()
     settings.trusted_proxy_networks()  # a malformed address fails here, not per request
@@ -110,12 +117,12 @@ def serve(
     if problem is not None:
         raise UsageError(f"cannot start the server: {problem}; pick another with --port")
     if not loopback and not settings.tls:
-        print(
-            f"wisp server: WARNING: serving {host}:{port} without TLS: API keys, passwords and "
+        log.warning(
+            "wisp server: WARNING: serving %s:%s without TLS: API keys, passwords and "
             "session cookies cross the network in clear. Use --tls-cert/--tls-key, or bind "
             "127.0.0.1 behind a TLS reverse proxy (docs/server.md).",
-            file=sys.stderr,
-            flush=True,
+            host,
+            port,
         )
     from wisp.server.blobs import open_blob_store
     from wisp.server.conn import uvicorn_options
@@ -128,11 +135,8 @@ def serve(
     settings.migrate = False
     media = settings.media_dir
     where = media if "://" in media else os.path.abspath(media)  # s3://bucket/prefix as given
-    print(
-        f"wisp server: database {display_db_url(settings.db)}\nwisp server: media files in {where}",
-        file=sys.stderr,
-        flush=True,
-    )
+    log.info("wisp server: database %s", display_db_url(settings.db))
+    log.info("wisp server: media files in %s", where)
     opts = uvicorn_options(settings)
     if workers == 1:
         from wisp.server.app import create_app

@@ -13,6 +13,7 @@ trial in this process.
 from __future__ import annotations
 
 import glob
+import logging
 import math
 import os
 import signal
@@ -32,16 +33,19 @@ if TYPE_CHECKING:
 
     from wisp.sweeps._controller import SweepStore
 
-__all__ = ["MetricReader", "run_agent", "run_in_process"]
+__all__ = ["AGENT_LOG", "MetricReader", "run_agent", "run_in_process"]
 
 #: how often a running trial's metric is read and the agent beats (seconds)
 REPORT_INTERVAL = 1.0
 #: how long a stopped trial gets to finish before SIGKILL
 STOP_GRACE = 10.0
+#: the logger of the agent's lines (each trial, the sweep's state): ``wisp agent`` shows them
+AGENT_LOG = "wisp.agent"
+log = logging.getLogger(AGENT_LOG)
 
 
-def _say(msg: str) -> None:
-    print(f"wisp agent: {msg}", file=sys.stderr, flush=True)
+def _say(msg: str, level: int = logging.INFO) -> None:
+    log.log(level, "wisp agent: %s", msg)
 
 
 class MetricReader:
@@ -185,7 +189,7 @@ def _run_subprocess(
     try:
         proc = subprocess.Popen(argv, env=env)
     except OSError as exc:
-        _say(f"cannot start {argv[0]}: {exc}")
+        _say(f"cannot start {argv[0]}: {exc}", logging.WARNING)
         ctl.finish(trial, "failed", None)
         return "failed", None
     stopped = False
@@ -227,7 +231,7 @@ def _run_subprocess(
     ctl.report(trial, reader.values())  # the last values, and the rungs it reached
     state = "stopped" if stopped else ("finished" if rc == 0 else "failed")
     if not stopped and rc == 0 and value is None and ctl.config.metric:
-        _say(f"trial {trial['number']} logged no {ctl.config.metric['name']!r}")
+        _say(f"trial {trial['number']} logged no {ctl.config.metric['name']!r}", logging.WARNING)
     ctl.finish(trial, state, value)
     return state, value
 
