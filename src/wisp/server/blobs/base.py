@@ -20,7 +20,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO, NamedTuple, Protocol
 
-__all__ = ["CHUNK", "SHA", "BlobInfo", "BlobStore", "BlobWriter", "UploadPlan", "check_sha"]
+__all__ = [
+    "CHUNK",
+    "SHA",
+    "BlobInfo",
+    "BlobStore",
+    "BlobWriter",
+    "UploadPlan",
+    "check_sha",
+    "put_chunks",
+]
 
 SHA = re.compile(r"[0-9a-f]{64}")
 CHUNK = 1 << 16
@@ -102,3 +111,13 @@ def check_sha(sha256: str) -> str:
     if not isinstance(sha256, str) or SHA.fullmatch(sha256) is None:
         raise ValueError(f"a blob name is 64 lowercase hex digits, got {sha256!r}")
     return sha256
+
+
+def put_chunks(
+    store: BlobStore, sha256: str, chunks: Iterable[bytes], max_bytes: int | None
+) -> int:
+    """``store.put``: the bytes of ``chunks`` through one :meth:`BlobStore.writer`; the size."""
+    with store.writer(sha256, max_bytes) as w:
+        for chunk in chunks:
+            w.write(chunk)
+        return w.commit()

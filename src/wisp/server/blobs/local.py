@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
-from wisp.server.blobs.base import CHUNK, SHA, BlobInfo, UploadPlan, check_sha
+from wisp.server.blobs.base import CHUNK, SHA, BlobInfo, UploadPlan, check_sha, put_chunks
 from wisp.server.http.problem import Problem
 
 __all__ = ["LocalBlobStore"]
@@ -93,10 +93,7 @@ class LocalBlobStore:
 
     def put(self, sha256: str, chunks: Iterable[bytes], max_bytes: int | None = None) -> int:
         """Store the bytes of ``chunks`` as blob ``sha256``; returns the size."""
-        with self.writer(sha256, max_bytes) as w:
-            for chunk in chunks:
-                w.write(chunk)
-            return w.commit()
+        return put_chunks(self, sha256, chunks, max_bytes)
 
     def head(self, sha256: str) -> BlobInfo | None:
         try:

@@ -35,7 +35,7 @@ from typing import Any, BinaryIO, cast
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from wisp.errors import UsageError, install_hint
-from wisp.server.blobs.base import CHUNK, BlobInfo, UploadPlan, check_sha
+from wisp.server.blobs.base import CHUNK, BlobInfo, UploadPlan, check_sha, put_chunks
 from wisp.server.http.problem import Problem
 
 __all__ = ["MIN_PART", "S3BlobStore", "part_size_for"]
@@ -221,10 +221,8 @@ class S3BlobStore:
         return _S3Writer(self, check_sha(sha256), max_bytes)
 
     def put(self, sha256: str, chunks: Iterable[bytes], max_bytes: int | None = None) -> int:
-        with self.writer(sha256, max_bytes) as w:
-            for chunk in chunks:
-                w.write(chunk)
-            return w.commit()
+        """Store the bytes of ``chunks`` as blob ``sha256``; returns the size."""
+        return put_chunks(self, sha256, chunks, max_bytes)
 
     def head(self, sha256: str) -> BlobInfo | None:
         try:
