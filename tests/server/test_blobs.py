@@ -224,3 +224,23 @@ def test_upload_plan_on_the_local_store_is_direct(settings: Any, store: Any) -> 
     got = client.post(f"/api/v1/uploads/{empty}", json={"kind": "artifact", "size": 0}, headers=h)
     assert got.json()["method"] == "stored"
     assert client.post(f"/api/v1/uploads/{SHA}", json=body).status_code == 401
+
+
+def test_blob_puts_take_raw_bytes_only(settings: Any, store: Any) -> None:
+    """Media and artifact-file PUTs refuse an encoded body (415, nothing stored) and stream
+    a raw one into the blob store (201)."""
+    from starlette.testclient import TestClient
+
+    from wisp.server import create_app
+
+    blobs = _MemoryBlobs()
+    _, key = store.create_key("write")
+    client = TestClient(create_app(settings, store=store, blobs=blobs))
+    h = {"Authorization": f"Bearer {key}"}
+    gz = {**h, "Content-Encoding": "gzip"}
+    for path in (f"/api/v1/media/{SHA}.png", f"/api/v1/artifact-files/{SHA}"):
+        r = client.put(path, content=DATA, headers=gz)
+        assert (r.status_code, r.json()["error"]["code"]) == (415, "unsupported_encoding"), path
+    assert list(blobs.iterate()) == []
+    assert client.put(f"/api/v1/artifact-files/{SHA}", content=DATA, headers=h).status_code == 201
+    assert list(blobs.iterate()) == [SHA]

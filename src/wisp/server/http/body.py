@@ -29,6 +29,8 @@ __all__ = [
     "read_batch",
     "read_body",
     "read_json",
+    "require_raw",
+    "stream_blob",
 ]
 
 
@@ -105,6 +107,22 @@ async def check_possession(request: Request, sha: str, limit: int) -> None:
     if h.hexdigest() != sha:
         raise Problem(422, "hash_mismatch", "the body's sha256 does not match the URL", "sha256")
     proven(request, sha)
+
+
+def require_raw(request: Request, what: str) -> None:
+    """415 unless the body comes as it is (no ``Content-Encoding``): a blob's bytes are
+    hashed as sent (``what``: the blobs, as the message names them)."""
+    if request.headers.get("content-encoding", "identity").lower() not in ("identity", ""):
+        raise Problem(415, "unsupported_encoding", f"{what} are sent as raw bytes")
+
+
+async def stream_blob(request: Request, blobs: BlobStore, sha: str, limit: int) -> int:
+    """The request body streamed into blob ``sha`` of ``blobs``; its size (413 past
+    ``limit``, 422 on a wrong hash: the store's writer checks both)."""
+    with blobs.writer(sha, limit) as blob:
+        async for chunk in request.stream():
+            blob.write(chunk)
+        return await run_in_threadpool(blob.commit)
 
 
 def proven(request: Request, sha: str) -> None:

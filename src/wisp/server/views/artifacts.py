@@ -17,7 +17,14 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from wisp.artifacts._manifest import check_manifest, check_name, manifest_digest
 from wisp.server.blobs.base import BlobStore
 from wisp.server.http.auth import principal_of
-from wisp.server.http.body import check_possession, json_response, presigned_redirect, proven
+from wisp.server.http.body import (
+    check_possession,
+    json_response,
+    presigned_redirect,
+    proven,
+    require_raw,
+    stream_blob,
+)
 from wisp.server.http.problem import Problem, check_id, clean_json, invalid
 from wisp.server.http.routes import RAW, In, endpoint
 from wisp.server.schemas import artifacts as A
@@ -111,17 +118,13 @@ class ArtifactApi:
     async def put_artifact_file(self, r: In) -> Response:
         sha = r.path.sha256
         request = r.request
-        if request.headers.get("content-encoding", "identity").lower() not in ("identity", ""):
-            raise Problem(415, "unsupported_encoding", "artifact files are sent as raw bytes")
+        require_raw(request, "artifact files")
         if await run_in_threadpool(self.blobs.exists, sha) and (
             await run_in_threadpool(self.art.file_size, sha) is not None
         ):
             await check_possession(request, sha, MAX_FILE_BYTES)
             return json_response({"sha256": sha, "stored": False}, 200)
-        with self.blobs.writer(sha, MAX_FILE_BYTES) as blob:  # 422 on a wrong hash
-            async for chunk in request.stream():
-                blob.write(chunk)
-            size = await run_in_threadpool(blob.commit)
+        size = await stream_blob(request, self.blobs, sha, MAX_FILE_BYTES)
         await run_in_threadpool(self.art.file_add, sha, size)
         proven(request, sha)
         return json_response({"sha256": sha, "stored": True}, 201)

@@ -29,6 +29,8 @@ from wisp.server.http.body import (
     presigned_redirect,
     proven,
     read_batch,
+    require_raw,
+    stream_blob,
 )
 from wisp.server.http.problem import Problem, check_id, clean_str, invalid
 from wisp.server.http.routes import RAW, In, endpoint
@@ -233,8 +235,7 @@ class Api:
     async def put_media(self, r: In) -> Response:
         sha, suffix = self._sha(r.path)
         request = r.request
-        if request.headers.get("content-encoding", "identity").lower() not in ("identity", ""):
-            raise Problem(415, "unsupported_encoding", "media bodies are sent as raw bytes")
+        require_raw(request, "media bodies")
         limit = self.settings.max_media_bytes
         if await run_in_threadpool(self.store.media_known, sha) is not None and (
             await run_in_threadpool(self.blobs.exists, sha)
@@ -244,10 +245,7 @@ class Api:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise Problem(413, "too_large", f"media larger than {limit} bytes")
-        with self.blobs.writer(sha, limit) as blob:  # 413 past the limit, 422 on a wrong hash
-            async for chunk in request.stream():
-                blob.write(chunk)
-            size = blob.commit()
+        size = await stream_blob(request, self.blobs, sha, limit)
         await run_in_threadpool(self.store.media_add, sha, size, suffix)
         proven(request, sha)
         return json_response({"sha256": sha, "stored": True}, 201)
