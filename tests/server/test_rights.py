@@ -349,19 +349,21 @@ def test_run_edits_exports_and_sweeps_follow_project_rights(world: World) -> Non
     assert mate.post("/api/v1/export/histories", json=export).status_code == 200
     assert dave.post("/api/v1/export/histories", json=export).status_code == 403
     sweep = {"id": "sw1", "project": "teamp", "config": grid, "created_at": 1.0}
-    assert dave.post("/api/v1/sweeps", json=sweep).status_code == 403
-    assert mate.post("/api/v1/sweeps", json=sweep).status_code == 201
-    assert mate.get("/api/v1/sweeps/sw1").status_code == 200
-    assert world.client("viewer").get("/api/v1/sweeps/sw1/trials").status_code == 200
+    sweeps = "/api/v1/projects/teamp/sweeps"
+    assert dave.post(sweeps, json=sweep).status_code == 403
+    assert mate.post(sweeps, json=sweep).status_code == 201
+    assert mate.get(f"{sweeps}/sw1").status_code == 200
+    assert world.client("viewer").get(f"{sweeps}/sw1/trials").status_code == 200
     assert (
-        world.client("viewer").patch("/api/v1/sweeps/sw1", json={"state": "paused"}).status_code
+        world.client("viewer").patch(f"{sweeps}/sw1", json={"state": "paused"}).status_code
         == 403
     )
-    assert dave.get("/api/v1/sweeps/sw1").status_code == 403
+    assert dave.get(f"{sweeps}/sw1").status_code == 403
+    assert dave.get(f"{sweeps}/nosuch").status_code == 403  # not a 404: names disclose nothing
     assert [x["id"] for x in mate.get("/api/v1/sweeps").json()["sweeps"]] == ["sw1"]
     assert dave.get("/api/v1/sweeps").json()["sweeps"] == []
-    assert world.client("anon").get("/api/v1/sweeps/sw1").status_code == 401
-    assert mate.patch("/api/v1/sweeps/sw1", json={"state": "paused"}).status_code == 200
+    assert world.client("anon").get(f"{sweeps}/sw1").status_code == 401
+    assert mate.patch(f"{sweeps}/sw1", json={"state": "paused"}).status_code == 200
 
 
 # -- blobs: possession, not knowledge (docs/server.md, "Blobs") ---------------------------------
@@ -431,22 +433,24 @@ def test_sweep_before_its_project_has_the_projects_rights(world: World) -> None:
     makes a sweep under another user's name."""
     grid = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1]}}}
     alice, bob = world.client("owner"), world.client("mate")
-    sweep = {"id": "early", "project": "alice/fresh", "config": grid, "created_at": 1.0}
-    assert bob.post("/api/v1/sweeps", json=sweep).status_code == 403  # not bob's to create
-    assert alice.post("/api/v1/sweeps", json=sweep).status_code == 201
-    team = {**sweep, "id": "early-team", "project": "team-a/fresh"}
-    assert world.client("outsider").post("/api/v1/sweeps", json=team).status_code == 403
-    assert bob.post("/api/v1/sweeps", json=team).status_code == 201
+    sweep = {"id": "early", "config": grid, "created_at": 1.0}
+    mine, theirs = "/api/v1/entities/alice/projects/fresh", "/api/v1/entities/team-a/projects/fresh"
+    assert bob.post(f"{mine}/sweeps", json=sweep).status_code == 403  # not bob's to create
+    assert alice.post(f"{mine}/sweeps", json=sweep).status_code == 201
+    team = {**sweep, "id": "early-team"}
+    assert world.client("outsider").post(f"{theirs}/sweeps", json=team).status_code == 403
+    assert bob.post(f"{theirs}/sweeps", json=team).status_code == 201
     trial = {"number": 0, "run_id": "t0", "internal": {}, "params": {}, "state": "running"}
     trial |= {"created_at": 2.0}
     for sweep_id, reads, writes in (
         ("early", (200, 403, 403, 403, 401), (True, False, False, False, False)),
         ("early-team", (200, 200, 200, 403, 401), (True, True, False, False, False)),
     ):
+        at = f"{mine if sweep_id == 'early' else theirs}/sweeps/{sweep_id}"
         for who, want, may_write in zip(WHO, reads, writes, strict=True):
             c = world.client(who)
             for path in ("", "/trials", "/runs"):
-                got = c.get(f"/api/v1/sweeps/{sweep_id}{path}").status_code
+                got = c.get(f"{at}{path}").status_code
                 assert got == want, (sweep_id, who, path, got)
             listed = c.get(
                 "/api/v1/sweeps?project="
@@ -455,11 +459,9 @@ def test_sweep_before_its_project_has_the_projects_rights(world: World) -> None:
             if listed.status_code == 200:
                 ids = [s["id"] for s in listed.json()["sweeps"]]
                 assert (sweep_id in ids) == (want == 200), (sweep_id, who, ids)
-            got = c.patch(f"/api/v1/sweeps/{sweep_id}", json={"state": "running"}).status_code
+            got = c.patch(at, json={"state": "running"}).status_code
             assert (got == 200) == may_write, (sweep_id, who, got)
-            got = c.post(
-                f"/api/v1/sweeps/{sweep_id}/trials", json={**trial, "number": WHO.index(who)}
-            ).status_code
+            got = c.post(f"{at}/trials", json={**trial, "number": WHO.index(who)}).status_code
             assert (got == 201) == may_write, (sweep_id, who, got)
 
 
@@ -476,7 +478,7 @@ def test_anonymous_callers_read_what_public_read_allows(world: World) -> None:
     project (and nothing else: a project they may not read is a 404 like a missing one)."""
     grid = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1]}}}
     sweep = {"id": "pub-sweep", "project": "pub", "config": grid, "created_at": 1.0}
-    assert world.client("eve").post("/api/v1/sweeps", json=sweep).status_code == 201
+    assert world.client("eve").post("/api/v1/projects/pub/sweeps", json=sweep).status_code == 201
     anon = world.client("anon")
     got = anon.post("/api/v1/export/histories", json={"runs": ["c1"], "format": "jsonl"})
     assert got.status_code == 200
