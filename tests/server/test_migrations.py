@@ -118,8 +118,11 @@ def test_sweeps_keyed_by_project_after_0017(fresh_url: str) -> None:
         conn.execute(text(sweep + "('s1', 'p1', '{}', 'running', 0, 1.0)"))
         conn.execute(text(sweep + "('s2', NULL, '{}', 'running', 0, 2.0)"))
         for sid, n in (("s1", 0), ("s1", 1), ("s2", 0)):
-            conn.execute(text(trial + f"('{sid}', {n}, 'r', '{{}}', '{{}}', '{{}}', '{{}}', "
-                              "'finished', 1.0)"))
+            conn.execute(
+                text(
+                    trial + f"('{sid}', {n}, 'r', '{{}}', '{{}}', '{{}}', '{{}}', 'finished', 1.0)"
+                )
+            )
     engine.dispose()
     store = open_store(fresh_url)
     try:
@@ -130,12 +133,22 @@ def test_sweeps_keyed_by_project_after_0017(fresh_url: str) -> None:
                 text("SELECT project, sweep_id, number FROM sweep_trials ORDER BY sweep_id, number")
             ).all()
             assert [tuple(r) for r in got] == [
-                ("p1", "s1", 0), ("p1", "s1", 1), ("uncategorized", "s2", 0)
+                ("p1", "s1", 0),
+                ("p1", "s1", 1),
+                ("uncategorized", "s2", 0),
             ]
         with store.engine.begin() as conn:  # the id s1 in another project is another sweep
-            conn.execute(text(sweep.replace("(id, project", "(id, project") +
-                              "('s1', 'p2', '{}', 'running', 0, 3.0)"))
-            conn.execute(text(trial.replace("(sweep_id,", "(project, sweep_id,") +
-                              "('p2', 's1', 0, 'r', '{}', '{}', '{}', '{}', 'running', 1.0)"))
+            conn.execute(
+                text(
+                    sweep.replace("(id, project", "(id, project")
+                    + "('s1', 'p2', '{}', 'running', 0, 3.0)"
+                )
+            )
+            conn.execute(
+                text(
+                    trial.replace("(sweep_id,", "(project, sweep_id,")
+                    + "('p2', 's1', 0, 'r', '{}', '{}', '{}', '{}', 'running', 1.0)"
+                )
+            )
     finally:
         store.close()

@@ -355,8 +355,7 @@ def test_run_edits_exports_and_sweeps_follow_project_rights(world: World) -> Non
     assert mate.get(f"{sweeps}/sw1").status_code == 200
     assert world.client("viewer").get(f"{sweeps}/sw1/trials").status_code == 200
     assert (
-        world.client("viewer").patch(f"{sweeps}/sw1", json={"state": "paused"}).status_code
-        == 403
+        world.client("viewer").patch(f"{sweeps}/sw1", json={"state": "paused"}).status_code == 403
     )
     assert dave.get(f"{sweeps}/sw1").status_code == 403
     assert dave.get(f"{sweeps}/nosuch").status_code == 403  # not a 404: names disclose nothing
@@ -491,3 +490,140 @@ def test_anonymous_callers_read_what_public_read_allows(world: World) -> None:
     assert anon.get("/api/v1/projects/pub").json()["visibility"] == "public-read"
     assert anon.get("/api/v1/projects/priv").status_code == 404
     assert world.client("outsider").get("/api/v1/projects/priv").status_code == 404
+
+
+# -- the roles and cases the tests above leave out (docs/server.md, "The matrix") ---------------
+
+ROOT = ("admin", "write", "read")  # the site admin root, through a key of each scope
+
+
+def _root(world: World) -> dict[str, TestClient]:
+    """Clients of the site admin ``root``, one per key scope."""
+    uid = world.store.users.add_user("root", admin=True)
+    out = {}
+    for scope in ROOT:
+        key = world.store.create_key(scope, f"root {scope}", uid)[1]
+        out[scope] = TestClient(world.app, headers={"Authorization": f"Bearer {key}"})
+    return out
+
+
+def test_site_admin_powers_follow_the_key_scope(world: World) -> None:
+    """A site admin reads and writes every project within the key's scope, but acts on other
+    people's accounts (users, their keys, teams it does not administer, the audit log) only
+    with an admin key: a site admin's write or read key administers no one."""
+    root = _root(world)
+    alice_keys = [world.store.create_key("read", f"k{i}", world.ids["alice"])[0] for i in ROOT]
+    for i, scope in enumerate(ROOT):
+        c = root[scope]
+        want = {"admin": 0, "write": 1, "read": 2}[scope]
+
+        def pick(admin: int, write: int, read: int) -> int:
+            return (admin, write, read)[want]  # noqa: B023
+
+        cases = [
+            (c.post("/api/v1/users", json={"name": f"zed{i}"}), pick(201, 403, 403)),
+            (c.post("/api/v1/users/eve/disable") if scope != "admin" else None, 403),
+            (c.get("/api/v1/audit"), pick(200, 403, 403)),
+            (c.delete(f"/api/v1/keys/{alice_keys[i]}"), pick(200, 404, 403)),
+            (
+                c.put("/api/v1/teams/team-b/members/carol", json={"role": "viewer"}),
+                pick(200, 403, 403),
+            ),
+            (c.post("/api/v1/keys", json={"name": "x", "scope": "admin"}), pick(201, 403, 403)),
+            (c.get("/api/v1/runs/a2"), 200),  # alice's private run: site admins read all
+            (c.get(f"/api/v1/media/{SHA}"), 200),
+            (c.put(f"/api/v1/runs/root-{scope}", json={"project": "priv"}), pick(200, 200, 403)),
+            (
+                c.put("/api/v1/runs/a2", json={"project": "priv", "name": f"by {scope}"}),
+                pick(200, 200, 403),
+            ),  # another user's run's metadata: project admins
+            (c.put("/api/v1/runs/a2", json={"state": "finished"}), pick(409, 409, 403)),
+            (c.patch("/api/v1/runs/a3", json={"tags": [scope]}), pick(200, 200, 403)),
+            (c.put("/api/v1/projects/tpriv", json={"visibility": "private"}), pick(200, 200, 403)),
+        ]
+        for n, (got, status) in enumerate(cases):
+            if got is not None:
+                assert got.status_code == status, (scope, n, got.status_code, got.text)
+        listed = {k["user"] for k in c.get("/api/v1/keys?all=1").json()["keys"]}
+        assert listed == (
+            {"root", "alice", "bob", "carol", "dave", "tina", "eve"}
+            if scope == "admin"
+            else {"root"}
+        ), scope
+    run = world.client("owner").get("/api/v1/runs/a2").json()
+    assert (run["name"], run["state"]) == ("by write", "running")  # the owner's state stays
+    assert root["admin"].post("/api/v1/users/eve/disable").status_code == 200
+
+
+WS = "/api/v1/projects/{}/workspaces"
+# who: the five roles of WHO, the team admin tina, and root's admin, write and read keys
+WS_WHO = (*WHO, "tina", *(f"root-{s}" for s in ROOT))
+# (project, shared) -> per caller in WS_WHO: (GET one, PUT, DELETE of another's workspace)
+WS_MATRIX = {
+    ("teamp", False): (
+        (200, 200, 200),  # owner
+        (404, 404, 404),  # mate: a private view is its owner's; others cannot tell it exists
+        (404, 404, 404),  # viewer
+        (403, 403, 403),  # outsider: the project is not theirs to read
+        (401, 401, 401),  # anonymous
+        (404, 404, 404),  # team admin
+        (200, 403, 403),  # site admin: reads every view, changes no one's private one
+        (200, 403, 403),
+        (200, 403, 403),
+    ),
+    ("teamp", True): (
+        (200, 200, 200),
+        (200, 200, 200),  # members write to the project: they change its shared views
+        (200, 403, 403),  # viewers read them
+        (403, 403, 403),
+        (401, 401, 401),
+        (200, 200, 200),
+        (200, 200, 200),
+        (200, 200, 200),
+        (200, 403, 403),  # a read key changes nothing
+    ),
+    ("pub", False): (
+        (404, 404, 404),  # alice is nobody special in eve's public project
+        (404, 404, 404),
+        (404, 404, 404),
+        (404, 404, 404),
+        (404, 401, 401),  # anonymous: a private view is a 404 even where reads are public
+        (404, 404, 404),
+        (200, 403, 403),
+        (200, 403, 403),
+        (200, 403, 403),
+    ),
+    ("pub", True): (
+        (200, 403, 403),
+        (200, 403, 403),
+        (200, 403, 403),
+        (200, 403, 403),
+        (200, 401, 401),
+        (200, 403, 403),
+        (200, 200, 200),
+        (200, 200, 200),
+        (200, 403, 403),
+    ),
+}
+
+
+def test_workspace_matrix(world: World) -> None:
+    """Every role reads, changes and deletes another user's private and shared workspaces
+    exactly as the matrix says, in a team project and in a public-read one."""
+    root = _root(world)
+
+    def client(who: str) -> TestClient:
+        return root[who[5:]] if who.startswith("root-") else world.client(who)
+
+    owners = {"teamp": world.client("owner"), "pub": world.client("eve")}
+    body = {"name": "v", "spec": {"panels": []}}
+    for (project, shared), rows in WS_MATRIX.items():
+        for who, (get_want, put_want, del_want) in zip(WS_WHO, rows, strict=True):
+            who_client = client(who)  # "owner" is alice: in "pub", eve's project, nobody special
+            made = owners[project].post(WS.format(project), json={**body, "shared": shared})
+            assert made.status_code == 201, made.text
+            at = f"{WS.format(project)}/{made.json()['id']}"
+            got = who_client.get(at).status_code
+            put = who_client.put(at, json={**body, "shared": shared}).status_code
+            dele = who_client.delete(at).status_code
+            assert (got, put, dele) == (get_want, put_want, del_want), (project, shared, who)

@@ -87,7 +87,9 @@ def test_sweep_ids_are_unique_per_project(api: Any, store: Any) -> None:
     for project, lr, state in (("pa", 1, "paused"), ("e1/pb", 2, "running")):
         one = api.get(f"{_base(project)}/same").json()
         assert (one["project"], one["config"]["parameters"]["lr"], one["state"]) == (
-            project, {"values": [lr]}, state
+            project,
+            {"values": [lr]},
+            state,
         )
         trials = api.get(f"{_base(project)}/same/trials").json()["trials"]
         assert [t["params"] for t in trials] == [{"lr": lr}]

@@ -7,7 +7,9 @@
 The state lives in ``<dir>/wisp/sweeps/<id>.db`` offline and in the wisp server online
 (docs/sweeps.md), where a sweep is named by its project and id: ``wisp.sweep()`` returns
 ``project/id`` there (``entity/project/id`` for an entity's project), and ``wisp.agent()``
-takes any of ``id``, ``project/id`` and ``entity/project/id``.  Modules: ``_config`` (the sweep file), ``_controller`` (sampling over the
+takes any of ``id``, ``project/id`` and ``entity/project/id``.
+
+Modules: ``_config`` (the sweep file), ``_controller`` (sampling over the
 stored state), ``_local`` / ``_remote`` (the two stores), ``_agent`` (running trials).
 """
 
@@ -111,7 +113,9 @@ def _open_local(settings: Settings) -> SweepStore:
 
 
 def _open(
-    sweep_id: str, dir: str | None, project: str | None = None  # noqa: A002
+    sweep_id: str,
+    dir: str | None,  # noqa: A002
+    project: str | None = None,
 ) -> tuple[SweepStore, Callable[[], SweepStore], str, str]:
     """(store, factory, base dir, bare id) for a sweep named ``id``, ``project/id`` or
     ``entity/project/id``: online, the store of its project (``project`` for a bare id, else
@@ -148,7 +152,6 @@ def agent(
     ``entity/project/id``; ``project`` (and ``entity``) name the project of a bare id.
     """
     from wisp._init import _full_project
-
     from wisp.errors import UsageError
     from wisp.sweeps._agent import run_agent, run_in_process
 

@@ -85,7 +85,8 @@ class RemoteStore:
     def create_sweep(self, sweep: dict[str, Any]) -> None:
         """Create ``sweep`` in its project (``uncategorized`` for none), which binds the store."""
         self.project = sweep.get("project") or DEFAULT_PROJECT
-        self._call("POST", f"{project_path(self.project)}/sweeps", {**sweep, "project": self.project})
+        body = {**sweep, "project": self.project}
+        self._call("POST", f"{project_path(self.project)}/sweeps", body)
 
     def get_sweep(self, sweep_id: str) -> dict[str, Any]:
         _status, doc = self._call("GET", self._path(sweep_id))

@@ -1,4 +1,5 @@
-"""The shapes of the sweep endpoints (``/api/v1/projects/{project}/sweeps/...``), declared once as msgspec Structs.
+"""The shapes of the sweep endpoints (``/api/v1/projects/{project}/sweeps/...``), declared
+once as msgspec Structs.
 
 Bodies are decoded through these (a mismatch is a 422 naming the field); the handlers in
 ``views.sweeps`` then apply the checks a type cannot express (NUL characters, lone surrogates,
@@ -24,13 +25,13 @@ __all__ = [
     "SweepList",
     "SweepListQuery",
     "SweepPath",
-    "SweepsPath",
     "SweepRow",
     "SweepRun",
     "SweepRunList",
     "SweepRunTrial",
     "SweepStateBody",
     "SweepSummary",
+    "SweepsPath",
     "TrialBody",
     "TrialCreated",
     "TrialFields",
@@ -105,7 +106,7 @@ class SweepStateBody(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class TrialBody(msgspec.Struct, forbid_unknown_fields=True):
-    """``POST /projects/{project}/sweeps/{sweep_id}/trials``: claim trial ``number`` (409 when taken)."""
+    """``POST .../sweeps/{sweep_id}/trials``: claim trial ``number`` (409 when taken)."""
 
     number: TrialNumber
     run_id: Id

@@ -19,8 +19,8 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from wisp.server.blobs.base import BlobStore
 from wisp._protocol import project_problem
+from wisp.server.blobs.base import BlobStore
 from wisp.server.http.auth import readable_projects
 from wisp.server.http.body import json_response
 from wisp.server.http.problem import Problem, check_id, clean_json, clean_str, invalid
