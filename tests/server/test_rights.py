@@ -488,7 +488,15 @@ def test_anonymous_callers_read_what_public_read_allows(world: World) -> None:
     ]
     assert anon.get("/api/v1/sweeps?project=teamp").json()["sweeps"] == []
     assert anon.get("/api/v1/projects/pub").json()["visibility"] == "public-read"
+    team_c = world.store.users.need_team("team-c")
+    world.store.access.set_project("team-c/open", ("team", team_c), "public-read")
+    got = anon.get("/api/v1/entities/team-c/projects/open")
+    assert got.status_code == 200 and got.json()["visibility"] == "public-read"
+    assert anon.get("/api/v1/entities/alice/projects/nope").status_code == 404
     assert anon.get("/api/v1/projects/priv").status_code == 404
+    for listing in ("/api/v1/users", "/api/v1/teams"):  # names: signed-in callers only
+        assert anon.get(listing).status_code == 401
+        assert world.client("outsider", read_only=True).get(listing).status_code == 200
     assert world.client("outsider").get("/api/v1/projects/priv").status_code == 404
 
 
