@@ -205,3 +205,9 @@ def test_one_sweep_id_in_two_projects_is_two_sweeps(
     assert wisp.sweeps.sweep_status("alone")["project"] == "pa"
     assert wisp.sweeps.set_state("team/pb/same", "pause") == "paused"
     assert server.get(at("pa/same"))["state"] == "running"
+    store, _f, _b, bare = wisp.sweeps._open("same", None, "pa")  # wisp.agent(id, project=)
+    assert (bare, store.get_sweep(bare)["project"]) == ("same", "pa")
+    store.close()  # type: ignore[attr-defined]
+    made = wisp.sweep(GRID, project="pc", entity="team")
+    assert made.startswith("team/pc/") and wisp.sweeps.sweep_status(made)["project"] == "team/pc"
+    assert wisp.sweep(GRID).startswith("uncategorized/")  # where a run with no project goes

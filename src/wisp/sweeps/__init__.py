@@ -87,8 +87,8 @@ def sweep(
     elif config is None:
         config = dict(sweep)  # type: ignore[arg-type]
     record = new_sweep(config, project, seed)
-    if record["project"] and entity:
-        record["project"] = _full_project(record["project"], entity)
+    if entity:  # as init(entity=...): the entity's project, "uncategorized" for none
+        record["project"] = _full_project(record["project"] or DEFAULT_PROJECT, entity)
     settings = _settings(dir)
     if not _online(settings):
         local = _open_local(settings)
