@@ -3,7 +3,8 @@
 Three teams; a private user project, a team project, a private team project and a
 public-read project; every read endpoint called by the run's owner, a team member, a team
 viewer, an outsider and anonymously; writes to someone else's run, id collisions and a
-writer-id hijack refused.
+writer-id hijack refused; blobs; sweeps before their project; workspaces by role; a site
+admin through an admin, a write and a read key.
 """
 
 from __future__ import annotations
