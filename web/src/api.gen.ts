@@ -693,7 +693,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's API keys (?all=1: every key, site admins) */
+        /** The caller's API keys (?all=1: every key, a site admin's admin key) */
         get: operations["keys"];
         put?: never;
         /** Create an API key of the caller (secret shown once) */
@@ -2599,7 +2599,7 @@ export interface components {
         };
         /**
          * TrialBody
-         * @description ``POST /projects/{project}/sweeps/{sweep_id}/trials``: claim trial ``number`` (409 when taken).
+         * @description ``POST .../sweeps/{sweep_id}/trials``: claim trial ``number`` (409 when taken).
          */
         TrialBody: {
             /** @default null */
