@@ -15,7 +15,7 @@ refused (``add_trial`` answers False).  The endpoints are :mod:`wisp.server.view
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -112,7 +112,14 @@ class SweepTables:
             row = conn.execute(select(sweeps).where(_is(project, sweep_id))).first()
         return None if row is None else dict(row._mapping)
 
-    def list_sweeps(self, project: str | None, sweep_id: str | None = None) -> list[dict[str, Any]]:
+    def list_sweeps(
+        self,
+        project: str | None,
+        sweep_id: str | None = None,
+        readable: Collection[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The newest 1000 sweeps (of ``project``, with id ``sweep_id``, in the ``readable``
+        projects: None for all), with their trial counts and last heartbeat."""
         t = sweep_trials.c
         counts = (
             select(
@@ -131,6 +138,8 @@ class SweepTables:
             q = q.where(sweeps.c.project == project)
         if sweep_id is not None:
             q = q.where(sweeps.c.id == sweep_id)
+        if readable is not None:  # before the limit: others' sweeps never crowd out one's own
+            q = q.where(sweeps.c.project.in_(sorted(readable)))
         q = q.order_by(sweeps.c.created_at.desc()).limit(1000)
         with self.engine.connect() as conn:
             out = []

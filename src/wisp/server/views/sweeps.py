@@ -205,10 +205,8 @@ class SweepApi:
             project = clean_str(project, "project", 128)
         if sweep_id is not None:
             sweep_id = clean_str(sweep_id, "id", 64)
-        rows = await run_in_threadpool(self.tables.list_sweeps, project, sweep_id)
         readable = readable_projects(r.request)  # None: all (the auth middleware)
-        if readable is not None:
-            rows = [s for s in rows if s["project"] in readable]
+        rows = await run_in_threadpool(self.tables.list_sweeps, project, sweep_id, readable)
         return json_response({"sweeps": rows})
 
     @endpoint(
