@@ -636,3 +636,44 @@ def test_workspace_matrix(world: World) -> None:
             put = who_client.put(at, json={**body, "shared": shared}).status_code
             dele = who_client.delete(at).status_code
             assert (got, put, dele) == (get_want, put_want, del_want), (project, shared, who)
+
+
+# per caller in OBJ_WHO (a team project: alice and bob members, carol viewer, tina its admin)
+OBJ_WHO = (*WHO, "tina", "root-write", "root-read")
+OBJ_MATRIX = {
+    "read": (1, 1, 1, 403, 401, 1, 1, 1),  # artifacts, reports, automations: project readers
+    "write": (1, 1, 403, 403, 401, 1, 1, 403),  # save a report: project writers
+    "admin": (403, 403, 403, 403, 401, 1, 1, 403),  # automations, settings: project admins
+    "run_admin": (1, 403, 403, 403, 401, 1, 1, 403),  # stop alice's run: its owner, admins
+}
+
+
+def test_project_objects_by_role(world: World) -> None:
+    """Artifacts, reports, automations, project settings and stopping a run answer each role
+    as the matrix says (1: done, 200/201; a number: refused with that status)."""
+    root = _root(world)
+    base = "/api/v1/projects/teamp"
+    report = "---\ntitle: t\nproject: teamp\n---\n\n# t\n"
+    hook = "https://hooks.example.com/x"
+    for i, who in enumerate(OBJ_WHO):
+        c = root[who[5:]] if who.startswith("root-") else world.client(who)
+        calls = {
+            "read": [
+                c.get(f"{base}/artifacts"),
+                c.get(f"{base}/reports"),
+                c.get(f"{base}/automations"),
+            ],
+            "write": [c.put(f"{base}/reports/r{i}", json={"markdown": report})],
+            "admin": [
+                c.post(f"{base}/automations", json={"when": "state = 'crashed'", "webhook": hook}),
+                c.put(base, json={"visibility": "team"}),
+            ],
+            "run_admin": [c.post("/api/v1/runs/a1/stop")],
+        }
+        for kind, answers in calls.items():
+            want = OBJ_MATRIX[kind][i]
+            for got in answers:
+                if want == 1:
+                    assert got.status_code in (200, 201), (who, kind, got.text)
+                else:
+                    assert got.status_code == want, (who, kind, got.status_code, got.text)
