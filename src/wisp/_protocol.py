@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_VALUE_BYTES",
+    "DEFAULT_PROJECT",
     "ENTITY_RULE",
     "ID_CHARS",
     "ID_PATTERN",
@@ -141,6 +142,8 @@ SYSTEM_KEY_PREFIX = "system/"
 #: Run name, group, job type.
 MAX_NAME_LENGTH = 1024
 MAX_PROJECT_LENGTH = 128
+#: the project of a run (or an online sweep) made without one
+DEFAULT_PROJECT = "uncategorized"
 #: A user or team name: the entity of ``entity/project``.
 MAX_ENTITY_LENGTH = 64
 ENTITY_RULE = "1-64 characters of a-z, 0-9, '_', '.', '-' starting with a letter or digit"

@@ -80,7 +80,7 @@ class _SweepOptional(TypedDict, total=False):
 
 
 class SweepBody(_SweepOptional):
-    """``POST /api/v1/sweeps``: a new sweep (``wisp.sweeps._controller.new_sweep``)."""
+    """``POST /api/v1/projects/{project}/sweeps``: a new sweep (``_controller.new_sweep``)."""
 
     id: str
     config: dict[str, Any]
@@ -88,13 +88,13 @@ class SweepBody(_SweepOptional):
 
 
 class SweepStateBody(TypedDict):
-    """``PATCH /api/v1/sweeps/{sweep_id}``."""
+    """``PATCH /api/v1/projects/{project}/sweeps/{sweep_id}``."""
 
     state: str
 
 
 class TrialFields(TypedDict, total=False):
-    """``PATCH /api/v1/sweeps/{sweep_id}/trials/{number}``: the members to change."""
+    """``PATCH .../sweeps/{sweep_id}/trials/{number}``: the members to change."""
 
     run_id: str
     internal: dict[str, Any]
@@ -123,7 +123,7 @@ class _TrialOptional(TypedDict, total=False):
 
 
 class TrialBody(_TrialOptional):
-    """``POST /api/v1/sweeps/{sweep_id}/trials``: claim trial ``number`` (409 when taken)."""
+    """``POST .../sweeps/{sweep_id}/trials``: claim trial ``number`` (409 when taken)."""
 
     number: int
     run_id: str

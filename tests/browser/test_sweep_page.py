@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import STATIC, _missing, save_shot
-from tests.sweeps._helpers import Server, create_sweep, run_cli
+from tests.sweeps._helpers import Server, at, create_sweep, run_cli
 
 
 @pytest.fixture
@@ -47,10 +47,10 @@ def test_sweep_page_shows_best_run_chart_parallel_coordinates_and_importance(
 ) -> None:
     """The page lists every trial, links the best run, plots the metric and the parameters."""
     srv, sweep_id = swept
-    trials = srv.get(f"/sweeps/{sweep_id}/trials")["trials"]
+    trials = srv.get(f"{at(sweep_id)}/trials")["trials"]
     best = min(trials, key=lambda t: t["value"])
     page.goto(f"{srv.url}/#/sweeps")
-    page.locator(f"#sweeps a[href='#/sweeps/{sweep_id}']").click()
+    page.locator(f"#sweeps a[href='#/sweeps/{sweep_id}']").click()  # sweep-page/<id>
     page.wait_for_selector("#sweep-runs")
     assert page.locator("#sweep-runs tbody tr").count() == 6
     link = page.locator("#sweep-best a")
@@ -103,7 +103,8 @@ def test_sweep_page_is_live_while_the_sweep_runs(tmp_path: Path, page: Any) -> N
             project="live",
             env=srv.env(),
         )
-        page.goto(f"{srv.url}/#/sweeps/{sweep_id}")
+        page.goto(f"{srv.url}/#/sweeps/{sweep_id.split('/')[-1]}")  # an old link: the bare id
+        page.wait_for_url(f"**/#/sweeps/{sweep_id}")
         page.wait_for_selector("#sweep-runs")
         assert page.locator("#sweep-runs tbody tr").count() == 0
         agent = subprocess.Popen(

@@ -199,14 +199,16 @@ def test_sweep_before_its_project_is_the_projects(team: Team) -> None:
     moment: anonymous callers and u2 neither read it, add trials, nor cancel it; u2 cannot
     make a sweep under u1's name."""
     grid = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1, 2]}}}
-    sweep = {"id": "sw-early", "project": "u1/fresh", "config": grid, "created_at": 1.0}
-    assert team.call("POST", "/api/v1/sweeps", "u1", sweep)[0] == 201
-    base = "/api/v1/sweeps/sw-early"
+    sweep = {"id": "sw-early", "config": grid, "created_at": 1.0}
+    fresh = "/api/v1/entities/u1/projects/fresh/sweeps"
+    assert team.call("POST", fresh, "u1", sweep)[0] == 201
+    base = f"{fresh}/sw-early"
     assert team.call("GET", base, None)[0] == 401
     assert team.call("GET", base, "u2")[0] in (403, 404)
     assert team.call("GET", base + "/trials", "u2")[0] in (403, 404)
     listed = team.call("GET", "/api/v1/sweeps", "u2")[1]["sweeps"]
     assert [s for s in listed if s["id"] == "sw-early"] == []
+    assert team.call("GET", "/api/v1/sweeps?id=sw-early", None)[1]["sweeps"] == []
     trial = {
         "number": 0,
         "run_id": "x",
@@ -219,8 +221,21 @@ def test_sweep_before_its_project_is_the_projects(team: Team) -> None:
     assert team.call("POST", base + "/trials", "u2", trial)[0] in (403, 404)
     assert team.call("PATCH", base, "u2", {"state": "cancelled"})[0] in (403, 404)
     assert team.call("GET", base, "u1")[1]["state"] == "running"
-    other = {**sweep, "id": "sw-squat", "project": "u1/other"}
-    assert team.call("POST", "/api/v1/sweeps", "u2", other)[0] == 403
+    squat = "/api/v1/entities/u1/projects/other/sweeps"
+    assert team.call("POST", squat, "u2", {**sweep, "id": "sw-squat"})[0] == 403
+
+
+def test_a_sweep_id_cannot_be_taken_from_another_project(team: Team) -> None:
+    """u2 making sweep ``sw-next`` in u2's own project first does not stop u1 making
+    ``sw-next`` in u1's (ids are unique per project); each reads its own, not the other's."""
+    grid = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1]}}}
+    sweep = {"id": "sw-next", "config": grid, "created_at": 1.0}
+    theirs, mine = "/api/v1/entities/u2/projects/p/sweeps", "/api/v1/entities/u1/projects/p/sweeps"
+    assert team.call("POST", theirs, "u2", {**sweep, "name": "squatter"})[0] == 201
+    assert team.call("POST", mine, "u1", {**sweep, "name": "mine"})[0] == 201
+    assert team.call("GET", f"{mine}/sw-next", "u1")[1]["name"] == "mine"
+    assert team.call("GET", f"{theirs}/sw-next", "u2")[1]["name"] == "squatter"
+    assert team.call("GET", f"{mine}/sw-next", "u2")[0] in (403, 404)
 
 
 # -- sign-in --------------------------------------------------------------------------------------

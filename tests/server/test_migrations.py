@@ -98,3 +98,57 @@ def test_a_database_stamped_with_an_old_revision_id_keeps_upgrading(fresh_url: s
                 assert inspect(conn).has_table("workspaces")
         finally:
             store.close()
+
+
+def test_sweeps_keyed_by_project_after_0017(fresh_url: str) -> None:
+    """Sweeps and trials from before 0017 keep their rows: a sweep of no project moves to
+    ``uncategorized`` with its trials, and then another project may use the same sweep id."""
+    from sqlalchemy import text
+
+    from wisp.server import open_store
+
+    _upgrade_to(fresh_url, "0013_run_stops", stamp="0013_run_stops")
+    engine = db_mod.make_engine(fresh_url)
+    sweep = "INSERT INTO sweeps (id, project, config, state, seed, created_at) VALUES "
+    trial = (
+        "INSERT INTO sweep_trials (sweep_id, number, run_id, internal, system_attrs, params, "
+        "intermediate, state, created_at) VALUES "
+    )
+    with engine.begin() as conn:
+        conn.execute(text(sweep + "('s1', 'p1', '{}', 'running', 0, 1.0)"))
+        conn.execute(text(sweep + "('s2', NULL, '{}', 'running', 0, 2.0)"))
+        for sid, n in (("s1", 0), ("s1", 1), ("s2", 0)):
+            conn.execute(
+                text(
+                    trial + f"('{sid}', {n}, 'r', '{{}}', '{{}}', '{{}}', '{{}}', 'finished', 1.0)"
+                )
+            )
+    engine.dispose()
+    store = open_store(fresh_url)
+    try:
+        with store.engine.connect() as conn:
+            got = conn.execute(text("SELECT project, id FROM sweeps ORDER BY id")).all()
+            assert [tuple(r) for r in got] == [("p1", "s1"), ("uncategorized", "s2")]
+            got = conn.execute(
+                text("SELECT project, sweep_id, number FROM sweep_trials ORDER BY sweep_id, number")
+            ).all()
+            assert [tuple(r) for r in got] == [
+                ("p1", "s1", 0),
+                ("p1", "s1", 1),
+                ("uncategorized", "s2", 0),
+            ]
+        with store.engine.begin() as conn:  # the id s1 in another project is another sweep
+            conn.execute(
+                text(
+                    sweep.replace("(id, project", "(id, project")
+                    + "('s1', 'p2', '{}', 'running', 0, 3.0)"
+                )
+            )
+            conn.execute(
+                text(
+                    trial.replace("(sweep_id,", "(project, sweep_id,")
+                    + "('p2', 's1', 0, 'r', '{}', '{}', '{}', '{}', 'running', 1.0)"
+                )
+            )
+    finally:
+        store.close()

@@ -3,7 +3,8 @@
 Three teams; a private user project, a team project, a private team project and a
 public-read project; every read endpoint called by the run's owner, a team member, a team
 viewer, an outsider and anonymously; writes to someone else's run, id collisions and a
-writer-id hijack refused.
+writer-id hijack refused; blobs; sweeps before their project; workspaces by role; a site
+admin through an admin, a write and a read key.
 """
 
 from __future__ import annotations
@@ -349,19 +350,20 @@ def test_run_edits_exports_and_sweeps_follow_project_rights(world: World) -> Non
     assert mate.post("/api/v1/export/histories", json=export).status_code == 200
     assert dave.post("/api/v1/export/histories", json=export).status_code == 403
     sweep = {"id": "sw1", "project": "teamp", "config": grid, "created_at": 1.0}
-    assert dave.post("/api/v1/sweeps", json=sweep).status_code == 403
-    assert mate.post("/api/v1/sweeps", json=sweep).status_code == 201
-    assert mate.get("/api/v1/sweeps/sw1").status_code == 200
-    assert world.client("viewer").get("/api/v1/sweeps/sw1/trials").status_code == 200
+    sweeps = "/api/v1/projects/teamp/sweeps"
+    assert dave.post(sweeps, json=sweep).status_code == 403
+    assert mate.post(sweeps, json=sweep).status_code == 201
+    assert mate.get(f"{sweeps}/sw1").status_code == 200
+    assert world.client("viewer").get(f"{sweeps}/sw1/trials").status_code == 200
     assert (
-        world.client("viewer").patch("/api/v1/sweeps/sw1", json={"state": "paused"}).status_code
-        == 403
+        world.client("viewer").patch(f"{sweeps}/sw1", json={"state": "paused"}).status_code == 403
     )
-    assert dave.get("/api/v1/sweeps/sw1").status_code == 403
+    assert dave.get(f"{sweeps}/sw1").status_code == 403
+    assert dave.get(f"{sweeps}/nosuch").status_code == 403  # not a 404: names disclose nothing
     assert [x["id"] for x in mate.get("/api/v1/sweeps").json()["sweeps"]] == ["sw1"]
     assert dave.get("/api/v1/sweeps").json()["sweeps"] == []
-    assert world.client("anon").get("/api/v1/sweeps/sw1").status_code == 401
-    assert mate.patch("/api/v1/sweeps/sw1", json={"state": "paused"}).status_code == 200
+    assert world.client("anon").get(f"{sweeps}/sw1").status_code == 401
+    assert mate.patch(f"{sweeps}/sw1", json={"state": "paused"}).status_code == 200
 
 
 # -- blobs: possession, not knowledge (docs/server.md, "Blobs") ---------------------------------
@@ -431,22 +433,24 @@ def test_sweep_before_its_project_has_the_projects_rights(world: World) -> None:
     makes a sweep under another user's name."""
     grid = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1]}}}
     alice, bob = world.client("owner"), world.client("mate")
-    sweep = {"id": "early", "project": "alice/fresh", "config": grid, "created_at": 1.0}
-    assert bob.post("/api/v1/sweeps", json=sweep).status_code == 403  # not bob's to create
-    assert alice.post("/api/v1/sweeps", json=sweep).status_code == 201
-    team = {**sweep, "id": "early-team", "project": "team-a/fresh"}
-    assert world.client("outsider").post("/api/v1/sweeps", json=team).status_code == 403
-    assert bob.post("/api/v1/sweeps", json=team).status_code == 201
+    sweep = {"id": "early", "config": grid, "created_at": 1.0}
+    mine, theirs = "/api/v1/entities/alice/projects/fresh", "/api/v1/entities/team-a/projects/fresh"
+    assert bob.post(f"{mine}/sweeps", json=sweep).status_code == 403  # not bob's to create
+    assert alice.post(f"{mine}/sweeps", json=sweep).status_code == 201
+    team = {**sweep, "id": "early-team"}
+    assert world.client("outsider").post(f"{theirs}/sweeps", json=team).status_code == 403
+    assert bob.post(f"{theirs}/sweeps", json=team).status_code == 201
     trial = {"number": 0, "run_id": "t0", "internal": {}, "params": {}, "state": "running"}
     trial |= {"created_at": 2.0}
     for sweep_id, reads, writes in (
         ("early", (200, 403, 403, 403, 401), (True, False, False, False, False)),
         ("early-team", (200, 200, 200, 403, 401), (True, True, False, False, False)),
     ):
+        at = f"{mine if sweep_id == 'early' else theirs}/sweeps/{sweep_id}"
         for who, want, may_write in zip(WHO, reads, writes, strict=True):
             c = world.client(who)
             for path in ("", "/trials", "/runs"):
-                got = c.get(f"/api/v1/sweeps/{sweep_id}{path}").status_code
+                got = c.get(f"{at}{path}").status_code
                 assert got == want, (sweep_id, who, path, got)
             listed = c.get(
                 "/api/v1/sweeps?project="
@@ -455,11 +459,9 @@ def test_sweep_before_its_project_has_the_projects_rights(world: World) -> None:
             if listed.status_code == 200:
                 ids = [s["id"] for s in listed.json()["sweeps"]]
                 assert (sweep_id in ids) == (want == 200), (sweep_id, who, ids)
-            got = c.patch(f"/api/v1/sweeps/{sweep_id}", json={"state": "running"}).status_code
+            got = c.patch(at, json={"state": "running"}).status_code
             assert (got == 200) == may_write, (sweep_id, who, got)
-            got = c.post(
-                f"/api/v1/sweeps/{sweep_id}/trials", json={**trial, "number": WHO.index(who)}
-            ).status_code
+            got = c.post(f"{at}/trials", json={**trial, "number": WHO.index(who)}).status_code
             assert (got == 201) == may_write, (sweep_id, who, got)
 
 
@@ -476,7 +478,7 @@ def test_anonymous_callers_read_what_public_read_allows(world: World) -> None:
     project (and nothing else: a project they may not read is a 404 like a missing one)."""
     grid = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1]}}}
     sweep = {"id": "pub-sweep", "project": "pub", "config": grid, "created_at": 1.0}
-    assert world.client("eve").post("/api/v1/sweeps", json=sweep).status_code == 201
+    assert world.client("eve").post("/api/v1/projects/pub/sweeps", json=sweep).status_code == 201
     anon = world.client("anon")
     got = anon.post("/api/v1/export/histories", json={"runs": ["c1"], "format": "jsonl"})
     assert got.status_code == 200
@@ -487,5 +489,191 @@ def test_anonymous_callers_read_what_public_read_allows(world: World) -> None:
     ]
     assert anon.get("/api/v1/sweeps?project=teamp").json()["sweeps"] == []
     assert anon.get("/api/v1/projects/pub").json()["visibility"] == "public-read"
+    team_c = world.store.users.need_team("team-c")
+    world.store.access.set_project("team-c/open", ("team", team_c), "public-read")
+    got = anon.get("/api/v1/entities/team-c/projects/open")
+    assert got.status_code == 200 and got.json()["visibility"] == "public-read"
+    assert anon.get("/api/v1/entities/alice/projects/nope").status_code == 404
     assert anon.get("/api/v1/projects/priv").status_code == 404
+    for listing in ("/api/v1/users", "/api/v1/teams"):  # names: signed-in callers only
+        assert anon.get(listing).status_code == 401
+        assert world.client("outsider", read_only=True).get(listing).status_code == 200
     assert world.client("outsider").get("/api/v1/projects/priv").status_code == 404
+
+
+# -- the roles and cases the tests above leave out (docs/server.md, "The matrix") ---------------
+
+ROOT = ("admin", "write", "read")  # the site admin root, through a key of each scope
+
+
+def _root(world: World) -> dict[str, TestClient]:
+    """Clients of the site admin ``root``, one per key scope."""
+    uid = world.store.users.add_user("root", admin=True)
+    out = {}
+    for scope in ROOT:
+        key = world.store.create_key(scope, f"root {scope}", uid)[1]
+        out[scope] = TestClient(world.app, headers={"Authorization": f"Bearer {key}"})
+    return out
+
+
+def test_site_admin_powers_follow_the_key_scope(world: World) -> None:
+    """A site admin reads and writes every project within the key's scope, but acts on other
+    people's accounts (users, their keys, teams it does not administer, the audit log) only
+    with an admin key: a site admin's write or read key administers no one."""
+    root = _root(world)
+    alice_keys = [world.store.create_key("read", f"k{i}", world.ids["alice"])[0] for i in ROOT]
+    for i, scope in enumerate(ROOT):
+        c = root[scope]
+        want = {"admin": 0, "write": 1, "read": 2}[scope]
+
+        def pick(admin: int, write: int, read: int) -> int:
+            return (admin, write, read)[want]  # noqa: B023
+
+        cases = [
+            (c.post("/api/v1/users", json={"name": f"zed{i}"}), pick(201, 403, 403)),
+            (c.post("/api/v1/users/eve/disable") if scope != "admin" else None, 403),
+            (c.get("/api/v1/audit"), pick(200, 403, 403)),
+            (c.delete(f"/api/v1/keys/{alice_keys[i]}"), pick(200, 404, 403)),
+            (
+                c.put("/api/v1/teams/team-b/members/carol", json={"role": "viewer"}),
+                pick(200, 403, 403),
+            ),
+            (c.post("/api/v1/keys", json={"name": "x", "scope": "admin"}), pick(201, 403, 403)),
+            (c.get("/api/v1/runs/a2"), 200),  # alice's private run: site admins read all
+            (c.get(f"/api/v1/media/{SHA}"), 200),
+            (c.put(f"/api/v1/runs/root-{scope}", json={"project": "priv"}), pick(200, 200, 403)),
+            (
+                c.put("/api/v1/runs/a2", json={"project": "priv", "name": f"by {scope}"}),
+                pick(200, 200, 403),
+            ),  # another user's run's metadata: project admins
+            (c.put("/api/v1/runs/a2", json={"state": "finished"}), pick(409, 409, 403)),
+            (c.patch("/api/v1/runs/a3", json={"tags": [scope]}), pick(200, 200, 403)),
+            (c.put("/api/v1/projects/tpriv", json={"visibility": "private"}), pick(200, 200, 403)),
+        ]
+        for n, (got, status) in enumerate(cases):
+            if got is not None:
+                assert got.status_code == status, (scope, n, got.status_code, got.text)
+        listed = {k["user"] for k in c.get("/api/v1/keys?all=1").json()["keys"]}
+        assert listed == (
+            {"root", "alice", "bob", "carol", "dave", "tina", "eve"}
+            if scope == "admin"
+            else {"root"}
+        ), scope
+    run = world.client("owner").get("/api/v1/runs/a2").json()
+    assert (run["name"], run["state"]) == ("by write", "running")  # the owner's state stays
+    assert root["admin"].post("/api/v1/users/eve/disable").status_code == 200
+
+
+WS = "/api/v1/projects/{}/workspaces"
+# who: the five roles of WHO, the team admin tina, and root's admin, write and read keys
+WS_WHO = (*WHO, "tina", *(f"root-{s}" for s in ROOT))
+# (project, shared) -> per caller in WS_WHO: (GET one, PUT, DELETE of another's workspace)
+WS_MATRIX = {
+    ("teamp", False): (
+        (200, 200, 200),  # owner
+        (404, 404, 404),  # mate: a private view is its owner's; others cannot tell it exists
+        (404, 404, 404),  # viewer
+        (403, 403, 403),  # outsider: the project is not theirs to read
+        (401, 401, 401),  # anonymous
+        (404, 404, 404),  # team admin
+        (200, 403, 403),  # site admin: reads every view, changes no one's private one
+        (200, 403, 403),
+        (200, 403, 403),
+    ),
+    ("teamp", True): (
+        (200, 200, 200),
+        (200, 200, 200),  # members write to the project: they change its shared views
+        (200, 403, 403),  # viewers read them
+        (403, 403, 403),
+        (401, 401, 401),
+        (200, 200, 200),
+        (200, 200, 200),
+        (200, 200, 200),
+        (200, 403, 403),  # a read key changes nothing
+    ),
+    ("pub", False): (
+        (404, 404, 404),  # alice is nobody special in eve's public project
+        (404, 404, 404),
+        (404, 404, 404),
+        (404, 404, 404),
+        (404, 401, 401),  # anonymous: a private view is a 404 even where reads are public
+        (404, 404, 404),
+        (200, 403, 403),
+        (200, 403, 403),
+        (200, 403, 403),
+    ),
+    ("pub", True): (
+        (200, 403, 403),
+        (200, 403, 403),
+        (200, 403, 403),
+        (200, 403, 403),
+        (200, 401, 401),
+        (200, 403, 403),
+        (200, 200, 200),
+        (200, 200, 200),
+        (200, 403, 403),
+    ),
+}
+
+
+def test_workspace_matrix(world: World) -> None:
+    """Every role reads, changes and deletes another user's private and shared workspaces
+    exactly as the matrix says, in a team project and in a public-read one."""
+    root = _root(world)
+
+    def client(who: str) -> TestClient:
+        return root[who[5:]] if who.startswith("root-") else world.client(who)
+
+    owners = {"teamp": world.client("owner"), "pub": world.client("eve")}
+    body = {"name": "v", "spec": {"panels": []}}
+    for (project, shared), rows in WS_MATRIX.items():
+        for who, (get_want, put_want, del_want) in zip(WS_WHO, rows, strict=True):
+            who_client = client(who)  # "owner" is alice: in "pub", eve's project, nobody special
+            made = owners[project].post(WS.format(project), json={**body, "shared": shared})
+            assert made.status_code == 201, made.text
+            at = f"{WS.format(project)}/{made.json()['id']}"
+            got = who_client.get(at).status_code
+            put = who_client.put(at, json={**body, "shared": shared}).status_code
+            dele = who_client.delete(at).status_code
+            assert (got, put, dele) == (get_want, put_want, del_want), (project, shared, who)
+
+
+# per caller in OBJ_WHO (a team project: alice and bob members, carol viewer, tina its admin)
+OBJ_WHO = (*WHO, "tina", "root-write", "root-read")
+OBJ_MATRIX = {
+    "read": (1, 1, 1, 403, 401, 1, 1, 1),  # artifacts, reports, automations: project readers
+    "write": (1, 1, 403, 403, 401, 1, 1, 403),  # save a report: project writers
+    "admin": (403, 403, 403, 403, 401, 1, 1, 403),  # automations, settings: project admins
+    "run_admin": (1, 403, 403, 403, 401, 1, 1, 403),  # stop alice's run: its owner, admins
+}
+
+
+def test_project_objects_by_role(world: World) -> None:
+    """Artifacts, reports, automations, project settings and stopping a run answer each role
+    as the matrix says (1: done, 200/201; a number: refused with that status)."""
+    root = _root(world)
+    base = "/api/v1/projects/teamp"
+    report = "---\ntitle: t\nproject: teamp\n---\n\n# t\n"
+    hook = "https://hooks.example.com/x"
+    for i, who in enumerate(OBJ_WHO):
+        c = root[who[5:]] if who.startswith("root-") else world.client(who)
+        calls = {
+            "read": [
+                c.get(f"{base}/artifacts"),
+                c.get(f"{base}/reports"),
+                c.get(f"{base}/automations"),
+            ],
+            "write": [c.put(f"{base}/reports/r{i}", json={"markdown": report})],
+            "admin": [
+                c.post(f"{base}/automations", json={"when": "state = 'crashed'", "webhook": hook}),
+                c.put(base, json={"visibility": "team"}),
+            ],
+            "run_admin": [c.post("/api/v1/runs/a1/stop")],
+        }
+        for kind, answers in calls.items():
+            want = OBJ_MATRIX[kind][i]
+            for got in answers:
+                if want == 1:
+                    assert got.status_code in (200, 201), (who, kind, got.text)
+                else:
+                    assert got.status_code == want, (who, kind, got.status_code, got.text)

@@ -19,10 +19,10 @@ def _as(resp: Any, status: int, typ: type) -> Any:
 def test_sweep_answers_decode_as_their_declared_types(api: Any, store: Any) -> None:
     """Create, list, read, patch, trials, runs and importance answers match their Structs."""
     sweep = {"id": "sw1", "project": "p", "config": GRID, "created_at": 1.0}
-    created = _as(api.post("/api/v1/sweeps", json=sweep), 201, ST.SweepCreated)
+    created = _as(api.post("/api/v1/projects/p/sweeps", json=sweep), 201, ST.SweepCreated)
     assert (created.sweep.state, created.sweep.seed) == ("running", 0)
     store.put_run("r0", {"project": "p", "meta": {"sweep_id": "sw1"}})
-    base = "/api/v1/sweeps/sw1"
+    base = "/api/v1/projects/p/sweeps/sw1"
     for n in range(2):
         trial = {"number": n, "run_id": f"r{n}", "internal": {"lr": n + 1}, "params": {"lr": n + 1}}
         trial |= {"state": "running", "created_at": 2.0, "agent_pid": 7}
@@ -51,15 +51,56 @@ def test_sweep_answers_decode_as_their_declared_types(api: Any, store: Any) -> N
 def test_malformed_sweep_requests_are_422_naming_the_field(api: Any) -> None:
     """Bodies and parameters the types refuse are 422 with the field, never 500."""
     sweep = {"id": "sw1", "config": GRID, "created_at": 1.0}
-    assert api.post("/api/v1/sweeps", json=sweep).status_code == 201
+    new = "/api/v1/projects/p/sweeps"
+    assert api.post(new, json=sweep).status_code == 201
     cases = [
-        ("post", "/api/v1/sweeps", {**sweep, "id": "sw2", "created_at": None}, "created_at"),
-        ("post", "/api/v1/sweeps", {**sweep, "id": "sw2", "state": None}, "state"),
-        ("post", "/api/v1/sweeps", {**sweep, "id": "sw2", "name": "a\x00b"}, "name"),
-        ("patch", "/api/v1/sweeps/sw1/trials/0", {"created_at": None}, "created_at"),
-        ("patch", "/api/v1/sweeps/sw1/trials/0", {"number": 3}, "number"),
-        ("patch", "/api/v1/sweeps/sw1/trials/0?only_running=maybe", {}, "only_running"),
+        ("post", new, {**sweep, "id": "sw2", "created_at": None}, "created_at"),
+        ("post", new, {**sweep, "id": "sw2", "state": None}, "state"),
+        ("post", new, {**sweep, "id": "sw2", "name": "a\x00b"}, "name"),
+        ("post", new, {**sweep, "id": "sw2", "project": "other"}, "project"),
+        ("post", "/api/v1/projects/%20/sweeps", {**sweep, "id": "sw2"}, "project"),
+        ("patch", f"{new}/sw1/trials/0", {"created_at": None}, "created_at"),
+        ("patch", f"{new}/sw1/trials/0", {"number": 3}, "number"),
+        ("patch", f"{new}/sw1/trials/0?only_running=maybe", {}, "only_running"),
     ]
     for method, url, body, field in cases:
         resp = getattr(api, method)(url, json=body)
         assert (resp.status_code, resp.json()["error"].get("field")) == (422, field), (url, body)
+
+
+def test_sweep_ids_are_unique_per_project(api: Any, store: Any) -> None:
+    """Two projects each have a sweep ``same``: each path reads its own sweep, trials and
+    runs; the list tells them apart; in one project the id is taken (409)."""
+    for project, lr in (("pa", 1), ("e1/pb", 2)):
+        grid = {**GRID, "parameters": {"lr": {"values": [lr]}}}
+        sweep = {"id": "same", "config": grid, "created_at": float(lr)}
+        got = api.post(f"{_base(project)}", json=sweep)
+        assert got.status_code == 201, got.text
+        assert got.json()["sweep"]["project"] == project
+        trial = {"number": 0, "run_id": f"r{lr}", "internal": {}, "params": {"lr": lr}}
+        trial |= {"state": "running", "created_at": 2.0}
+        assert api.post(f"{_base(project)}/same/trials", json=trial).status_code == 201
+        store.put_run(f"r{lr}", {"project": project, "meta": {"sweep_id": "same"}})
+    again = api.post(_base("pa"), json={"id": "same", "config": GRID, "created_at": 3.0})
+    assert again.status_code == 409 and again.json()["error"]["code"] == "sweep_exists"
+    assert api.patch(f"{_base('pa')}/same", json={"state": "paused"}).status_code == 200
+    for project, lr, state in (("pa", 1, "paused"), ("e1/pb", 2, "running")):
+        one = api.get(f"{_base(project)}/same").json()
+        assert (one["project"], one["config"]["parameters"]["lr"], one["state"]) == (
+            project,
+            {"values": [lr]},
+            state,
+        )
+        trials = api.get(f"{_base(project)}/same/trials").json()["trials"]
+        assert [t["params"] for t in trials] == [{"lr": lr}]
+        runs = api.get(f"{_base(project)}/same/runs").json()["runs"]
+        assert [(r["id"], r["project"]) for r in runs] == [(f"r{lr}", project)]
+    listed = api.get("/api/v1/sweeps?id=same").json()["sweeps"]
+    assert sorted(s["project"] for s in listed) == ["e1/pb", "pa"]
+    assert api.get(f"{_base('nope')}/same").status_code == 404
+
+
+def _base(project: str) -> str:
+    from wisp._protocol import project_path
+
+    return f"/api/v1{project_path(project)}/sweeps"

@@ -78,6 +78,14 @@ def create_sweep(
     return res.stdout.strip()
 
 
+def at(sweep_id: str) -> str:
+    """The API path of an online sweep named ``project/id`` (what ``wisp sweep`` prints)."""
+    from wisp._protocol import project_path
+
+    project, _, bare = sweep_id.rpartition("/")
+    return f"{project_path(project)}/sweeps/{bare}"
+
+
 def trials(base: Path, sweep_id: str) -> list[dict[str, Any]]:
     from wisp.sweeps._local import LocalStore
 

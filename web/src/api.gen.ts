@@ -511,6 +511,110 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/entities/{entity}/projects/{project}/sweeps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a sweep in a project (409 when the project has a sweep with its id) */
+        post: operations["create_sweep_in_entity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/sweeps/{sweep_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One sweep */
+        get: operations["get_sweep_in_entity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Set a sweep's state (pause, resume, stop) */
+        patch: operations["patch_sweep_in_entity"];
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/sweeps/{sweep_id}/importance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Parameter importance over finished trials (needs optuna on the server) */
+        get: operations["sweep_importance_in_entity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/sweeps/{sweep_id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The runs of the sweep's project whose metadata names this sweep, with their trial */
+        get: operations["sweep_runs_in_entity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/sweeps/{sweep_id}/trials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A sweep's trials by number */
+        get: operations["list_trials_in_entity"];
+        put?: never;
+        /** Claim a trial number (409 when another agent has it: sample again) */
+        post: operations["add_trial_in_entity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/entities/{entity}/projects/{project}/sweeps/{sweep_id}/trials/{number}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Update a trial's members (optionally only while it runs) */
+        patch: operations["update_trial_in_entity"];
+        trace?: never;
+    };
     "/api/v1/entities/{entity}/projects/{project}/workspaces": {
         parameters: {
             query?: never;
@@ -589,7 +693,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's API keys (?all=1: every key, site admins) */
+        /** The caller's API keys (?all=1: every key, a site admin's admin key) */
         get: operations["keys"];
         put?: never;
         /** Create an API key of the caller (secret shown once) */
@@ -1040,6 +1144,110 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project}/sweeps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a sweep in a project (409 when the project has a sweep with its id) */
+        post: operations["create_sweep"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/sweeps/{sweep_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One sweep */
+        get: operations["get_sweep"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Set a sweep's state (pause, resume, stop) */
+        patch: operations["patch_sweep"];
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/sweeps/{sweep_id}/importance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Parameter importance over finished trials (needs optuna on the server) */
+        get: operations["sweep_importance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/sweeps/{sweep_id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The runs of the sweep's project whose metadata names this sweep, with their trial */
+        get: operations["sweep_runs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/sweeps/{sweep_id}/trials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A sweep's trials by number */
+        get: operations["list_trials"];
+        put?: never;
+        /** Claim a trial number (409 when another agent has it: sample again) */
+        post: operations["add_trial"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/sweeps/{sweep_id}/trials/{number}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Update a trial's members (optionally only while it runs) */
+        patch: operations["update_trial"];
+        trace?: never;
+    };
     "/api/v1/projects/{project}/workspaces": {
         parameters: {
             query?: never;
@@ -1308,102 +1516,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Sweeps, newest first, with trial counts */
+        /** Sweeps of the projects the caller may read, newest first, with trial counts */
         get: operations["list_sweeps"];
         put?: never;
-        /** Create a sweep (409 when its id exists) */
-        post: operations["create_sweep"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/sweeps/{sweep_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One sweep */
-        get: operations["get_sweep"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        /** Set a sweep's state (pause, resume, stop) */
-        patch: operations["patch_sweep"];
-        trace?: never;
-    };
-    "/api/v1/sweeps/{sweep_id}/importance": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Parameter importance over finished trials (needs optuna on the server) */
-        get: operations["sweep_importance"];
-        put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
-        trace?: never;
-    };
-    "/api/v1/sweeps/{sweep_id}/runs": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The runs whose metadata names this sweep, with their trial */
-        get: operations["sweep_runs"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/sweeps/{sweep_id}/trials": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A sweep's trials by number */
-        get: operations["list_trials"];
-        put?: never;
-        /** Claim a trial number (409 when another agent has it: sample again) */
-        post: operations["add_trial"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/sweeps/{sweep_id}/trials/{number}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        /** Update a trial's members (optionally only while it runs) */
-        patch: operations["update_trial"];
         trace?: never;
     };
     "/api/v1/teams": {
@@ -2345,7 +2465,8 @@ export interface components {
         };
         /**
          * SweepBody
-         * @description ``POST /sweeps``: a sweep made by ``wisp.sweeps._controller.new_sweep``.
+         * @description ``POST /projects/{project}/sweeps``: a sweep made by ``wisp.sweeps._controller.new_sweep``
+         *         (``project``, when given, must be the path's).
          */
         SweepBody: {
             config: {
@@ -2390,7 +2511,7 @@ export interface components {
             created_at: number;
             id: string;
             name: string | null;
-            project: string | null;
+            project: string;
             seed: number;
             /** @enum {unknown} */
             state: "cancelled" | "finished" | "paused" | "running" | "stopped";
@@ -2436,7 +2557,7 @@ export interface components {
         };
         /**
          * SweepStateBody
-         * @description ``PATCH /sweeps/{sweep_id}``.
+         * @description ``PATCH /projects/{project}/sweeps/{sweep_id}``.
          */
         SweepStateBody: {
             /** @enum {unknown} */
@@ -2451,7 +2572,7 @@ export interface components {
             id: string;
             last_activity: number | null;
             name: string | null;
-            project: string | null;
+            project: string;
             seed: number;
             /** @enum {unknown} */
             state: "cancelled" | "finished" | "paused" | "running" | "stopped";
@@ -2478,7 +2599,7 @@ export interface components {
         };
         /**
          * TrialBody
-         * @description ``POST /sweeps/{sweep_id}/trials``: claim trial ``number`` (409 when taken).
+         * @description ``POST .../sweeps/{sweep_id}/trials``: claim trial ``number`` (409 when taken).
          */
         TrialBody: {
             /** @default null */
@@ -2517,7 +2638,7 @@ export interface components {
         };
         /**
          * TrialFields
-         * @description ``PATCH /sweeps/{sweep_id}/trials/{number}``: the members to change.
+         * @description ``PATCH /projects/{project}/sweeps/{sweep_id}/trials/{number}``: the members to change.
          */
         TrialFields: {
             agent_id?: string | null;
@@ -3766,6 +3887,234 @@ export interface operations {
             "4XX": components["responses"]["Error"];
         };
     };
+    create_sweep_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SweepBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepCreated"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    get_sweep_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepRow"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    patch_sweep_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SweepStateBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepRow"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    sweep_importance_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepImportance"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    sweep_runs_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepRunList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    list_trials_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrialList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    add_trial_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TrialBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrialCreated"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    update_trial_in_entity: {
+        parameters: {
+            query?: {
+                /** @description update only while the trial is still running */
+                only_running?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+                sweep_id: string;
+                /** @description trial number */
+                number: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TrialFields"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrialUpdated"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
     list_workspaces_in_entity: {
         parameters: {
             query?: never;
@@ -4897,6 +5246,218 @@ export interface operations {
             "4XX": components["responses"]["Error"];
         };
     };
+    create_sweep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SweepBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepCreated"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    get_sweep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepRow"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    patch_sweep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SweepStateBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepRow"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    sweep_importance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepImportance"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    sweep_runs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SweepRunList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    list_trials: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrialList"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    add_trial: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+                sweep_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TrialBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrialCreated"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    update_trial: {
+        parameters: {
+            query?: {
+                /** @description update only while the trial is still running */
+                only_running?: boolean;
+            };
+            header?: never;
+            path: {
+                project: string;
+                sweep_id: string;
+                /** @description trial number */
+                number: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TrialFields"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrialUpdated"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
     list_workspaces: {
         parameters: {
             query?: never;
@@ -5436,6 +5997,7 @@ export interface operations {
         parameters: {
             query?: {
                 project?: string | null;
+                id?: string | null;
             };
             header?: never;
             path?: never;
@@ -5450,209 +6012,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SweepList"];
-                };
-            };
-            "4XX": components["responses"]["Error"];
-        };
-    };
-    create_sweep: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["SweepBody"];
-            };
-        };
-        responses: {
-            /** @description OK */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SweepCreated"];
-                };
-            };
-            "4XX": components["responses"]["Error"];
-        };
-    };
-    get_sweep: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                sweep_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SweepRow"];
-                };
-            };
-            "4XX": components["responses"]["Error"];
-        };
-    };
-    patch_sweep: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                sweep_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["SweepStateBody"];
-            };
-        };
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SweepRow"];
-                };
-            };
-            "4XX": components["responses"]["Error"];
-        };
-    };
-    sweep_importance: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                sweep_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SweepImportance"];
-                };
-            };
-            "4XX": components["responses"]["Error"];
-        };
-    };
-    sweep_runs: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                sweep_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SweepRunList"];
-                };
-            };
-            "4XX": components["responses"]["Error"];
-        };
-    };
-    list_trials: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                sweep_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TrialList"];
-                };
-            };
-            "4XX": components["responses"]["Error"];
-        };
-    };
-    add_trial: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                sweep_id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["TrialBody"];
-            };
-        };
-        responses: {
-            /** @description OK */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TrialCreated"];
-                };
-            };
-            "4XX": components["responses"]["Error"];
-        };
-    };
-    update_trial: {
-        parameters: {
-            query?: {
-                /** @description update only while the trial is still running */
-                only_running?: boolean;
-            };
-            header?: never;
-            path: {
-                sweep_id: string;
-                /** @description trial number */
-                number: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["TrialFields"];
-            };
-        };
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TrialUpdated"];
                 };
             };
             "4XX": components["responses"]["Error"];

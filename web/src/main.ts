@@ -12,7 +12,7 @@ import { runLineage } from "./artifactsLineage";
 import { runFamily } from "./runFamily";
 import { current, href } from "./router";
 import { runsPage } from "./runs/page";
-import { sweepPage, sweepsPage } from "./sweep";
+import { sweepByIdPage, sweepPage, sweepsPage } from "./sweep";
 import { workspacePage } from "./workspace/page";
 import { reportPage, reportsPage } from "./report/page";
 import { h } from "./util";
@@ -78,7 +78,7 @@ function render(): void {
   if (a === "sweeps") {
     // the header's own "Sweeps" link is on the right; the trail names the sweep
     parts.push(" / ", h("a", { href: href(["sweeps"]) }, "sweeps"));
-    if (project) parts.push(" / ", h("span", {}, project));
+    if (project) parts.push(" / ", h("span", {}, b ? `${project}/${b}` : project));
   }
   document.getElementById("nav-sweeps")?.toggleAttribute("aria-current", a === "sweeps");
   crumbs.replaceChildren(...parts);
@@ -91,7 +91,8 @@ function render(): void {
     });
     return;
   }
-  if (a === "sweeps" && project) dispose = sweepPage(app, project);
+  if (a === "sweeps" && project && b) dispose = sweepPage(app, project, b);
+  else if (a === "sweeps" && project) dispose = sweepByIdPage(app, project);
   else if (a === "sweeps") dispose = sweepsPage(app);
   else if (a === "p" && project && b === "r" && id) {
     const stop = [runPage(app, r, id), runLineage(lineage, project, id), runFamily(family, project, id)];

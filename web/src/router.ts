@@ -5,7 +5,7 @@
 //   #/p/<project>/compare?runs=a,b&q=&x=&smooth=&log=&xmin=&xmax=
 //   #/p/<project>/w?filter=&group=   a new workspace;  #/p/<project>/w/<id>  a saved one
 //   #/p/<project>/reports             reports;  #/p/<project>/reports/<id>?version=&edit=1  one report
-//   #/sweeps                         sweeps;  #/sweeps/<sweep>  one sweep (sweep.ts)
+//   #/sweeps                         sweeps;  #/sweeps/<project>/<sweep>  one sweep (sweep.ts)
 export interface Route {
   path: string[];
   params: URLSearchParams;

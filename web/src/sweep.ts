@@ -1,8 +1,9 @@
-// Sweep pages: #/sweeps (every sweep) and #/sweeps/<id>: best run, the metric over trials,
+// Sweep pages: #/sweeps (every sweep) and #/sweeps/<project>/<id> (a sweep id is unique in
+// its project; an old #/sweeps/<id> link opens the one readable sweep with that id): best run, the metric over trials,
 // parallel coordinates of parameters against the metric, parameter importance (Optuna, from
 // the server) and the runs table. Live: refetched every few seconds while the sweep runs.
 import uPlot from "uplot";
-import { getJSON, qs, type Ok, type SweepSummary, type TrialRow } from "./api";
+import { getJSON, projectApi, qs, type Ok, type SweepSummary, type TrialRow } from "./api";
 import type { Dispose } from "./pages";
 import { href } from "./router";
 import { cssVar, flatten, fmtNum, fmtTime, h } from "./util";
@@ -17,12 +18,13 @@ type Importance = Ok<"sweep_importance">;
 
 const LIVE_MS = 3000;
 const enc = encodeURIComponent;
+const at = (project: string, id: string) => `${projectApi(project)}/sweeps/${enc(id)}`;
 const sweepApi = {
-  list: () => getJSON<{ sweeps: Sweep[] }>("/api/v1/sweeps"),
-  one: (id: string) => getJSON<Sweep>(`/api/v1/sweeps/${enc(id)}`),
-  trials: (id: string) => getJSON<{ trials: Trial[] }>(`/api/v1/sweeps/${enc(id)}/trials`),
-  runs: (id: string) => getJSON<Ok<"sweep_runs">>(`/api/v1/sweeps/${enc(id)}/runs${qs({})}`),
-  importance: (id: string) => getJSON<Importance>(`/api/v1/sweeps/${enc(id)}/importance`),
+  list: (id?: string) => getJSON<{ sweeps: Sweep[] }>(`/api/v1/sweeps${qs({ id })}`),
+  one: (p: string, id: string) => getJSON<Sweep>(at(p, id)),
+  trials: (p: string, id: string) => getJSON<{ trials: Trial[] }>(`${at(p, id)}/trials`),
+  runs: (p: string, id: string) => getJSON<Ok<"sweep_runs">>(`${at(p, id)}/runs`),
+  importance: (p: string, id: string) => getJSON<Importance>(`${at(p, id)}/importance`),
 };
 
 export function sweepsPage(app: HTMLElement): Dispose {
@@ -48,7 +50,7 @@ export function sweepsPage(app: HTMLElement): Dispose {
               h(
                 "tr",
                 {},
-                h("td", {}, h("a", { href: href(["sweeps", s.id]) }, s.id)),
+                h("td", {}, h("a", { href: href(["sweeps", s.project, s.id]) }, s.id)),
                 h("td", {}, s.name ?? ""),
                 h("td", {}, s.project ?? ""),
                 h("td", {}, s.config.method ?? ""),
@@ -263,18 +265,32 @@ function runsTable(sweep: Sweep, trials: Trial[], onServer: Map<string, string>)
   );
 }
 
-export function sweepPage(app: HTMLElement, sweepId: string): Dispose {
+/** An old `#/sweeps/<id>` link: the page of the one readable sweep with that id. */
+export function sweepByIdPage(app: HTMLElement, sweepId: string): Dispose {
+  app.replaceChildren(loading("sweep"));
+  sweepApi
+    .list(sweepId)
+    .then(({ sweeps }) => {
+      if (sweeps.length === 1) location.replace(href(["sweeps", sweeps[0].project, sweepId]));
+      else if (!sweeps.length) app.replaceChildren(emptyState(`No sweep ${sweepId}`, ["No sweep you may read has this id."], "sweep-missing"));
+      else app.replaceChildren(errorState(new Error(`sweep id ${sweepId} is in ${sweeps.length} projects: open it from the sweeps list`)));
+    })
+    .catch((e) => app.replaceChildren(errorState(e)));
+  return () => {};
+}
+
+export function sweepPage(app: HTMLElement, project: string, sweepId: string): Dispose {
   let disposed = false;
   let timer: number | undefined;
   let lastKey = "";
   let imp: Importance | null = null;
   app.replaceChildren(loading("sweep"));
   const load = async () => {
-    const [sweep, { trials }, { runs }] = await Promise.all([sweepApi.one(sweepId), sweepApi.trials(sweepId), sweepApi.runs(sweepId)]);
+    const [sweep, { trials }, { runs }] = await Promise.all([sweepApi.one(project, sweepId), sweepApi.trials(project, sweepId), sweepApi.runs(project, sweepId)]);
     if (disposed) return;
     const finished = trials.filter((t) => t.state === "finished").length;
     if (imp === null || `${finished}` !== lastKey) {
-      imp = await sweepApi.importance(sweepId).catch((e) => ({ importance: null, reason: String((e as Error).message) }));
+      imp = await sweepApi.importance(project, sweepId).catch((e) => ({ importance: null, reason: String((e as Error).message) }));
       lastKey = `${finished}`;
     }
     if (disposed) return;

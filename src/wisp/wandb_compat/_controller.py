@@ -27,9 +27,10 @@ class SweepController:
         self.sweep_id: str | None = None
         self._config: dict[str, Any] = {}
         if isinstance(sweep_id_or_config, str):
-            from wisp.sweeps import _bare_id
+            from wisp.sweeps._remote import split_id
 
-            self.sweep_id = _bare_id(sweep_id_or_config)
+            split_id(sweep_id_or_config)  # id, project/id or entity/project/id
+            self.sweep_id = sweep_id_or_config.strip("/")
         elif sweep_id_or_config is not None:
             self._config = dict(sweep_id_or_config)
 
@@ -84,10 +85,10 @@ class SweepController:
 
     def done(self) -> bool:
         """Whether the sweep has nothing left to hand out (``wisp sweep status``)."""
-        from wisp.sweeps import _settings, open_store
+        from wisp.sweeps import _open
 
-        store, _, _ = open_store(_settings(None))
-        sweep = store.get_sweep(self.create())
+        store, _, _, bare = _open(self.create(), None, self._project)
+        sweep = store.get_sweep(bare)
         return str(sweep.get("state", "")) in ("finished", "stopped", "cancelled")
 
 

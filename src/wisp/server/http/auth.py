@@ -101,11 +101,12 @@ RULES = (
     # the runs of the body / the listed sweeps: the handler (anonymous callers: public-read)
     _r("POST", "/export/histories", "read", "handler"),
     _r("GET HEAD", "/sweeps", "read", "handler"),
-    _r("POST", "/sweeps", "write", "none"),  # the project of the body: the handler
-    _r("GET HEAD", r"/sweeps/(?P<sweep>[^/]+)(/trials|/importance|/runs)?", "read", "sweep"),
-    _r("PATCH", r"/sweeps/(?P<sweep>[^/]+)", "write", "sweep_write"),
-    _r("POST", r"/sweeps/(?P<sweep>[^/]+)/trials", "write", "sweep_write"),
-    _r("PATCH", r"/sweeps/(?P<sweep>[^/]+)/trials/[^/]+", "write", "sweep_write"),
+    # a sweep is its project's: made by whoever may write to (or create) it, read by its readers
+    _r("POST", f"{_PROJECT}/sweeps", "write", "project_write"),
+    _r("GET HEAD", f"{_PROJECT}/sweeps/[^/]+(/trials|/importance|/runs)?", "read", "sweep"),
+    _r("PATCH", f"{_PROJECT}/sweeps/[^/]+", "write", "sweep_write"),
+    _r("POST", f"{_PROJECT}/sweeps/[^/]+/trials", "write", "sweep_write"),
+    _r("PATCH", f"{_PROJECT}/sweeps/[^/]+/trials/[^/]+", "write", "sweep_write"),
     _r("GET HEAD", f"{_PROJECT}/artifacts(/.*)?", "read", "project"),
     _r(
         "POST",
@@ -410,8 +411,8 @@ class AuthMiddleware:
         elif rule.touches == "run_admin":
             await run_in_threadpool(self._need_run_admin, p, params["run_id"])
         elif rule.touches in ("sweep", "sweep_write"):
-            sweep, write = unquote(params["sweep"]), rule.touches == "sweep_write"
-            await run_in_threadpool(self._need_sweep, p, sweep, write)
+            project, write = unquote(params["project"]), rule.touches == "sweep_write"
+            await run_in_threadpool(self._need_sweep, p, project, write)
         elif rule.touches in ("project", "project_write"):
             project = unquote(params["project"])
             if rule.touches == "project":
@@ -499,19 +500,19 @@ class AuthMiddleware:
             403, "forbidden", f"only the owner or a project admin may change run {run_id!r}"
         )
 
-    def _need_sweep(self, p: Principal, sweep_id: str, write: bool) -> None:
-        """A sweep has its project's rights: read to see it, write to change it or add trials."""
-        project = self.store.access.sweep_project(sweep_id)
-        if project is None or p.is_admin or p.via == "local":
-            return  # an unknown sweep is the handler's 404
+    def _need_sweep(self, p: Principal, project: str, write: bool) -> None:
+        """A sweep has its project's rights: read to see it, write to change it or add trials
+        (whether the sweep exists is the handler's 404, after this: a name discloses nothing)."""
+        if p.is_admin or p.via == "local":
+            return
         info = self.store.access.project(project)
         if info is None:  # made before its project (by an older server): its creators only
             if p.anonymous:
-                raise deny_read(p, f"sweep {sweep_id!r}")
+                raise deny_read(p, f"the sweeps of {project!r}")
             self.store.access.may_create(p, project)
             return
         if not can_read_project(p, info):
-            raise deny_read(p, f"sweep {sweep_id!r}")
+            raise deny_read(p, f"the sweeps of {project!r}")
         if write and not can_write_project(p, info):
             raise Problem(403, "forbidden", f"{p.name!r} may not change sweeps of {project!r}")
 
@@ -562,7 +563,7 @@ def need_runs_read(request: Any, run_ids: list[str]) -> None:
 
 
 def need_project_write(request: Any, project: str) -> None:
-    """For handlers whose project comes in the body (a new sweep): write rights on it."""
+    """For handlers that decide on project write rights themselves (a shared workspace)."""
     mw = request.scope.get("wisp_auth")
     if isinstance(mw, AuthMiddleware):
         mw.need_project_write(principal_of(request), project)

@@ -34,6 +34,7 @@ __all__ = [
     "VISIBILITIES",
     "Principal",
     "ProjectInfo",
+    "administers_people",
     "can_admin_project",
     "can_create_under",
     "can_read_project",
@@ -90,6 +91,12 @@ def need_scope(p: Principal, scope: str) -> None:
         raise Problem(403, "forbidden", f"this needs a {scope} key, got a {p.scope} key")
     if scope == "admin" and not p.is_admin:
         raise Problem(403, "forbidden", f"only site admins may do this; {p.name!r} is not one")
+
+
+def administers_people(p: Principal) -> bool:
+    """Whether ``p`` acts on other users' accounts, keys and teams: a site admin with the
+    ``admin`` scope (an admin key, or a dashboard session of a site admin)."""
+    return p.is_admin and _LEVEL[p.scope] >= _LEVEL["admin"]
 
 
 def can_read_project(p: Principal, proj: ProjectInfo) -> bool:

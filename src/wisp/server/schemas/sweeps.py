@@ -1,4 +1,5 @@
-"""The shapes of the ``/api/v1/sweeps`` endpoints, declared once as msgspec Structs.
+"""The shapes of the sweep endpoints (``/api/v1/projects/{project}/sweeps/...``), declared
+once as msgspec Structs.
 
 Bodies are decoded through these (a mismatch is a 422 naming the field); the handlers in
 ``views.sweeps`` then apply the checks a type cannot express (NUL characters, lone surrogates,
@@ -15,7 +16,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from wisp._protocol import MAX_NAME_LENGTH, MAX_PROJECT_LENGTH
-from wisp.server.schemas.runs import Id, RunRow
+from wisp.server.schemas.runs import Id, ProjectName, RunRow
 
 __all__ = [
     "SweepBody",
@@ -30,6 +31,7 @@ __all__ = [
     "SweepRunTrial",
     "SweepStateBody",
     "SweepSummary",
+    "SweepsPath",
     "TrialBody",
     "TrialCreated",
     "TrialFields",
@@ -53,17 +55,26 @@ Short = Annotated[str, Meta(max_length=256)]
 # -- path and query parameters -----------------------------------------------------------------
 
 
+class SweepsPath(msgspec.Struct, forbid_unknown_fields=True):
+    project: ProjectName
+
+
 class SweepPath(msgspec.Struct, forbid_unknown_fields=True):
+    project: ProjectName
     sweep_id: Id
 
 
 class TrialPath(msgspec.Struct, forbid_unknown_fields=True):
+    project: ProjectName
     sweep_id: Id
     number: Annotated[str, Meta(pattern=r"^[0-9]{1,9}$", description="trial number")]
 
 
 class SweepListQuery(msgspec.Struct):
     project: Annotated[str, Meta(max_length=MAX_PROJECT_LENGTH)] | None = None
+    id: Annotated[str, Meta(max_length=64, description="only the sweeps with this id")] | None = (
+        None
+    )
 
 
 class TrialUpdateQuery(msgspec.Struct):
@@ -76,7 +87,8 @@ class TrialUpdateQuery(msgspec.Struct):
 
 
 class SweepBody(msgspec.Struct, forbid_unknown_fields=True):
-    """``POST /sweeps``: a sweep made by ``wisp.sweeps._controller.new_sweep``."""
+    """``POST /projects/{project}/sweeps``: a sweep made by ``wisp.sweeps._controller.new_sweep``
+    (``project``, when given, must be the path's)."""
 
     id: Id
     config: Json
@@ -88,13 +100,13 @@ class SweepBody(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class SweepStateBody(msgspec.Struct, forbid_unknown_fields=True):
-    """``PATCH /sweeps/{sweep_id}``."""
+    """``PATCH /projects/{project}/sweeps/{sweep_id}``."""
 
     state: SweepState
 
 
 class TrialBody(msgspec.Struct, forbid_unknown_fields=True):
-    """``POST /sweeps/{sweep_id}/trials``: claim trial ``number`` (409 when taken)."""
+    """``POST .../sweeps/{sweep_id}/trials``: claim trial ``number`` (409 when taken)."""
 
     number: TrialNumber
     run_id: Id
@@ -113,7 +125,7 @@ class TrialBody(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class TrialFields(msgspec.Struct, forbid_unknown_fields=True):
-    """``PATCH /sweeps/{sweep_id}/trials/{number}``: the members to change."""
+    """``PATCH /projects/{project}/sweeps/{sweep_id}/trials/{number}``: the members to change."""
 
     run_id: Id | UnsetType = UNSET
     internal: Json | UnsetType = UNSET
@@ -135,7 +147,7 @@ class TrialFields(msgspec.Struct, forbid_unknown_fields=True):
 
 class SweepRow(msgspec.Struct):
     id: str
-    project: str | None
+    project: str
     name: str | None
     config: Json
     state: SweepState

@@ -150,14 +150,6 @@ class ProjectStore:
             row = conn.execute(select(r.owner_id, r.project).where(r.id == run_id)).first()
         return None if row is None else (row.owner_id, row.project)
 
-    def sweep_project(self, sweep_id: str) -> str | None:
-        """The project of a sweep (None: unknown sweep or none given)."""
-        from wisp.server.store.sweeps import sweeps
-
-        with self.db.read() as conn:
-            got = conn.execute(select(sweeps.c.project).where(sweeps.c.id == sweep_id)).scalar()
-        return got if isinstance(got, str) else None
-
     def run_projects(self, run_ids: list[str]) -> list[tuple[str, str]]:
         """``(run_id, project)`` of the runs that exist among ``run_ids``."""
         r = S.runs.c
@@ -213,6 +205,8 @@ class ProjectStore:
     def _ensure_writable(self, conn: Connection, actor: Principal, project: str) -> None:
         info = self.info(conn, project)
         if info is None:
+            if project_problem(project) is not None:
+                raise Problem(422, "invalid", f"project: {project_problem(project)}", "project")
             if actor.user_id is None:
                 raise Problem(401, "unauthorized", "creating a project needs a signed-in user")
             owner = ("user", actor.user_id)

@@ -28,6 +28,7 @@ from wisp.server.http.routes import In, endpoint
 from wisp.server.rights.matrix import (
     SCOPES,
     Principal,
+    administers_people,
     can_admin_project,
     can_create_under,
     can_read_project,
@@ -443,8 +444,12 @@ class AdminApi:
         team = check_name(request.path_params["team"], "team")
         user = check_name(request.path_params["user"], "user")
         tid = await run_in_threadpool(self.store.users.need_team, team)
-        if not p.is_admin and p.teams.get(tid) != "admin":
-            raise Problem(403, "forbidden", f"only admins of team {team!r} change its members")
+        if not administers_people(p) and p.teams.get(tid) != "admin":
+            raise Problem(
+                403,
+                "forbidden",
+                f"only admins of team {team!r} (or a site admin's admin key) change its members",
+            )
         return team, user
 
     @endpoint(
@@ -485,7 +490,7 @@ class AdminApi:
         "GET",
         "/keys",
         scope="read",
-        summary="The caller's API keys (?all=1: every key, site admins)",
+        summary="The caller's API keys (?all=1: every key, a site admin's admin key)",
         query=KeysQuery,
         responses={200: KeyList},
     )
@@ -493,7 +498,7 @@ class AdminApi:
         request = r.request
         p = principal_of(request)
         need_scope(p, "read")
-        everyone = p.is_admin and r.query.all in ("1", "true")
+        everyone = administers_people(p) and r.query.all in ("1", "true")
         keys = await run_in_threadpool(self.store.list_keys, None if everyone else p.user_id)
         return json_response({"keys": keys})
 
@@ -541,7 +546,7 @@ class AdminApi:
         p = principal_of(request)
         need_scope(p, "write")
         key_id = request.path_params["key_id"][:32]
-        owner = None if p.is_admin else p.user_id
+        owner = None if administers_people(p) else p.user_id
         if not await run_in_threadpool(self.store.revoke_key, key_id, owner):
             raise Problem(404, "key_not_found", f"no active key {key_id!r} of yours", "key_id")
         await self._log(request, "key.revoke", key_id)

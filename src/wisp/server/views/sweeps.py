@@ -1,5 +1,8 @@
-"""Sweeps on the server: the ``/api/v1/sweeps`` endpoints (docs/http-api.md).
+"""Sweeps on the server: ``/api/v1/sweeps`` (the list) and
+``/api/v1/projects/{project}/sweeps/{id}/...`` (docs/http-api.md).
 
+A sweep is named by its project and id: ids are unique per project, so no one can take an id
+another user's project will use.  Who may do what is the project's rights (``http.auth``).
 Their two tables (``sweeps``, ``sweep_trials``) are :mod:`wisp.server.store.sweeps`.
 
 The server only keeps the state; agents sample (``wisp.sweeps._controller``).  The trial
@@ -16,8 +19,9 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
+from wisp._protocol import project_problem
 from wisp.server.blobs.base import BlobStore
-from wisp.server.http.auth import need_project_write, principal_of, readable_projects
+from wisp.server.http.auth import readable_projects
 from wisp.server.http.body import json_response
 from wisp.server.http.problem import Problem, check_id, clean_json, clean_str, invalid
 from wisp.server.http.routes import In, endpoint
@@ -79,7 +83,7 @@ def _check_trial(body: dict[str, Any], *, partial: bool) -> dict[str, Any]:
     return out
 
 
-def _check_sweep(body: dict[str, Any]) -> dict[str, Any]:
+def _check_sweep(body: dict[str, Any], project: str) -> dict[str, Any]:
     from wisp.errors import UsageError
     from wisp.sweeps._config import parse_config
 
@@ -87,11 +91,13 @@ def _check_sweep(body: dict[str, Any]) -> dict[str, Any]:
         parse_config(body.get("config"))
     except UsageError as exc:
         raise invalid("config", str(exc)) from None
+    if project_problem(project) is not None:
+        raise invalid("project", str(project_problem(project)))
+    if body.get("project") not in (None, project):
+        raise invalid("project", f"the sweep's project is the path's, {project!r}")
     out = {
         "id": check_id(body.get("id"), "id"),
-        "project": None
-        if body.get("project") is None
-        else clean_str(body["project"], "project", 128),
+        "project": project,
         "name": None if body.get("name") is None else clean_str(body["name"], "name", 1024),
         "config": clean_json(body["config"], "config"),
         "state": body.get("state", "running"),
@@ -149,72 +155,74 @@ def importance(sweep: dict[str, Any], trials: list[dict[str, Any]]) -> dict[str,
 
 
 class SweepApi:
-    """The ``/api/v1/sweeps`` handlers (types: ``schemas.sweeps``; prose: docs/http-api.md)."""
+    """The sweep handlers (types: ``schemas.sweeps``; prose: docs/http-api.md)."""
 
     def __init__(self, store: Store, settings: ServerSettings, blobs: BlobStore) -> None:
         self.tables = SweepTables(store)
         self.settings = settings
-        self._importance: dict[tuple[str, int], dict[str, Any]] = {}
+        self._importance: dict[tuple[str, str, int], dict[str, Any]] = {}
 
-    async def _need(self, sweep_id: str) -> dict[str, Any]:
-        sweep = await run_in_threadpool(self.tables.get, sweep_id)
+    async def _need(self, path: Any) -> dict[str, Any]:
+        sweep = await run_in_threadpool(self.tables.get, path.project, path.sweep_id)
         if sweep is None:
-            raise Problem(404, "sweep_not_found", f"no sweep {sweep_id!r}", "sweep_id")
+            raise Problem(
+                404,
+                "sweep_not_found",
+                f"no sweep {path.sweep_id!r} in project {path.project!r}",
+                "sweep_id",
+            )
         return sweep
 
     @endpoint(
         "POST",
-        "/sweeps",
+        "/projects/{project}/sweeps",
         scope="write",
-        summary="Create a sweep (409 when its id exists)",
+        summary="Create a sweep in a project (409 when the project has a sweep with its id)",
+        path_params=T.SweepsPath,
         body=T.SweepBody,
         responses={201: T.SweepCreated},
     )
     async def create_sweep(self, r: In) -> Response:
-        row = _check_sweep(r.raw)
-        if row.get("project"):  # rights on the body's project (the middleware saw no body)
-            await run_in_threadpool(need_project_write, r.request, row["project"])
+        project = r.path.project
+        row = _check_sweep(r.raw, project)
         if not await run_in_threadpool(self.tables.create, row):
-            raise Problem(409, "sweep_exists", f"sweep {row['id']!r} exists", "id")
+            raise Problem(
+                409, "sweep_exists", f"project {project!r} has a sweep {row['id']!r}", "id"
+            )
         return json_response({"sweep": row}, 201)
 
     @endpoint(
         "GET",
         "/sweeps",
         scope="read",
-        summary="Sweeps, newest first, with trial counts",
+        summary="Sweeps of the projects the caller may read, newest first, with trial counts",
         query=T.SweepListQuery,
         responses={200: T.SweepList},
     )
     async def list_sweeps(self, r: In) -> Response:
-        project = r.query.project
+        project, sweep_id = r.query.project, r.query.id
         if project is not None:
             project = clean_str(project, "project", 128)
-        rows = await run_in_threadpool(self.tables.list_sweeps, project)
+        if sweep_id is not None:
+            sweep_id = clean_str(sweep_id, "id", 64)
         readable = readable_projects(r.request)  # None: all (the auth middleware)
-        if readable is not None:  # sweeps of no project: signed-in callers only
-            loose = not principal_of(r.request).anonymous
-            rows = [
-                s
-                for s in rows
-                if ((s["project"] or None) is None and loose) or s["project"] in readable
-            ]
+        rows = await run_in_threadpool(self.tables.list_sweeps, project, sweep_id, readable)
         return json_response({"sweeps": rows})
 
     @endpoint(
         "GET",
-        "/sweeps/{sweep_id}",
+        "/projects/{project}/sweeps/{sweep_id}",
         scope="read",
         summary="One sweep",
         path_params=T.SweepPath,
         responses={200: T.SweepRow},
     )
     async def get_sweep(self, r: In) -> Response:
-        return json_response(await self._need(r.path.sweep_id))
+        return json_response(await self._need(r.path))
 
     @endpoint(
         "PATCH",
-        "/sweeps/{sweep_id}",
+        "/projects/{project}/sweeps/{sweep_id}",
         scope="write",
         summary="Set a sweep's state (pause, resume, stop)",
         path_params=T.SweepPath,
@@ -222,27 +230,28 @@ class SweepApi:
         responses={200: T.SweepRow},
     )
     async def patch_sweep(self, r: In) -> Response:
-        sweep_id = r.path.sweep_id
-        if not await run_in_threadpool(self.tables.set_state, sweep_id, r.body.state):
-            raise Problem(404, "sweep_not_found", f"no sweep {sweep_id!r}", "sweep_id")
-        return json_response(await self._need(sweep_id))
+        p = r.path
+        if not await run_in_threadpool(self.tables.set_state, p.project, p.sweep_id, r.body.state):
+            await self._need(p)  # the 404
+        return json_response(await self._need(p))
 
     @endpoint(
         "GET",
-        "/sweeps/{sweep_id}/trials",
+        "/projects/{project}/sweeps/{sweep_id}/trials",
         scope="read",
         summary="A sweep's trials by number",
         path_params=T.SweepPath,
         responses={200: T.TrialList},
     )
     async def list_trials(self, r: In) -> Response:
-        sweep_id = r.path.sweep_id
-        await self._need(sweep_id)
-        return json_response({"trials": await run_in_threadpool(self.tables.trials, sweep_id)})
+        p = r.path
+        await self._need(p)
+        trials = await run_in_threadpool(self.tables.trials, p.project, p.sweep_id)
+        return json_response({"trials": trials})
 
     @endpoint(
         "POST",
-        "/sweeps/{sweep_id}/trials",
+        "/projects/{project}/sweeps/{sweep_id}/trials",
         scope="write",
         summary="Claim a trial number (409 when another agent has it: sample again)",
         path_params=T.SweepPath,
@@ -250,18 +259,21 @@ class SweepApi:
         responses={201: T.TrialCreated},
     )
     async def add_trial(self, r: In) -> Response:
-        sweep_id = r.path.sweep_id
+        p = r.path
         trial = _check_trial(r.raw, partial=False)
-        await self._need(sweep_id)
-        if not await run_in_threadpool(self.tables.add_trial, sweep_id, trial):
+        await self._need(p)
+        if not await run_in_threadpool(self.tables.add_trial, p.project, p.sweep_id, trial):
             raise Problem(
-                409, "trial_exists", f"trial {trial['number']} of sweep {sweep_id} exists", "number"
+                409,
+                "trial_exists",
+                f"trial {trial['number']} of sweep {p.sweep_id} exists",
+                "number",
             )
         return json_response({"trial": trial}, 201)
 
     @endpoint(
         "PATCH",
-        "/sweeps/{sweep_id}/trials/{number}",
+        "/projects/{project}/sweeps/{sweep_id}/trials/{number}",
         scope="write",
         summary="Update a trial's members (optionally only while it runs)",
         path_params=T.TrialPath,
@@ -270,15 +282,16 @@ class SweepApi:
         responses={200: T.TrialUpdated},
     )
     async def update_trial(self, r: In) -> Response:
-        sweep_id = r.path.sweep_id
+        p = r.path
         fields = _check_trial(r.raw, partial=True)
-        await self._need(sweep_id)
+        await self._need(p)
         updated = False
         if fields:
             updated = await run_in_threadpool(
                 self.tables.update_trial,
-                sweep_id,
-                int(r.path.number),
+                p.project,
+                p.sweep_id,
+                int(p.number),
                 fields,
                 r.query.only_running,
             )
@@ -286,17 +299,17 @@ class SweepApi:
 
     @endpoint(
         "GET",
-        "/sweeps/{sweep_id}/importance",
+        "/projects/{project}/sweeps/{sweep_id}/importance",
         scope="read",
         summary="Parameter importance over finished trials (needs optuna on the server)",
         path_params=T.SweepPath,
         responses={200: T.SweepImportance},
     )
     async def sweep_importance(self, r: In) -> Response:
-        sweep_id = r.path.sweep_id
-        sweep = await self._need(sweep_id)
-        trials = await run_in_threadpool(self.tables.trials, sweep_id)
-        key = (sweep_id, sum(t["state"] == "finished" for t in trials))
+        p = r.path
+        sweep = await self._need(p)
+        trials = await run_in_threadpool(self.tables.trials, p.project, p.sweep_id)
+        key = (p.project, p.sweep_id, sum(t["state"] == "finished" for t in trials))
         out = self._importance.get(key)
         if out is None:
             out = await run_in_threadpool(importance, sweep, trials)
@@ -307,12 +320,13 @@ class SweepApi:
 
     @endpoint(
         "GET",
-        "/sweeps/{sweep_id}/runs",
+        "/projects/{project}/sweeps/{sweep_id}/runs",
         scope="read",
-        summary="The runs whose metadata names this sweep, with their trial",
+        summary="The runs of the sweep's project whose metadata names this sweep, with their trial",
         path_params=T.SweepPath,
         responses={200: T.SweepRunList},
     )
     async def sweep_runs(self, r: In) -> Response:
-        sweep_id = r.path.sweep_id
-        return json_response({"runs": await run_in_threadpool(self.tables.runs, sweep_id)})
+        p = r.path
+        runs = await run_in_threadpool(self.tables.runs, p.project, p.sweep_id)
+        return json_response({"runs": runs})
