@@ -63,3 +63,64 @@ def test_malformed_sweep_requests_are_422_naming_the_field(api: Any) -> None:
     for method, url, body, field in cases:
         resp = getattr(api, method)(url, json=body)
         assert (resp.status_code, resp.json()["error"].get("field")) == (422, field), (url, body)
+
+
+_FIRST_OPEN = """
+import json, sys, tempfile, urllib.error, urllib.request
+from wisp._ui import _LocalServer, _free_port
+
+HEAVY = ("optuna", "sklearn")
+with tempfile.TemporaryDirectory() as d:
+    srv = _LocalServer(f"sqlite:///{d}/w.db", f"{d}/media", "127.0.0.1", _free_port("127.0.0.1"))
+
+    def call(method, path, body=None):
+        req = urllib.request.Request(
+            srv.url + "/api/v1" + path, method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": "Bearer " + srv.write_key,
+                     "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return json.load(r)
+        except urllib.error.HTTPError as e:
+            sys.exit(f"{method} {path}: HTTP {e.code} {e.read().decode()}")
+
+    grid = {"method": "grid", "metric": {"name": "loss"},
+            "parameters": {"lr": {"values": [1, 2, 3]}, "wd": {"values": [0, 1]}}}
+    call("POST", "/sweeps", {"id": "sw", "project": "p", "config": grid, "created_at": 1.0})
+    for n, (lr, wd) in enumerate([(1, 0), (2, 1), (3, 0), (1, 1)]):
+        params, internal = {"lr": lr, "wd": wd}, {"lr": lr - 1, "wd": wd}  # choice indexes
+        call("POST", "/sweeps/sw/trials", {
+            "number": n, "run_id": f"r{n}", "internal": internal, "params": params,
+            "state": "finished", "value": lr + 0.1 * wd, "created_at": 2.0, "finished_at": 3.0})
+    for path in ("/sweeps?project=p", "/sweeps/sw", "/sweeps/sw/trials", "/sweeps/sw/runs"):
+        call("GET", path)  # what the dashboard's sweep pages ask for, importance aside
+    shown = [m for m in HEAVY if m in sys.modules]
+    imp = call("GET", "/sweeps/sw/importance")
+    after = [m for m in HEAVY if m in sys.modules]
+    srv.stop()
+print(json.dumps({"shown": shown, "importance": imp["importance"], "after": after}))
+"""
+
+
+def test_a_sweep_page_is_served_without_importing_optuna(tmp_path: Any) -> None:
+    """A fresh server answers the sweep list, a sweep, its trials and its runs without
+    importing Optuna or scikit-learn (seconds on first use); only ``/importance`` does."""
+    import json
+    import subprocess
+    import sys
+    from importlib.util import find_spec
+
+    res = subprocess.run(
+        [sys.executable, "-c", _FIRST_OPEN],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout.splitlines()[-1])
+    assert got["shown"] == []
+    if find_spec("optuna") is not None:  # the check above would see the import
+        assert set(got["importance"]) == {"lr", "wd"} and "optuna" in got["after"]

@@ -643,7 +643,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Projects with run counts */
+        /** Projects with run counts (and the folders `wisp ui` follows) */
         get: operations["projects"];
         put?: never;
         post?: never;
@@ -2038,6 +2038,7 @@ export interface components {
         };
         /** ProjectList */
         ProjectList: {
+            folders?: string[];
             projects: components["schemas"]["Project"][];
         };
         /** ProjectOut */
