@@ -124,3 +124,19 @@ def test_a_sweep_page_is_served_without_importing_optuna(tmp_path: Any) -> None:
     assert got["shown"] == []
     if find_spec("optuna") is not None:  # the check above would see the import
         assert set(got["importance"]) == {"lr", "wd"} and "optuna" in got["after"]
+
+
+def test_importance_over_trials_outside_the_sweeps_space_is_a_reason_not_a_500(api: Any) -> None:
+    """Finished trials whose internal values the sweep's space cannot hold (a client's bug)
+    make ``/importance`` answer null with the reason, not fail."""
+    import pytest
+
+    pytest.importorskip("optuna")
+    sweep = {"id": "sw1", "project": "p", "config": GRID, "created_at": 1.0}
+    assert api.post("/api/v1/sweeps", json=sweep).status_code == 201
+    for n in range(3):
+        trial = {"number": n, "run_id": f"r{n}", "internal": {"lr": 5}, "params": {"lr": 7}}
+        trial |= {"state": "finished", "value": float(n), "created_at": 2.0}
+        assert api.post("/api/v1/sweeps/sw1/trials", json=trial).status_code == 201
+    got = _as(api.get("/api/v1/sweeps/sw1/importance"), 200, ST.SweepImportance)
+    assert got.importance is None and got.reason
