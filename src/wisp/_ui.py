@@ -336,7 +336,9 @@ def _free_port(host: str) -> int:
 class _LocalServer:
     """The real wisp server (``wisp.server.create_app``) under uvicorn in a thread."""
 
-    def __init__(self, db: str, media_dir: str, host: str, port: int) -> None:
+    def __init__(
+        self, db: str, media_dir: str, host: str, port: int, folders: list[str] | None = None
+    ) -> None:
         try:
             import uvicorn
 
@@ -365,6 +367,7 @@ class _LocalServer:
             port=port,
             no_auth=True,
             allowed_hosts=list(LOOPBACK_NAMES),  # no DNS rebinding onto the open local server
+            ui_folders=list(folders or []),  # named on the dashboard's landing page
         )
         # Reads are open on loopback; the importer writes with a key that lives as long as we do.
         self._store = open_store(db)
@@ -427,14 +430,15 @@ def ui(
     os.makedirs(store_dir, exist_ok=True)
     db_path = os.path.join(store_dir, "wisp.db")
     fresh = not os.path.exists(db_path)
+    roots = ui_roots(dir, only)
     server = _LocalServer(
         f"sqlite:///{db_path}",
         os.path.join(store_dir, "media"),
         host,
         port or _free_port(host),
+        folders=roots,
     )
     url = server.url
-    roots = ui_roots(dir, only)
     transport = InProcessTransport(server.app, url)
     index = StatIndex(os.path.join(store_dir, INDEX_FILE), fresh=fresh)
     importer = LocalImporter(

@@ -50,7 +50,8 @@ def _rows_equal(got: list[dict[str, Any]], want: dict[int, dict[str, float]]) ->
 
 
 def test_runs_carry_what_was_logged(world: World) -> None:
-    """Both backends list the project's runs with the logged config, tags, notes and summary."""
+    """Both backends list the project's runs with the logged config (keys in their order),
+    tags, notes and summary."""
     for api in _apis(world):
         runs = api.runs("sweep", order="+created_at")
         assert len(runs) == 4
@@ -58,6 +59,7 @@ def test_runs_carry_what_was_logged(world: World) -> None:
         assert [r.id for r in got] == world.ids
         for i, r in enumerate(got):
             assert r.config == CONFIGS[i]
+            assert list(r.config) == list(CONFIGS[i])  # in the order logged (JSONB sorts keys)
             assert r.tags == TAGS[i]
             assert r.notes == f"note {i}"
             assert r.name == f"run-{i}"

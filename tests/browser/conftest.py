@@ -75,7 +75,7 @@ class Dashboard:
         self.workdir = workdir
 
 
-def start_dashboard(workdir: Path, datadir: Path) -> Dashboard:
+def start_dashboard(workdir: Path, datadir: Path, only: bool = False) -> Dashboard:
     from wisp._ui import ui
 
     ready = threading.Event()
@@ -95,6 +95,7 @@ def start_dashboard(workdir: Path, datadir: Path) -> Dashboard:
                 poll_interval=0.25,
                 stop=stop,
                 ready=on_ready,
+                only=only,
             )
         except Exception as e:  # noqa: BLE001 - surfaced to the test below
             box["error"] = e

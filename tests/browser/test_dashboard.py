@@ -57,6 +57,41 @@ def test_projects_and_runs_table_list_logged_runs(dashboard: Dashboard, page: An
     save_shot(page, shots, "runs-table")
 
 
+def test_landing_page_names_the_folders_wisp_ui_follows(dashboard: Dashboard, page: Any):
+    """The projects page says, on its first screen, which folders `wisp ui` imports runs from."""
+    page.goto(dashboard.url + "/#/")
+    note = page.locator("#ui-folders")
+    note.wait_for()
+    assert str(dashboard.workdir) in note.inner_text()
+    assert str(dashboard.workdir) in note.get_attribute("data-folders").split("\n")
+    box = note.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= page.viewport_size["height"]
+
+
+def test_wisp_ui_in_an_empty_folder_says_which_folder_it_follows(tmp_path: Path, page: Any):
+    """`wisp ui DIR` on a folder with no runs shows "No projects yet" and names that folder."""
+    from tests.browser.conftest import start_dashboard
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    d = start_dashboard(empty, tmp_path / "data", only=True)
+    try:
+        page.goto(d.url + "/#/")
+        page.wait_for_selector("#projects-empty")
+        assert page.locator("#ui-folders").get_attribute("data-folders") == str(empty)
+        assert page.locator("#ui-folders").is_visible()
+    finally:
+        d.stop.set()
+        d.thread.join(30)
+
+
+def test_run_page_lists_the_config_in_the_order_it_was_logged(dashboard: Dashboard, page: Any):
+    """The run page's config table keeps the logged key order (lr before layers), not a-z."""
+    page.goto(dashboard.url + f"/#/p/browser/r/{_run_id(dashboard, 'run-lr0.1')}?tab=overview")
+    page.wait_for_selector("#config th")
+    assert page.locator("#config th").all_inner_texts() == ["lr", "layers"]
+
+
 def test_sorting_by_config_column_orders_rows(dashboard: Dashboard, page: Any):
     """Clicking a config column header sorts ascending, clicking again descending."""
     page.goto(dashboard.url + "/#/p/browser?cols=config.lr,config.layers")

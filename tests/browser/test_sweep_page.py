@@ -45,13 +45,17 @@ def swept(tmp_path: Path) -> Iterator[tuple[Server, str]]:
 def test_sweep_page_shows_best_run_chart_parallel_coordinates_and_importance(
     swept: tuple[Server, str], page: Any, shots: Path
 ) -> None:
-    """The page lists every trial, links the best run, plots the metric and the parameters."""
+    """The page lists every trial, links the best run, plots the metric and the parameters,
+    without waiting for the parameter importance (held back here until the rest is shown)."""
     srv, sweep_id = swept
     trials = srv.get(f"{at(sweep_id)}/trials")["trials"]
     best = min(trials, key=lambda t: t["value"])
+    held: list[Any] = []  # the importance request, answered once the page is checked
+    page.route("**/importance", lambda route: held.append(route))
     page.goto(f"{srv.url}/#/sweeps")
     page.locator(f"#sweeps a[href='#/sweeps/{sweep_id}']").click()  # sweep-page/<id>
     page.wait_for_selector("#sweep-runs")
+    assert page.locator("#sweep-importance").get_attribute("data-pending") == "true"
     assert page.locator("#sweep-runs tbody tr").count() == 6
     link = page.locator("#sweep-best a")
     assert link.get_attribute("href") == f"#/p/sweep-page/r/{best['run_id']}"
@@ -68,6 +72,8 @@ def test_sweep_page_shows_best_run_chart_parallel_coordinates_and_importance(
     assert par.get_attribute("data-lines") == "6"
     assert set(par.get_attribute("data-axes").split(",")) == {"x", "y", "opt", "loss"}
     assert par.locator("polyline").count() == 6
+    assert len(held) == 1 and page.locator("#sweep-importance tr").count() == 0
+    held[0].continue_()
     page.wait_for_selector("#sweep-importance tr[data-param]")
     params = {r.get_attribute("data-param") for r in page.locator("#sweep-importance tr").all()}
     assert params == {"x", "y", "opt"}

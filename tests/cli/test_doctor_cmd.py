@@ -18,7 +18,7 @@ def _checks(res: Any) -> dict[str, dict[str, Any]]:
 def test_doctor_complete_report(tmp_path: Path) -> None:
     """doctor prints one ok/warn/fail line per checklist item, with a fix under every non-ok line."""
     make_run(tmp_path, "wisp.log({'x': 1})")
-    res = wisp_cli("doctor", cwd=tmp_path)
+    res = wisp_cli("doctor", cwd=tmp_path, timeout=240)  # probes get longer under load
     assert res.returncode == 0, res.stdout + res.stderr
     lines = res.stdout.splitlines()
     for name in (
@@ -38,7 +38,7 @@ def test_doctor_complete_report(tmp_path: Path) -> None:
         if line.startswith(("warn", "fail")):
             assert lines[i + 1].strip().startswith("fix: "), line
     assert "\x1b[" not in res.stdout
-    checks = _checks(wisp_cli("doctor", "--json", cwd=tmp_path))
+    checks = _checks(wisp_cli("doctor", "--json", cwd=tmp_path, timeout=240))
     assert checks["torch / CUDA context"]["status"] == "ok"
     assert (
         "no/no" in checks["torch / CUDA context"]["detail"]
@@ -140,3 +140,66 @@ def test_doctor_reports_bad_settings_and_unknown_wisp_variables(tmp_path: Path) 
     ), rows
     assert any(c["status"] == "fail" and "WISP_MODE" in c["detail"] for c in rows), rows
     assert "Traceback" not in res.stderr
+
+
+def _busy(monkeypatch: Any, load: float) -> None:
+    """Pretend the 1-minute load average is ``load`` on 2 CPUs."""
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+
+
+def _slow_children(monkeypatch: Any, tmp_path: Path, body: str) -> None:
+    """Child interpreters started from here run ``body`` first (a ``sitecustomize``)."""
+    site = tmp_path / "site"
+    site.mkdir(parents=True)
+    (site / "sitecustomize.py").write_text(body)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+
+
+def test_probe_deadlines_stretch_with_the_load_average(monkeypatch: Any) -> None:
+    """A deadline is its base on an idle machine, load-per-CPU times longer under load, at most 4x."""
+    from wisp.cli._doctor_cmd import deadline
+
+    for load, want in ((0.3, 1.5), (2.0, 1.5), (6.0, 4.5), (40.0, 6.0)):
+        _busy(monkeypatch, load)
+        assert deadline(1.5) == want, load
+
+
+def _thread_check(tmp_path: Path) -> str:
+    import multiprocessing
+
+    import pytest
+
+    from wisp.cli._doctor_cmd import check_multiprocessing
+
+    if (multiprocessing.get_start_method(allow_none=True) or "fork") != "fork":
+        pytest.skip("the thread probe runs only where the start method is fork")
+    (check,) = check_multiprocessing(str(tmp_path))
+    return check.message
+
+
+def test_thread_probe_slow_from_load_still_counts_the_threads(
+    monkeypatch: Any, tmp_path: Path
+) -> None:
+    """On a loaded machine (load 8 on 2 CPUs) a run in a child that takes 2.5 s, over the
+    idle deadline of 1.5 s, is waited for and its threads are counted."""
+    _busy(monkeypatch, 8.0)
+    _slow_children(monkeypatch, tmp_path, "import time\ntime.sleep(2.5)\n")
+    assert "threads alive during a run" in _thread_check(tmp_path)
+
+
+def test_thread_probe_reports_a_hung_or_failing_child_on_an_idle_machine(
+    monkeypatch: Any, tmp_path: Path
+) -> None:
+    """On an idle machine a child run that hangs is reported after 1.5 s, and one that fails
+    with its error: the longer deadlines under load hide neither."""
+    import time
+
+    _busy(monkeypatch, 0.1)
+    _slow_children(monkeypatch, tmp_path, "import time\ntime.sleep(60)\n")
+    began = time.monotonic()
+    msg = _thread_check(tmp_path)
+    assert "did not finish in 1.5 s" in msg and time.monotonic() - began < 10
+    _slow_children(monkeypatch, tmp_path / "broken", "raise SystemExit('wisp cannot start here')\n")
+    msg = _thread_check(tmp_path)
+    assert "a run in a child process failed" in msg and "wisp cannot start here" in msg

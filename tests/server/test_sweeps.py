@@ -104,3 +104,81 @@ def _base(project: str) -> str:
     from wisp._protocol import project_path
 
     return f"/api/v1{project_path(project)}/sweeps"
+
+
+_FIRST_OPEN = """
+import json, sys, tempfile, urllib.error, urllib.request
+from wisp._ui import _LocalServer, _free_port
+
+HEAVY = ("optuna", "sklearn")
+with tempfile.TemporaryDirectory() as d:
+    srv = _LocalServer(f"sqlite:///{d}/w.db", f"{d}/media", "127.0.0.1", _free_port("127.0.0.1"))
+
+    def call(method, path, body=None):
+        req = urllib.request.Request(
+            srv.url + "/api/v1" + path, method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": "Bearer " + srv.write_key,
+                     "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return json.load(r)
+        except urllib.error.HTTPError as e:
+            sys.exit(f"{method} {path}: HTTP {e.code} {e.read().decode()}")
+
+    grid = {"method": "grid", "metric": {"name": "loss"},
+            "parameters": {"lr": {"values": [1, 2, 3]}, "wd": {"values": [0, 1]}}}
+    call("POST", "/projects/p/sweeps", {"id": "sw", "config": grid, "created_at": 1.0})
+    for n, (lr, wd) in enumerate([(1, 0), (2, 1), (3, 0), (1, 1)]):
+        params, internal = {"lr": lr, "wd": wd}, {"lr": lr - 1, "wd": wd}  # choice indexes
+        call("POST", "/projects/p/sweeps/sw/trials", {
+            "number": n, "run_id": f"r{n}", "internal": internal, "params": params,
+            "state": "finished", "value": lr + 0.1 * wd, "created_at": 2.0, "finished_at": 3.0})
+    for path in ("/sweeps?project=p", "/projects/p/sweeps/sw", "/projects/p/sweeps/sw/trials",
+                 "/projects/p/sweeps/sw/runs"):
+        call("GET", path)  # what the dashboard's sweep pages ask for, importance aside
+    shown = [m for m in HEAVY if m in sys.modules]
+    imp = call("GET", "/projects/p/sweeps/sw/importance")
+    after = [m for m in HEAVY if m in sys.modules]
+    srv.stop()
+print(json.dumps({"shown": shown, "importance": imp["importance"], "after": after}))
+"""
+
+
+def test_a_sweep_page_is_served_without_importing_optuna(tmp_path: Any) -> None:
+    """A fresh server answers the sweep list, a sweep, its trials and its runs without
+    importing Optuna or scikit-learn (seconds on first use); only ``/importance`` does."""
+    import json
+    import subprocess
+    import sys
+    from importlib.util import find_spec
+
+    res = subprocess.run(
+        [sys.executable, "-c", _FIRST_OPEN],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout.splitlines()[-1])
+    assert got["shown"] == []
+    if find_spec("optuna") is not None:  # the check above would see the import
+        assert set(got["importance"]) == {"lr", "wd"} and "optuna" in got["after"]
+
+
+def test_importance_over_trials_outside_the_sweeps_space_is_a_reason_not_a_500(api: Any) -> None:
+    """Finished trials whose internal values the sweep's space cannot hold (a client's bug)
+    make ``/importance`` answer null with the reason, not fail."""
+    import pytest
+
+    pytest.importorskip("optuna")
+    sweep = {"id": "sw1", "config": GRID, "created_at": 1.0}
+    assert api.post(_base("p"), json=sweep).status_code == 201
+    for n in range(3):
+        trial = {"number": n, "run_id": f"r{n}", "internal": {"lr": 5}, "params": {"lr": 7}}
+        trial |= {"state": "finished", "value": float(n), "created_at": 2.0}
+        assert api.post(f"{_base('p')}/sw1/trials", json=trial).status_code == 201
+    got = _as(api.get(f"{_base('p')}/sw1/importance"), 200, ST.SweepImportance)
+    assert got.importance is None and got.reason

@@ -747,7 +747,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Projects with run counts */
+        /** Projects with run counts (and the folders `wisp ui` follows) */
         get: operations["projects"];
         put?: never;
         post?: never;
@@ -2158,6 +2158,7 @@ export interface components {
         };
         /** ProjectList */
         ProjectList: {
+            folders?: string[];
             projects: components["schemas"]["Project"][];
         };
         /** ProjectOut */

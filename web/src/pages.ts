@@ -18,17 +18,25 @@ function setLive(on: boolean): void {
   if (el) el.textContent = on ? "● live" : "";
 }
 
+/** `wisp ui` only: the folders whose runs it imports (the server says; absent on `wisp server`). */
+function followedFolders(folders: string[] | undefined): HTMLElement[] {
+  if (!folders?.length) return [];
+  const items = folders.flatMap((f, i) => [...(i ? [" and "] : []), h("code", {}, f)]);
+  return [h("p", { class: "muted", id: "ui-folders", "data-folders": folders.join("\n") }, "wisp ui follows the runs under ", ...items, ".")];
+}
+
 export function projectsPage(app: HTMLElement): Dispose {
   app.replaceChildren(loading("projects"));
   api
     .projects()
-    .then(({ projects }) => {
+    .then(({ projects, folders }) => {
       if (!projects.length) {
-        app.replaceChildren(emptyState("No projects yet", ["Log a run with ", h("code", {}, "wisp.init(project=...)"), " (or try ", h("code", {}, "make demo"), ") and it shows here."], "projects-empty"));
+        app.replaceChildren(emptyState("No projects yet", ["Log a run with ", h("code", {}, "wisp.init(project=...)"), " (or try ", h("code", {}, "make demo"), ") and it shows here."], "projects-empty"), ...followedFolders(folders));
         return;
       }
       app.replaceChildren(
         h("h1", {}, "Projects"),
+        ...followedFolders(folders),
         h(
           "table",
           { class: "data listing projects", id: "projects" },
@@ -47,9 +55,10 @@ export function projectsPage(app: HTMLElement): Dispose {
   return () => {};
 }
 
-function kvTable(obj: Record<string, unknown>, id: string): HTMLElement {
+/** Key/value rows: the config in the order it was logged, the summary sorted. */
+function kvTable(obj: Record<string, unknown>, id: string, sorted = true): HTMLElement {
   const flat = flatten(obj);
-  const keys = Object.keys(flat).sort();
+  const keys = sorted ? Object.keys(flat).sort() : Object.keys(flat);
   if (!keys.length) return h("p", { class: "muted" }, "—");
   return h("table", { class: "data kv", id }, h("tbody", {}, ...keys.map((k) => h("tr", {}, h("th", {}, k), h("td", {}, fmtNum(flat[k]))))));
 }
@@ -77,7 +86,7 @@ function overview(run: RunDetail): HTMLElement {
     "div",
     { class: "overview", id: "overview" },
     h("div", {}, h("h2", {}, "Run"), h("table", { class: "data kv" }, h("tbody", {}, ...facts.filter((f) => f[1]).map(([k, v]) => h("tr", {}, h("th", {}, k), h("td", {}, v)))))),
-    h("div", {}, h("h2", {}, "Config"), kvTable(run.config ?? {}, "config")),
+    h("div", {}, h("h2", {}, "Config"), kvTable(run.config ?? {}, "config", false)),
     h("div", {}, h("h2", {}, "Summary"), kvTable(run.summary ?? {}, "summary")),
   );
 }

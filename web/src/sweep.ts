@@ -211,7 +211,13 @@ function parallel(trials: Trial[], goal: string, metric: string): HTMLElement {
 
 function importancePanel(imp: Importance | null): HTMLElement {
   const el = h("div", { id: "sweep-importance" });
-  if (imp === null) return el;
+  if (imp === null) {
+    // computed by Optuna on the server (its first answer imports it: seconds); the page
+    // does not wait for it
+    el.dataset.pending = "true";
+    el.append(h("p", { class: "muted" }, "computing parameter importance…"));
+    return el;
+  }
   if (!imp.importance) {
     el.append(h("p", { class: "muted" }, imp.reason ?? "not available"));
     return el;
@@ -285,15 +291,24 @@ export function sweepPage(app: HTMLElement, project: string, sweepId: string): D
   let lastKey = "";
   let imp: Importance | null = null;
   app.replaceChildren(loading("sweep"));
+  // parameter importance arrives on its own: the page never waits for it (the server's first
+  // answer imports Optuna and scikit-learn, seconds on a busy machine)
+  const fetchImportance = (key: string) => {
+    lastKey = key;
+    void sweepApi
+      .importance(project, sweepId)
+      .catch((e) => ({ importance: null, reason: String((e as Error).message) }))
+      .then((got) => {
+        if (disposed || key !== lastKey) return;
+        imp = got;
+        document.getElementById("sweep-importance")?.replaceWith(importancePanel(imp));
+      });
+  };
   const load = async () => {
     const [sweep, { trials }, { runs }] = await Promise.all([sweepApi.one(project, sweepId), sweepApi.trials(project, sweepId), sweepApi.runs(project, sweepId)]);
     if (disposed) return;
     const finished = trials.filter((t) => t.state === "finished").length;
-    if (imp === null || `${finished}` !== lastKey) {
-      imp = await sweepApi.importance(project, sweepId).catch((e) => ({ importance: null, reason: String((e as Error).message) }));
-      lastKey = `${finished}`;
-    }
-    if (disposed) return;
+    if (`${finished}` !== lastKey) fetchImportance(`${finished}`);
     const metric = sweep.config.metric?.name ?? "value";
     const goal = sweep.config.metric?.goal ?? "minimize";
     const onServer = new Map(runs.filter((r) => r.project === sweep.project).map((r) => [r.id, r.key]));

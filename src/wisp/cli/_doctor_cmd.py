@@ -4,7 +4,10 @@ Every check yields one :class:`~wisp._doctor.Check`, the type ``wisp.doctor()``
 uses too (ok / warn / fail, a one-line message and, unless ok, a one-line fix;
 ``--json`` names the message ``detail``).  Slow probes (import timing, torch) run in
 subprocesses concurrently, each with a deadline, so the report stays under
-~2 s in a fresh environment.  ``wisp.doctor()``'s environment checks are appended.
+~2 s in a fresh environment.  The deadlines stretch with the machine's load (:func:`deadline`):
+on a busy shared machine a probe that is only slow is not reported as hung, and on an idle
+one a hung probe is still reported after the base deadline.  ``wisp.doctor()``'s
+environment checks are appended.
 """
 
 from __future__ import annotations
@@ -29,9 +32,28 @@ from wisp.errors import install_hint
 __all__ = ["Check", "cmd_doctor", "run_checks"]
 
 OTHER_TRACKERS = ("wandb", "mlflow", "neptune", "comet_ml", "clearml", "aim", "tensorboardX")
-_DEADLINE = 1.5  # seconds for each subprocess probe
+_DEADLINE = 1.5  # seconds for each subprocess probe on an idle machine (deadline())
 _ENVIRONMENT = ("distributed",)  # wisp.doctor() checks that `wisp doctor` shows
 _TORCH_DEADLINE = 20.0
+_MAX_STRETCH = 4.0  # a deadline grows at most this much with the load
+
+
+def load_factor() -> float:
+    """How much slower than on an idle machine a probe may run here: the 1-minute load
+    average per CPU this process may use, from 1 (idle) to :data:`_MAX_STRETCH`."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average on this platform
+        return 1.0
+    affinity = getattr(os, "sched_getaffinity", None)
+    cpus = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    return min(_MAX_STRETCH, max(1.0, load / max(1, cpus)))
+
+
+def deadline(seconds: float) -> float:
+    """A probe's deadline on this machine now: ``seconds`` on an idle machine, longer under
+    load (:func:`load_factor`)."""
+    return seconds * load_factor()
 
 
 def _py(code: str, timeout: float, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -59,7 +81,7 @@ print(len(sys.modules) - n, dt)
 
 
 def check_import() -> list[Check]:
-    code, out = _py(_IMPORT_PROBE.format(mod="wisp"), _DEADLINE)
+    code, out = _py(_IMPORT_PROBE.format(mod="wisp"), deadline(_DEADLINE))
     if code != 0:
         return [
             Check(
@@ -91,19 +113,20 @@ def check_other_trackers() -> list[Check]:
     if not installed:
         return [Check("other trackers", "ok", "none installed")]
     results: dict[str, str] = {}
+    limit = _DEADLINE  # not stretched: only a figure, and their imports load the machine
 
     def probe(mod: str) -> None:
-        code, out = _py(_IMPORT_PROBE.format(mod=mod), _DEADLINE)
+        code, out = _py(_IMPORT_PROBE.format(mod=mod), limit)
         if code == 0:
             mods, dt = out.split()
             results[mod] = f"{mod} {float(dt) * 1000:.0f} ms/{mods} modules"
         else:
-            results[mod] = f"{mod} >{_DEADLINE:.1f} s" if code == -1 else f"{mod} fails to import"
+            results[mod] = f"{mod} >{limit:.1f} s" if code == -1 else f"{mod} fails to import"
 
     def prober(mod: str) -> Callable[[], None]:
         return lambda: probe(mod)
 
-    _parallel([prober(m) for m in installed], _DEADLINE + 0.5)
+    _parallel([prober(m) for m in installed], limit + 0.5)
     return [Check("other trackers", "ok", ", ".join(results.get(m, m) for m in installed))]
 
 
@@ -129,7 +152,7 @@ print(repr((torch.__version__, torch.version.cuda, before, after, threads)))
 def check_torch(tmp: str) -> list[Check]:
     if find_spec("torch") is None:
         return [Check("torch / CUDA context", "ok", "torch not installed")]
-    code, out = _py(_TORCH_PROBE.format(tmp=tmp), _TORCH_DEADLINE)
+    code, out = _py(_TORCH_PROBE.format(tmp=tmp), deadline(_TORCH_DEADLINE))
     if code != 0:
         return [
             Check(
@@ -177,18 +200,22 @@ def check_multiprocessing(tmp: str) -> list[Check]:
     )
     if method != "fork":
         return [Check("multiprocessing", "ok", f"start method {method!r}")]
+    limit = deadline(_DEADLINE)
     try:
         res = subprocess.run(
             [sys.executable, "-c", _THREAD_PROBE, tmp],
             capture_output=True,
             text=True,
-            timeout=_DEADLINE,
+            timeout=limit,
             check=False,
         )
         count, names = res.stdout.split()
         alive = f"{count} threads alive during a run ({names})"
-    except (subprocess.TimeoutExpired, ValueError):
-        alive = "thread count unknown"
+    except subprocess.TimeoutExpired:  # slow only from load is given longer (deadline())
+        alive = f"thread count unknown: a run in a child process did not finish in {limit:.1f} s"
+    except ValueError:
+        last = res.stderr.strip().splitlines()[-1:] or [f"exit code {res.returncode}"]
+        alive = f"thread count unknown: a run in a child process failed ({last[0]})"
     return [
         Check(
             "multiprocessing",
@@ -434,7 +461,26 @@ def check_settings() -> tuple[Any, list[Check]]:
     return settings, checks or [Check("settings", "ok", "readable")]
 
 
+#: what the probes import when they run, imported before they start: two threads importing
+#: one module at once may see it half initialised ("partially initialized module")
+_PROBE_IMPORTS = (
+    "ast",
+    "email.utils",
+    "multiprocessing",
+    "wisp._doctor",
+    "wisp._reader",
+    "wisp._rundir",
+    "wisp._userconfig",
+    "wisp.cli._remote",
+    "wisp.cli._runs",
+)
+
+
 def run_checks(base: str) -> list[Check]:
+    import importlib
+
+    for name in _PROBE_IMPORTS:
+        importlib.import_module(name)
     settings, setting_checks = check_settings()
     run_base = os.path.abspath(settings.dir or base)
     with tempfile.TemporaryDirectory(prefix="wisp-doctor-") as tmp:
@@ -468,7 +514,7 @@ def run_checks(base: str) -> list[Check]:
 
             return go
 
-        _parallel([job(n, f) for n, f in probes.items()], _TORCH_DEADLINE + 2)
+        _parallel([job(n, f) for n, f in probes.items()], deadline(_TORCH_DEADLINE) + 2)
     out: list[Check] = list(setting_checks)
     for name in probes:
         out += slots.get(name, [Check(name, "warn", "did not finish in time", "")])

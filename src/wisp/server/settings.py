@@ -120,6 +120,9 @@ class ServerSettings:
     static_dir: str = field(default_factory=lambda: str(Path(__file__).with_name("static")))
     migrate: bool = True
     mcp_max_bytes: int = 64 * 1024  # the largest /mcp tool result before it is paged
+    # the folders `wisp ui` imports runs from: ``GET /projects`` names them, so the dashboard's
+    # landing page says where its runs come from (empty on `wisp server`)
+    ui_folders: list[str] = field(default_factory=list)
 
     @property
     def tls(self) -> bool:

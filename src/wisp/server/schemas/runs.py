@@ -276,6 +276,8 @@ class Project(msgspec.Struct):
 
 class ProjectList(msgspec.Struct):
     projects: list[Project]
+    # `wisp ui` only: the folders whose runs it imports (absent on `wisp server`)
+    folders: list[str] | msgspec.UnsetType = msgspec.UNSET
 
 
 class RunsPage(msgspec.Struct):

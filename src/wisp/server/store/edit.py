@@ -15,6 +15,7 @@ from sqlalchemy import delete, select, update
 from wisp._protocol import RecordType
 from wisp.server.store import lineage
 from wisp.server.store import schema as S
+from wisp.server.store.runs import with_config_json
 
 __all__ = ["delete_run", "edit_run", "run_files"]
 
@@ -24,7 +25,8 @@ def edit_run(store: Any, run_id: str, cols: dict[str, Any]) -> dict[str, Any] | 
     None when it is unknown."""
     with store.db.tx() as conn:
         if cols:
-            res = conn.execute(update(S.runs).where(S.runs.c.id == run_id).values(**cols))
+            vals = with_config_json(cols)
+            res = conn.execute(update(S.runs).where(S.runs.c.id == run_id).values(**vals))
             if not res.rowcount:
                 return None
         row = conn.execute(select(S.runs).where(S.runs.c.id == run_id)).first()

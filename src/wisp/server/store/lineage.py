@@ -349,7 +349,9 @@ def restore(conn: Connection, runs: Any, run_id: str, rewind: int, now: float) -
     row = conn.execute(
         select(sa.step, sa.shadow_id).where(sa.run_id == run_id, sa.rewind == rewind)
     ).first()
-    me = conn.execute(select(r.project, r.given_id, r.name, r.config).where(r.id == run_id)).first()
+    me = conn.execute(
+        select(r.project, r.given_id, r.name, r.config, r.config_json).where(r.id == run_id)
+    ).first()
     if me is None:
         return None
     new_id = f"{me[1][:48]}-rewind{rewind}"
@@ -362,7 +364,9 @@ def restore(conn: Connection, runs: Any, run_id: str, rewind: int, now: float) -
         c = table.c
         conn.execute(update(table).where(c.run_id == shadow).values(run_id=key))
     conn.execute(
-        update(S.runs).where(r.id == key).values(config=me[3], state="finished", finished_at=now)
+        update(S.runs)
+        .where(r.id == key)
+        .values(config=me[3], config_json=me[4], state="finished", finished_at=now)
     )
     conn.execute(
         run_lineage.insert(),

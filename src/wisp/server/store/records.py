@@ -22,7 +22,7 @@ from wisp.server.store import lineage
 from wisp.server.store import schema as S
 from wisp.server.store.db import Db
 from wisp.server.store.ingest import Column, Prepared, conflict
-from wisp.server.store.runs import REVIVE, UPDATE_RUN, RunStore
+from wisp.server.store.runs import REVIVE, UPDATE_RUN, RunStore, with_config_json
 
 __all__ = ["RecordStore"]
 
@@ -175,7 +175,7 @@ class RecordStore:
             cols = {k: v for k, v in d["cols"].items() if k != "project"}
             run_vals.update(cols, meta=d["meta"], state="running", finished_at=None)
         elif rec.kind == RecordType.CONFIG:
-            run_vals["config"] = d["config"]
+            run_vals.update(with_config_json({"config": d["config"]}))
         elif rec.kind == RecordType.SUMMARY:  # a fork's: over its view (store.lineage)
             run_vals["summary"] = lineage.view_summary(conn, self.db.dialect, run_id, d["summary"])
         elif rec.kind == RecordType.METRIC:

@@ -23,7 +23,7 @@ from wisp.server.store import schema as S
 from wisp.server.store.db import Db
 from wisp.server.store.projects import ProjectStore
 
-__all__ = ["RunStore"]
+__all__ = ["RunStore", "with_config_json"]
 
 # statements run for every upload, built once (building one costs more than running it)
 _R = S.runs.c
@@ -39,6 +39,12 @@ REVIVE = (
     .where(_R.id == bindparam("run_key"), _R.state == "crashed")
     .values(state="running", finished_at=None)
 )
+
+
+def with_config_json(cols: dict[str, Any]) -> dict[str, Any]:
+    """Run columns with ``config_json`` beside a ``config`` they set: the config in the key
+    order it was logged, which the JSONB ``config`` of PostgreSQL does not keep."""
+    return {**cols, "config_json": cols["config"]} if "config" in cols else cols
 
 
 class RunStore:
@@ -87,7 +93,7 @@ class RunStore:
             "duration": max(0.0, end - m["created_at"]),
             "exit_code": m["exit_code"],
             "heartbeat_at": m["last_seen"],
-            "config": m["config"],
+            "config": m["config"] if m.get("config_json") is None else m["config_json"],
             "summary": m["summary"],
         }
 
@@ -130,7 +136,7 @@ class RunStore:
             "given_id": run_id,
             "gen": secrets.token_hex(8),
             "project": project,
-            **{c: cols.get(c, default) for c, default in taken.items()},
+            **with_config_json({c: cols.get(c, default) for c, default in taken.items()}),
             "exit_code": None,
             "last_seen": now,
             "owner_id": owner,
@@ -191,7 +197,7 @@ class RunStore:
             cur = None if key is None else project  # resolved in that project
         else:
             cur = self._project(conn, run_id)
-        vals = {k: v for k, v in cols.items() if k != "project"}
+        vals = with_config_json({k: v for k, v in cols.items() if k != "project"})
         if cur is None:
             if project is None:
                 raise Problem(422, "invalid", "project: required to create a run", "project")

@@ -49,6 +49,10 @@ runs filter, and its webhook; ``secret`` signs the payloads and is never read ba
 state) and ``deliveries`` (the durable webhook queue and delivery log, claimed with a lease);
 ``runs`` gain ``stepped_at`` (when the run last logged a step: ``stalled``) and an index on
 ``last_seen``.
+
+Alembic ``0020_config_order``: ``runs.config_json``, the config as logged (plain JSON: it keeps
+the key order, which JSONB does not); readers take it, the filters query ``config``; NULL for
+runs written before it (their ``config`` is read).
 """
 
 from __future__ import annotations
@@ -100,6 +104,7 @@ runs = Table(
     Column("given_id", String(64), nullable=False),
     Column("gen", String(16), nullable=True),
     Column("stepped_at", Float, nullable=True),
+    Column("config_json", JSON(), nullable=True),  # ``config`` in its logged key order
     Index("ix_runs_project_created", "project", "created_at"),
     Index("ix_runs_last_seen", "last_seen"),
     UniqueConstraint("project", "given_id", name="uq_runs_project_given"),

@@ -256,12 +256,14 @@ class Api:
         "GET",
         "/projects",
         scope="read",
-        summary="Projects with run counts",
+        summary="Projects with run counts (and the folders `wisp ui` follows)",
         responses={200: T.ProjectList},
     )
     async def projects(self, r: In) -> Response:
         readable = readable_projects(r.request)  # the caller's visibility (auth middleware)
         projects = await run_in_threadpool(self.store.projects, readable)
+        if self.settings.ui_folders:  # `wisp ui`: where its runs come from
+            return json_response({"projects": projects, "folders": self.settings.ui_folders})
         return json_response({"projects": projects})
 
     @endpoint(

@@ -139,9 +139,8 @@ def importance(sweep: dict[str, Any], trials: list[dict[str, Any]]) -> dict[str,
         return {"importance": None, "reason": f"{exc} (on the server)"}
     import optuna  # importable: Controller() checked it (a UsageError above otherwise)
 
-    study = ctl.study(done)
-    try:
-        scores = optuna.importance.get_param_importances(study)
+    try:  # trials a client wrote out of the sweep's space are refused by optuna: a reason
+        scores = optuna.importance.get_param_importances(ctl.study(done))
     except (ValueError, RuntimeError) as exc:
         return {"importance": None, "reason": str(exc)}
     return {
