@@ -251,9 +251,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
     sp.add_argument("-v", "--verbose", action="store_true", help="also say why runs are kept")
 
-    sp = add(
-        "import", "convert wandb, TensorBoard, MLflow, Neptune or Aim runs into wisp runs"
-    )
+    sp = add("import", "convert wandb, TensorBoard, MLflow, Neptune or Aim runs into wisp runs")
     sp.add_argument("source", choices=("wandb", "tensorboard", "mlflow", "neptune", "aim"))
     sp.add_argument(
         "paths",

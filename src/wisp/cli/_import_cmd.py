@@ -1,4 +1,4 @@
-"""``wisp import wandb|tensorboard|mlflow|neptune|aim``: convert other trackers' runs into wisp runs."""
+"""``wisp import wandb|tensorboard|mlflow|neptune|aim``: other trackers' runs as wisp runs."""
 
 from __future__ import annotations
 

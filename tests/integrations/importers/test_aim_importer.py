@@ -95,7 +95,9 @@ def test_runs_params_metrics_contexts_and_tags_round_trip(tmp_path: Path) -> Non
     repo, hashes = write_repo(tmp_path)
     report = import_aim(repo, dir=tmp_path / "out")
     assert not report.failed and len(report.runs) == 3, report.summary()
-    runs = {wisp.open_run(d).metadata["imported_from"]["hash"]: wisp.open_run(d) for d in report.runs}
+    runs = {
+        wisp.open_run(d).metadata["imported_from"]["hash"]: wisp.open_run(d) for d in report.runs
+    }
     assert set(runs) == set(hashes.values())
 
     a = runs[hashes["a"]]
@@ -126,7 +128,12 @@ def test_runs_params_metrics_contexts_and_tags_round_trip(tmp_path: Path) -> Non
     assert times == sorted(times) and times[0] >= a.metadata["created_at"] - 1
 
     b = runs[hashes["b"]]
-    assert (b.project, b.state, b.config, b.metadata["tags"]) == ("exp2", "finished", {"depth": 3}, [])
+    assert (b.project, b.state, b.config, b.metadata["tags"]) == (
+        "exp2",
+        "finished",
+        {"depth": 3},
+        [],
+    )
     assert series(b, "x") == [(0, 0.0), (10, 10.0), (20, 20.0)]
     c = runs[hashes["c"]]
     assert (c.name, c.state) == ("killed", "crashed")

@@ -42,8 +42,8 @@ def _aim() -> tuple[Any, Any, Any]:
     try:
         with warnings.catch_warnings():  # aim's models use SQLAlchemy 1.x names
             warnings.simplefilter("ignore", DeprecationWarning)
-            from aim import Repo, Run  # type: ignore[import-untyped]
-            from aim.sdk.index_manager import RepoIndexManager  # type: ignore[import-untyped]
+            from aim import Repo, Run
+            from aim.sdk.index_manager import RepoIndexManager
     except ImportError as exc:
         raise ImportError(
             "importing Aim runs needs the aim package to read its repository; install it "
@@ -130,8 +130,8 @@ def _points(metric: Any) -> tuple[list[int], tuple[list[Any], list[Any], list[fl
 
 def _left_out(run: Any) -> dict[str, int]:
     """Aim's other sequences (images, texts, distributions, audio, figures) by kind."""
-    from aim.sdk.sequence import Sequence  # type: ignore[import-untyped]
-    from aim.sdk.sequences.sequence_type_map import (  # type: ignore[import-untyped]
+    from aim.sdk.sequence import Sequence
+    from aim.sdk.sequences.sequence_type_map import (
         SEQUENCE_TYPE_MAP,
     )
 
@@ -147,9 +147,7 @@ def _left_out(run: Any) -> dict[str, int]:
     return counts
 
 
-def _import_run(
-    run: Any, repo_path: str, base: str, index: RunIndex, report: ImportReport
-) -> None:
+def _import_run(run: Any, repo_path: str, base: str, index: RunIndex, report: ImportReport) -> None:
     seqs = [(m.name, m.context.to_dict(), _points(m)) for m in run.metrics()]
     run_id = f"aim-{run.hash}"
     fingerprint = _fingerprint(run, seqs)
@@ -203,16 +201,16 @@ def _import_run(
         tags=[str(t) for t in run.tags],
         notes=run.description or None,
     )
-    samples = [{"ts": ts, "values": values} for _s, ts, values in system.rows()]
-    samples.sort(key=lambda s: s["ts"])
+    samples = sorted(((ts, vals) for _s, ts, vals in system.rows()), key=lambda s: s[0])
     last = start
     for step, ts, row in rows.rows():
-        while samples and samples[0]["ts"] <= ts:
-            out.record(RecordType.SYSTEM, samples.pop(0))
+        while samples and samples[0][0] <= ts:
+            t, vals = samples.pop(0)
+            out.record(RecordType.SYSTEM, {"ts": t, "values": vals})
         out.log(step, ts, row)
         last = max(last, ts)
-    for sample in samples:
-        out.record(RecordType.SYSTEM, sample)
+    for t, vals in samples:
+        out.record(RecordType.SYSTEM, {"ts": t, "values": vals})
     end = run.end_time
     run_dir = out.finish(float(end) if end else last, 0 if end else None)
     index.done(run_id, run_dir, "aim", run.hash, fingerprint)
