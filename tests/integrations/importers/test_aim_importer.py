@@ -69,7 +69,10 @@ os._exit(0)  # no close: the run has no end time
 """
 
 
-def write_repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+@pytest.fixture(scope="module")
+def aim_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """One repository written by aim for the module's tests, with its runs' hashes."""
+    tmp_path = tmp_path_factory.mktemp("aim")
     repo = tmp_path / "aimrepo"
     repo.mkdir()
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "AIM_UI_TELEMETRY_ENABLED": "0"}
@@ -87,12 +90,14 @@ def series(run: Any, key: str) -> list[tuple[int, Any]]:
     return list(zip(steps, values, strict=True))
 
 
-def test_runs_params_metrics_contexts_and_tags_round_trip(tmp_path: Path) -> None:
+def test_runs_params_metrics_contexts_and_tags_round_trip(
+    tmp_path: Path, aim_repo: tuple[Path, dict[str, str]]
+) -> None:
     """Every run of a real Aim repository becomes a wisp run with Aim's experiment, name,
     description, tags and params; each (metric, context) keeps every step and value, epochs
     and Aim's system metrics are kept, a run left open is imported crashed, and sequences
     that are not metrics are counted as not imported."""
-    repo, hashes = write_repo(tmp_path)
+    repo, hashes = aim_repo
     report = import_aim(repo, dir=tmp_path / "out")
     assert not report.failed and len(report.runs) == 3, report.summary()
     runs = {
@@ -142,10 +147,12 @@ def test_runs_params_metrics_contexts_and_tags_round_trip(tmp_path: Path) -> Non
     assert report.left_out == {"Aim texts sequences": 1}
 
 
-def test_reimport_leaves_unchanged_runs_and_bad_paths_are_named(tmp_path: Path) -> None:
+def test_reimport_leaves_unchanged_runs_and_bad_paths_are_named(
+    tmp_path: Path, aim_repo: tuple[Path, dict[str, str]]
+) -> None:
     """Importing the same repository again imports nothing new; a folder without .aim
     raises RunFileError naming it."""
-    repo, _hashes = write_repo(tmp_path)
+    repo, _hashes = aim_repo
     first = import_aim(repo, dir=tmp_path / "out")
     again = import_aim(repo / ".aim", dir=tmp_path / "out")
     assert again.runs == [] and sorted(again.unchanged) == sorted(first.runs)
@@ -153,9 +160,9 @@ def test_reimport_leaves_unchanged_runs_and_bad_paths_are_named(tmp_path: Path) 
         import_aim(tmp_path / "missing", dir=tmp_path)
 
 
-def test_wisp_import_aim_command(tmp_path: Path) -> None:
+def test_wisp_import_aim_command(tmp_path: Path, aim_repo: tuple[Path, dict[str, str]]) -> None:
     """`wisp import aim REPO` imports the repository's runs and says how many."""
-    repo, _hashes = write_repo(tmp_path)
+    repo, _hashes = aim_repo
     env = {k: v for k, v in os.environ.items() if not k.startswith("WISP_")}
     out = subprocess.run(
         [sys.executable, "-m", "wisp.cli", "import", "aim", str(repo), "--dir", str(tmp_path / "o")],
