@@ -160,6 +160,27 @@ def test_reimport_leaves_unchanged_runs_and_bad_paths_are_named(
         import_aim(tmp_path / "missing", dir=tmp_path)
 
 
+def test_an_index_in_use_is_named(tmp_path: Path, aim_repo: tuple[Path, dict[str, str]]) -> None:
+    """Runs Aim has not indexed while another process holds the index (aim up) give a
+    RunFileError saying so, not runs imported empty."""
+    import shutil
+
+    import aimrocks
+
+    repo = tmp_path / "copy"
+    shutil.copytree(aim_repo[0], repo)
+    index = repo / ".aim" / "meta" / "index"
+    shutil.rmtree(index)  # no run indexed (Aim rebuilds a missing index the same way)
+    index.mkdir()
+    held = aimrocks.DB(str(index), aimrocks.Options(create_if_missing=True), read_only=False)
+    try:
+        with pytest.raises(wisp.errors.RunFileError, match="is `aim up` or another import"):
+            import_aim(repo, dir=tmp_path / "out")
+    finally:
+        del held
+    assert import_aim(repo, dir=tmp_path / "out").runs  # once it is free
+
+
 def test_wisp_import_aim_command(tmp_path: Path, aim_repo: tuple[Path, dict[str, str]]) -> None:
     """`wisp import aim REPO` imports the repository's runs and says how many."""
     repo, _hashes = aim_repo

@@ -75,11 +75,20 @@ def _repo_path(path: str) -> str:
 
 def _index(repo: Any, manager_cls: Any) -> None:
     """Index the runs Aim's readers would not see yet (as ``aim up`` does on start)."""
+    import aimrocks.errors
+
     manager = manager_cls.get_index_manager(repo)
     index = repo.request_tree("meta", read_only=True)
     stale = [h for h in repo.list_all_runs() if manager._is_run_index_outdated(h, index)]
-    for run_hash in stale:
-        manager.index(run_hash)
+    try:
+        for run_hash in stale:
+            manager.index(run_hash)
+    except aimrocks.errors.RocksIOError as exc:
+        why = exc.args[0].decode(errors="replace") if exc.args else str(exc)
+        raise RunFileError(
+            f"cannot update Aim's index of {repo.path} ({why}): is `aim up` or another "
+            "import using it? Import again once it has indexed the runs, or stop it"
+        ) from exc
     if stale:  # the read-only containers opened before indexing hold the old index
         repo.container_pool.clear()
 
