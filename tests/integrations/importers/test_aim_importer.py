@@ -27,7 +27,8 @@ if importlib.util.find_spec("aim") is None:  # imported by the importer, not at 
 # run is left open, as a killed training script leaves it.
 WRITER = r"""
 import json, os, sys
-from aim import Run, Text
+import numpy as np
+from aim import Distribution, Image, Run, Text
 
 repo, out = sys.argv[1], sys.argv[2]
 seen = {}
@@ -46,6 +47,12 @@ for s in range(6):
         a.track(2.0 / (s + 1), name="loss", step=s, context={"subset": "val"}, epoch=s // 2)
         a.track(0.5 + s / 10, name="acc", step=s, context={"subset": "val", "fold": 1}, epoch=s // 2)
     a.track(0.1 * 0.9**s, name="lr", step=s)
+for s in (0, 3):
+    a.track(Distribution(np.arange(100.0) * (s + 1), bin_count=10), name="w", step=s,
+            context={"layer": "fc"})
+    a.track(Image(np.full((4, 6, 3), 40 * s, np.uint8), caption=f"at {s}"), name="sample", step=s)
+a.track([Image(np.zeros((2, 3), np.uint8)), Image(np.full((2, 3), 255, np.uint8))], name="pair",
+        step=5)
 a.track(12.5, name="__system__cpu", step=0)
 a.track(13.5, name="__system__cpu", step=1)
 seen["a"] = a.hash
@@ -129,6 +136,20 @@ def test_runs_params_metrics_contexts_and_tags_round_trip(
     assert not any(k.startswith("__system") for r in a.history() for k in r)
     cpu = [s["values"] for s in a.records["system"]]
     assert cpu == [{"system/cpu": 12.5}, {"system/cpu": 13.5}]
+    for step, hist in series(a, "w/layer=fc"):
+        assert hist["counts"] == [10] * 10 and len(hist["bins"]) == 11
+        assert hist["bins"][0] == 0 and hist["bins"][-1] == pytest.approx(99.0 * (step + 1))
+    assert [s for s, _ in series(a, "w/layer=fc")] == [0, 3]
+    images = series(a, "sample")
+    assert [(s, i["caption"], i["width"], i["height"]) for s, i in images] == [
+        (0, "at 0", 6, 4), (3, "at 3", 6, 4),
+    ]  # fmt: skip
+    from PIL import Image as PILImage
+
+    pixel = PILImage.open(Path(a.dir) / images[1][1]["path"]).convert("RGB").getpixel((0, 0))
+    assert pixel == (120, 120, 120)
+    [(step, pair)] = series(a, "pair")
+    assert step == 5 and pair["_type"] == "images" and len(pair["items"]) == 2
     times = [r["_timestamp"] for r in a.history()]
     assert times == sorted(times) and times[0] >= a.metadata["created_at"] - 1
 

@@ -12,8 +12,9 @@ is kept in ``imported_from.contexts``); every point keeps its step, the points o
 step share a row stamped with their earliest time.  Epochs become an ``epoch`` value
 in the row (or ``epoch/<key>`` for each key when the metrics of one step disagree).
 Aim's system metrics (``__system__<name>``) become wisp system samples
-``system/<name>``.  Images, texts, distributions, audio and figures are counted as
-not imported.
+``system/<name>``.  Distributions become wisp histograms (Aim's bins and counts),
+images wisp images (the file Aim stored, with its caption; a list of images a gallery),
+keyed like metrics; texts, audio and figures are counted as not imported.
 
 Aim's readers read its index: runs whose index is out of date are indexed first, as
 ``aim up`` does when it starts (that writes Aim's index in the repository, nothing else).
@@ -31,11 +32,14 @@ from typing import Any, TextIO
 from wisp._protocol import RecordType
 from wisp.errors import RunFileError
 from wisp.integrations.importers._progress import ImportReport, Progress, RunIndex
-from wisp.integrations.importers._writeback import ImportedRun
+from wisp.integrations.importers._writeback import Gallery, ImportedRun, MediaBytes, Typed
 
 __all__ = ["import_aim"]
 
 SYSTEM_PREFIX = "__system__"
+MEDIA = ("distributions", "images")  # Aim's sequence kinds imported besides metrics
+_SUFFIX = {"png": ".png", "jpeg": ".jpg", "jpg": ".jpg", "gif": ".gif"}
+Points = tuple[list[int], tuple[list[Any], list[Any], list[float]]]
 
 
 def _aim() -> tuple[Any, Any, Any]:
@@ -120,25 +124,60 @@ class _Rows:
         return out
 
 
-def _fingerprint(run: Any, seqs: list[tuple[str, dict[str, Any], Any]]) -> str:
+def _fingerprint(run: Any, seqs: list[tuple[str, str, dict[str, Any], Points]]) -> str:
     doc = [run.hash, run.end_time, run.name, run.experiment, list(run.tags), run.description]
     doc.append(run.get(..., {}))
-    for name, ctx, (steps, (values, _epochs, times)) in seqs:
-        doc.append([name, ctx, len(steps), steps[-1:], values[-1:], times[-1:]])
+    for kind, name, ctx, (steps, (values, _epochs, times)) in seqs:
+        last = values[-1:] if kind == "metric" else []  # media objects have no stable text
+        doc.append([kind, name, ctx, len(steps), steps[-1:], last, times[-1:]])
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _points(metric: Any) -> tuple[list[int], tuple[list[Any], list[Any], list[float]]]:
-    """(steps, (values, epochs, times)) of one Aim metric."""
+def _points(sequence: Any) -> Points:
+    """(steps, (values, epochs, times)) of one Aim sequence."""
     try:
-        steps, (values, epochs, times) = metric.data.items_list()
+        steps, (values, epochs, times) = sequence.data.items_list()
     except ValueError:  # no points
         return [], ([], [], [])
     return list(steps), (list(values), list(epochs), list(times))
 
 
+def _sequences(run: Any) -> list[tuple[str, str, dict[str, Any], Points]]:
+    """(kind, name, context, points) of the run's metrics, distributions and images."""
+    from aim.sdk.sequence import Sequence
+
+    out = [("metric", m.name, m.context.to_dict(), _points(m)) for m in run.metrics()]
+    getters = {"distributions": run.get_distribution_sequence, "images": run.get_image_sequence}
+    for kind in MEDIA:
+        for name, ctx, _run in run.iter_sequence_info_by_type(
+            Sequence.registry[kind].allowed_dtypes()
+        ):
+            out.append((kind, name, ctx.to_dict(), _points(getters[kind](name, ctx))))
+    return out
+
+
+def _media(value: Any) -> Any:
+    """An Aim Distribution, Image or list of Images as a wisp value; None for others."""
+    from aim.sdk.objects.distribution import Distribution
+    from aim.sdk.objects.image import Image
+
+    if isinstance(value, Distribution):
+        lo, hi = (float(x) for x in value.range)
+        n = int(value.bin_count)
+        counts = [int(c) if float(c).is_integer() else float(c) for c in value.weights]
+        edges = [lo + (hi - lo) * i / n for i in range(n + 1)]
+        return Typed({"_type": "histogram", "bins": edges, "counts": counts, "nan": 0, "inf": 0})
+    if isinstance(value, Image):
+        data = bytes(value.storage["data"].load())  # the encoded file Aim stored
+        suffix = _SUFFIX.get(str(value.format).lower(), ".png")
+        return MediaBytes(data, suffix, int(value.width), int(value.height), value.caption or None)
+    if isinstance(value, list) and value and all(isinstance(v, Image) for v in value):
+        return Gallery([_media(v) for v in value])
+    return None
+
+
 def _left_out(run: Any) -> dict[str, int]:
-    """Aim's other sequences (images, texts, distributions, audio, figures) by kind."""
+    """Aim's other sequences (texts, audio, figures, ...) by kind."""
     from aim.sdk.sequence import Sequence
     from aim.sdk.sequences.sequence_type_map import (
         SEQUENCE_TYPE_MAP,
@@ -148,7 +187,7 @@ def _left_out(run: Any) -> dict[str, int]:
     for kind, cls in Sequence.registry.items():
         dtypes = cls.allowed_dtypes()
         dtypes = (dtypes,) if isinstance(dtypes, str) else dtypes
-        if kind == "metric" or not all(d in SEQUENCE_TYPE_MAP for d in dtypes):
+        if kind in ("metric", *MEDIA) or not all(d in SEQUENCE_TYPE_MAP for d in dtypes):
             continue
         n = sum(1 for _ in run.iter_sequence_info_by_type(dtypes))
         if n:
@@ -157,7 +196,7 @@ def _left_out(run: Any) -> dict[str, int]:
 
 
 def _import_run(run: Any, repo_path: str, base: str, index: RunIndex, report: ImportReport) -> None:
-    seqs = [(m.name, m.context.to_dict(), _points(m)) for m in run.metrics()]
+    seqs = _sequences(run)
     run_id = f"aim-{run.hash}"
     fingerprint = _fingerprint(run, seqs)
     state, existing = index.check(run_id, fingerprint)
@@ -174,8 +213,8 @@ def _import_run(run: Any, repo_path: str, base: str, index: RunIndex, report: Im
     rows, system = _Rows(), _Rows()
     contexts: dict[str, dict[str, Any]] = {}
     points = 0
-    for name, ctx, (steps, (values, epochs, times)) in seqs:
-        if name.startswith(SYSTEM_PREFIX):
+    for kind, name, ctx, (steps, (values, epochs, times)) in seqs:
+        if kind == "metric" and name.startswith(SYSTEM_PREFIX):
             key = "system/" + key_of(name[len(SYSTEM_PREFIX) :], ctx)
             for step, value, ts in zip(steps, values, times, strict=True):
                 system.put(step, float(ts), key, value, None)
@@ -184,8 +223,13 @@ def _import_run(run: Any, repo_path: str, base: str, index: RunIndex, report: Im
         if ctx:
             contexts[key] = {"name": name, "context": ctx}
         for step, value, epoch, ts in zip(steps, values, epochs, times, strict=True):
+            if kind != "metric":
+                value = _media(value)
+                if value is None:
+                    report.leave_out(f"Aim {kind} values of another type")
+                    continue
             rows.put(step, float(ts), key, value, epoch)
-        points += len(steps)
+        points += len(steps) if kind == "metric" else 0
     for what, n in _left_out(run).items():
         report.leave_out(what, n)
     start = float(run.creation_time)
