@@ -153,3 +153,10 @@ def test_table_cells_other_than_images_are_refused() -> None:
     audio = wisp.Audio(np.zeros(80, np.float32), sample_rate=8000)
     with pytest.raises(wisp.UsageError, match="column 'clip', row 0 is Audio"):
         wisp.Table(columns=["id", "clip"], data=[[1, audio]])
+
+
+def test_restore_reads_local_runs_only(tmp_path: Path) -> None:
+    """restore() of a run this machine does not hold is a UsageError naming the folder it
+    searched (wandb downloads the file from its cloud)."""
+    with pytest.raises(wisp.UsageError, match=r"has no saved file 'model\.h5' under"):
+        wisp.restore("model.h5", run_path="team/proj/elsewhere", root=str(tmp_path))
