@@ -132,7 +132,7 @@ def test_export_loop(docs: Docs) -> None:
         assert not [k for k in a["summary"] if k.startswith("_")]  # no _step, _runtime
         assert seen["csv_rows"] == 3 and seen["project"] == "docs" and "docs" in seen["projects"]
         attrs = seen["attrs"]
-        assert attrs["path_is_list"] and attrs["has_metadata"] and attrs["user"] == "str"
+        assert attrs["path_is_list"] and attrs["has_metadata"] and attrs["user"] == ""
         assert attrs["eval_f1"] == 0.6 and attrs["loss_min"] == 0.1 and attrs["last_step"] == 9
         assert attrs["display_name"] == "v1-alpha"
     local, server = got["local"], got["server"]
