@@ -179,9 +179,7 @@ def _media(value: Any) -> Any:
 def _left_out(run: Any) -> dict[str, int]:
     """Aim's other sequences (texts, audio, figures, ...) by kind."""
     from aim.sdk.sequence import Sequence
-    from aim.sdk.sequences.sequence_type_map import (
-        SEQUENCE_TYPE_MAP,
-    )
+    from aim.sdk.sequences.sequence_type_map import SEQUENCE_TYPE_MAP
 
     counts: dict[str, int] = {}
     for kind, cls in Sequence.registry.items():
@@ -193,6 +191,32 @@ def _left_out(run: Any) -> dict[str, int]:
         if n:
             counts[f"Aim {kind} sequences"] = n
     return counts
+
+
+def _collect(
+    seqs: list[tuple[str, str, dict[str, Any], Points]], report: ImportReport
+) -> tuple[_Rows, _Rows, dict[str, dict[str, Any]], int]:
+    """History rows, system samples, each key's context, and the metric points."""
+    rows, system = _Rows(), _Rows()
+    contexts: dict[str, dict[str, Any]] = {}
+    points = 0
+    for kind, name, ctx, (steps, (values, epochs, times)) in seqs:
+        if kind == "metric" and name.startswith(SYSTEM_PREFIX):
+            key = "system/" + key_of(name[len(SYSTEM_PREFIX) :], ctx)
+            for step, value, ts in zip(steps, values, times, strict=True):
+                system.put(step, float(ts), key, value, None)
+            continue
+        key = key_of(name, ctx)
+        if ctx:
+            contexts[key] = {"name": name, "context": ctx}
+        for step, value, epoch, ts in zip(steps, values, epochs, times, strict=True):
+            stored = value if kind == "metric" else _media(value)
+            if stored is None:
+                report.leave_out(f"Aim {kind} values of another type")
+                continue
+            rows.put(step, float(ts), key, stored, epoch)
+        points += len(steps) if kind == "metric" else 0
+    return rows, system, contexts, points
 
 
 def _import_run(run: Any, repo_path: str, base: str, index: RunIndex, report: ImportReport) -> None:
@@ -210,26 +234,7 @@ def _import_run(run: Any, repo_path: str, base: str, index: RunIndex, report: Im
     config = {k: v for k, v in params.items() if not str(k).startswith("__")}
     system_params = dict(params.get("__system_params") or {})
     system_params.pop("env_variables", None)
-    rows, system = _Rows(), _Rows()
-    contexts: dict[str, dict[str, Any]] = {}
-    points = 0
-    for kind, name, ctx, (steps, (values, epochs, times)) in seqs:
-        if kind == "metric" and name.startswith(SYSTEM_PREFIX):
-            key = "system/" + key_of(name[len(SYSTEM_PREFIX) :], ctx)
-            for step, value, ts in zip(steps, values, times, strict=True):
-                system.put(step, float(ts), key, value, None)
-            continue
-        key = key_of(name, ctx)
-        if ctx:
-            contexts[key] = {"name": name, "context": ctx}
-        for step, value, epoch, ts in zip(steps, values, epochs, times, strict=True):
-            if kind != "metric":
-                value = _media(value)
-                if value is None:
-                    report.leave_out(f"Aim {kind} values of another type")
-                    continue
-            rows.put(step, float(ts), key, value, epoch)
-        points += len(steps) if kind == "metric" else 0
+    rows, system, contexts, points = _collect(seqs, report)
     for what, n in _left_out(run).items():
         report.leave_out(what, n)
     start = float(run.creation_time)
