@@ -107,12 +107,13 @@ def test_compat_module_names_that_differ() -> None:
 
 
 def test_save_live_copies_the_file_once(tmp_path: Path) -> None:
-    """save(policy="live") copies the file as it is when saved; later changes are not
-    copied (wandb re-uploads them)."""
+    """save(policy="live") copies the file once, as it is when the writer thread copies it
+    (right after the call); later changes are not copied (wandb re-uploads them)."""
     notes = tmp_path / "notes.txt"
     notes.write_text("first")
     run = wisp.init(project="diff", dir=str(tmp_path / "runs"))
     run.save(str(notes), base_path=str(tmp_path), policy="live")
+    assert run.barrier(30)  # the copy is made on the writer thread, right after the call
     notes.write_text("changed later")
     run.finish()
     assert (Path(run.dir) / "files" / "notes.txt").read_text() == "first"
