@@ -9,7 +9,7 @@ SUM := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 DEMO_STAMP := $(VENV)/.installed-demo-$(SUM)
 DEV_STAMP := $(VENV)/.installed-dev-$(SUM)
 
-.PHONY: demo ui test lint typecheck bench install install-demo clean web chromium nginx api-types
+.PHONY: demo ui test lint typecheck bench install install-demo clean web chromium nginx ultralytics api-types
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -66,6 +66,25 @@ $(NGINX): | $(BIN)/python
 
 nginx: $(NGINX)
 
+# Ultralytics, for the test that runs its wandb callback through wisp's wandb module
+# (tests/integrations/test_wandb_module.py), in a folder of its own that only that test's
+# child process puts on sys.path: .venv/ultralytics, never the venv's site-packages.
+# Ultralytics reads the torchvision distribution's version at import, and PyPI's torchvision
+# is built for CUDA torch: an unpinned one replaces the CPU torch 2.13.0, and torch 2.13's
+# own (0.28.0) does not load its C ops beside the CPU build (the callback never uses them).
+# Installed there with --no-deps: ultralytics, torchvision (for its version), and what the
+# callback's path imports that the dev extra lacks (ultralytics-thop, polars, opencv headless).
+ULTRALYTICS_PKGS := ultralytics==8.4.190 torchvision==0.28.0 ultralytics-thop==2.2.3 \
+  polars==2.1.0 polars-runtime-32==2.1.0 opencv-python-headless==5.0.0.93
+ULTRALYTICS := $(VENV)/ultralytics/.installed-$(shell echo '$(ULTRALYTICS_PKGS)' | cksum | cut -d' ' -f1)
+$(ULTRALYTICS): | $(BIN)/python
+	@echo "make: installing $(ULTRALYTICS_PKGS) into $(VENV)/ultralytics (--no-deps; off sys.path)"
+	rm -rf $(VENV)/ultralytics
+	$(BIN)/python -m pip install -q --no-deps --target $(VENV)/ultralytics $(ULTRALYTICS_PKGS)
+	touch $@
+
+ultralytics: $(ULTRALYTICS)
+
 install: $(DEV_STAMP) web
 
 install-demo: $(DEMO_STAMP) web
@@ -88,7 +107,7 @@ typecheck: install
 	$(BIN)/mypy
 
 # .venv/bin first on PATH: the tests find the unpacked nginx (and the venv's `wisp`) there.
-test: install web chromium nginx lint typecheck
+test: install web chromium nginx ultralytics lint typecheck
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
 # `make bench` runs every benchmark; `make bench ONLY="sdk media"` runs some.

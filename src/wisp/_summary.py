@@ -24,7 +24,25 @@ if TYPE_CHECKING:
 else:
     _MappingBase = MutableMapping
 
-__all__ = ["Summary", "SummaryDict", "nested_get"]
+__all__ = ["Summary", "SummaryDict", "nested", "nested_get"]
+
+
+def nested(view: dict[str, Any]) -> dict[str, Any]:
+    """The stored keys as wandb's nested summary dict: ``eval/f1`` under ``{"eval": {"f1": ..}}``.
+
+    A key under another stored key (``a/b`` beside ``a``) stays flat, so no value is lost.
+    """
+    out: dict[str, Any] = {}
+    for key, value in view.items():
+        parts = key.split("/")
+        if any("/".join(parts[:i]) in view for i in range(1, len(parts))):
+            out[key] = value
+            continue
+        node = out
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+    return out
 
 
 def nested_get(view: dict[str, Any], key: str) -> Any:
@@ -73,7 +91,7 @@ def _under(keys: Any, key: str) -> tuple[str, ...]:
 class SummaryDict(dict):  # type: ignore[type-arg]
     """A stored summary as readers return it (``wisp.open_run``, ``wisp.Api``): a dict of
     the stored keys that reads a prefix of them nested, as the live ``run.summary`` does
-    (``summary["eval"]["f1"]`` for ``eval/f1``); ``_json_dict`` is the plain dict."""
+    (``summary["eval"]["f1"]`` for ``eval/f1``); ``_json_dict`` is the plain nested dict."""
 
     def __getitem__(self, key: str) -> Any:
         if dict.__contains__(self, key):
@@ -95,8 +113,8 @@ class SummaryDict(dict):  # type: ignore[type-arg]
 
     @property
     def _json_dict(self) -> dict[str, Any]:
-        """The summary as a plain dict (what wandb's export loop collects)."""
-        return dict(self)
+        """The summary as wandb's plain nested dict (what wandb's export loop collects)."""
+        return nested(dict(self))
 
 
 class Summary(_MappingBase):
@@ -160,8 +178,8 @@ class Summary(_MappingBase):
 
     @property
     def _json_dict(self) -> dict[str, Any]:
-        """The summary as a plain dict, as wandb's ``summary._json_dict``."""
-        return dict(self._view())
+        """The summary as a plain nested dict, as wandb's ``summary._json_dict``."""
+        return nested(self._view())
 
     def __repr__(self) -> str:
         return f"Summary({self._view()!r})"

@@ -127,12 +127,12 @@ def test_export_loop(docs: Docs) -> None:
         assert set(rows) == {"v1-alpha", "v2-beta", "x-gamma"}, backend
         a = rows["v1-alpha"]
         assert a["config"] == {"lr": 0.01, "opt": "adam"}
-        assert a["summary"]["eval/f1"] == 0.6 and a["summary"]["loss/min"] == 0.1
-        assert a["summary"]["loss/max"] == 1.0 and a["summary"]["acc"] == 0.8
+        assert a["summary"]["eval"] == {"f1": 0.6, "p": 0.5}  # wandb's nested _json_dict
+        assert a["summary"]["loss"] == {"min": 0.1, "max": 1.0} and a["summary"]["acc"] == 0.8
         assert not [k for k in a["summary"] if k.startswith("_")]  # no _step, _runtime
         assert seen["csv_rows"] == 3 and seen["project"] == "docs" and "docs" in seen["projects"]
         attrs = seen["attrs"]
-        assert attrs["path_is_list"] and attrs["has_metadata"] and attrs["user"] == "str"
+        assert attrs["path_is_list"] and attrs["has_metadata"] and attrs["user"] == ""
         assert attrs["eval_f1"] == 0.6 and attrs["loss_min"] == 0.1 and attrs["last_step"] == 9
         assert attrs["display_name"] == "v1-alpha"
     local, server = got["local"], got["server"]

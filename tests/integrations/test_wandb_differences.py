@@ -38,7 +38,7 @@ def test_every_documented_difference_names_an_existing_test() -> None:
     """Each row that differs (or is not supported, or accepted with no effect) names at
     least one test, and each named test exists."""
     rows = _rows()
-    assert len(rows) >= 30
+    assert len(rows) >= 50
     for line in rows:
         refs = _TEST.findall(line)
         assert refs, f"no test named for: {line[:120]}"
@@ -80,3 +80,84 @@ def test_local_history_x_axis_is_the_step(tmp_path: Path) -> None:
     run.finish()
     with wisp.Api(dir=tmp_path) as api, pytest.raises(wisp.UsageError, match="_step"):
         api.run(f"diff/{run.id}").history(x_axis="_timestamp")
+
+
+def test_compat_module_names_that_differ() -> None:
+    """RunDisabled matches no run (disabled runs are wisp.Run); telemetry, _label,
+    require and setup are accepted and do nothing, teardown finishes the run; a wandb
+    integration wisp does not provide is an ImportError."""
+    import importlib
+
+    from wisp import wandb_compat as wandb
+
+    run = wisp.init(project="diff", mode="disabled")
+    assert isinstance(run, wandb.sdk.wandb_run.Run)
+    assert not isinstance(run, wandb.sdk.lib.RunDisabled)
+    run.finish()
+    run = wisp.init(project="diff")
+    with wandb.sdk.lib.telemetry.context(run=run) as tel:
+        tel.feature.anything = True
+    run._label(code="x", repo="y")
+    assert wandb.require("core") is None and wandb.setup() is None
+    assert wisp.run is run
+    wandb.teardown()
+    assert wisp.run is None and wisp.open_run(run.dir).state == "finished"
+    with pytest.raises(ImportError):
+        importlib.import_module("wisp.wandb_compat.integration.xgboost")
+
+
+def test_save_live_copies_the_file_once(tmp_path: Path) -> None:
+    """save(policy="live") copies the file once, as it is when the writer thread copies it
+    (right after the call); later changes are not copied (wandb re-uploads them)."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("first")
+    run = wisp.init(project="diff", dir=str(tmp_path / "runs"))
+    run.save(str(notes), base_path=str(tmp_path), policy="live")
+    assert run.barrier(30)  # the copy is made on the writer thread, right after the call
+    notes.write_text("changed later")
+    run.finish()
+    assert (Path(run.dir) / "files" / "notes.txt").read_text() == "first"
+
+
+def test_config_values_change_without_allow_val_change() -> None:
+    """A config value changes without allow_val_change (wandb raises ConfigError)."""
+    run = wisp.init(project="diff", config={"lr": 0.1})
+    run.config.update({"lr": 0.2})
+    run.config["lr"] = 0.3
+    run.finish()
+    assert wisp.open_run(run.dir).config["lr"] == 0.3
+
+
+def test_image_arguments_wisp_ignores() -> None:
+    """Image's grouping, classes, file_type and normalize are accepted and change nothing:
+    the image stored is the one stored without them."""
+    import numpy as np
+
+    pixels = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    run = wisp.init(project="diff")
+    run.log({"plain": wisp.Image(pixels)})
+    extra = {"grouping": 2, "classes": [{"id": 1, "name": "a"}], "file_type": "jpg"}
+    run.log({"with": wisp.Image(pixels, normalize=False, **extra)})
+    run.finish()
+    rows = list(wisp.open_run(run.dir).history())
+    plain, other = rows[0]["plain"], rows[1]["with"]
+    assert (Path(run.dir) / plain["path"]).read_bytes() == (
+        Path(run.dir) / other["path"]
+    ).read_bytes()
+    assert (other["width"], other["height"]) == (4, 3)
+
+
+def test_table_cells_other_than_images_are_refused() -> None:
+    """A Table cell holding Audio is a UsageError naming the cell (wandb stores it)."""
+    import numpy as np
+
+    audio = wisp.Audio(np.zeros(80, np.float32), sample_rate=8000)
+    with pytest.raises(wisp.UsageError, match="column 'clip', row 0 is Audio"):
+        wisp.Table(columns=["id", "clip"], data=[[1, audio]])
+
+
+def test_restore_reads_local_runs_only(tmp_path: Path) -> None:
+    """restore() of a run this machine does not hold is a UsageError naming the folder it
+    searched (wandb downloads the file from its cloud)."""
+    with pytest.raises(wisp.UsageError, match=r"has no saved file 'model\.h5' under"):
+        wisp.restore("model.h5", run_path="team/proj/elsewhere", root=str(tmp_path))

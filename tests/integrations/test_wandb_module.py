@@ -1,9 +1,11 @@
 """The ``wandb`` compatibility module's names: submodules as attributes, wandb.errors and
 wandb.util, plot_table (as Ultralytics calls it), Molecule, Graph, controller, and
-optuna-integration's callback run unmodified through ``import wandb``."""
+optuna-integration's and Ultralytics' callbacks run unmodified through ``import wandb``."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +143,75 @@ def test_optuna_integration_callback(tmp_path: Path) -> None:
     rows = list(single.history())
     assert [r["_step"] for r in rows] == [0, 1, 2]
     assert [r["loss"] for r in rows] == [t["value"] for t in seen["single"]]
+
+
+def _ultralytics_path() -> Path:
+    """The folder `make` installs ultralytics into (.venv/ultralytics, off sys.path: its
+    torchvision is PyPI's CUDA build); ``TEST_ULTRALYTICS_PATH`` names another."""
+    folder = Path(os.environ.get("TEST_ULTRALYTICS_PATH") or Path(sys.prefix) / "ultralytics")
+    if not (folder / "ultralytics" / "__init__.py").exists():
+        message = f"ultralytics is not installed in {folder} (make ultralytics)"
+        if os.environ.get("CI"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return folder
+
+
+@pytest.mark.slow
+def test_ultralytics_callback_logs_epochs_plots_curves_and_best(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ultralytics' wandb callback, unmodified, driven as its trainer drives it: every
+    epoch's losses, learning rates and metrics at their epoch, the model info, its plots
+    as images, each Precision-Recall/F1/P/R curve of its own DetMetrics as a curve chart
+    whose table is the callback's interpolation of that curve, best.pt as a model
+    artifact aliased best, and the run finished (its teardown finish is a no-op)."""
+    import numpy as np
+
+    monkeypatch.setenv("WISP_CACHE_DIR", str(tmp_path / "cache"))  # the Api reads it here
+    path = os.pathsep.join([str(_ultralytics_path()), WANDB_COMPAT_PATH])
+    env = {"PYTHONPATH": path, "WISP_CACHE_DIR": str(tmp_path / "cache")}
+    seen = run_result([str(SCRIPTS / "ultralytics_callback.py")], tmp_path, env)
+    data = wisp.open_run(seen["run_dir"])
+    assert (data.id, data.name, data.project, data.state) == (
+        seen["run_id"], "train", "ul-proj", "finished",
+    )  # fmt: skip
+    assert {k: data.config[k] for k in seen["args"]} == seen["args"]
+    for epoch, want in enumerate(seen["expected"], start=1):
+        for key, value in want.items():
+            steps, values = data.scalars(key, x="epoch")
+            assert value in [v for s, v in zip(steps, values, strict=True) if s == epoch], key
+    first = next(data.history())
+    assert first["model/parameters"] == seen["params"] and first["epoch"] == 1
+    assert first["model/speed_PyTorch(ms)"] == 1.25 and first["model/GFLOPs"] >= 0
+    for key, size, epoch in (("results", (8, 6), 2), ("PR_curve", (10, 10), 2)):
+        steps, images = data.scalars(key, x="epoch")
+        assert steps == [epoch] and (images[0]["width"], images[0]["height"]) == size, key
+    names = seen["names"]
+    for curve in seen["curves"]:
+        x, y = np.array(curve["x"]), np.array(curve["y"])
+        x_new = np.linspace(x[0], x[-1], 100).round(5)
+        want = [("mean", np.interp(x_new, x, y.mean(axis=0)).round(3), x_new)]
+        want += [(names[i], np.interp(x_new, x, yi), x_new) for i, yi in enumerate(y)]
+        rows = data.table(f"curves/{curve['name']}")
+        assert len(rows) == 100 * (1 + len(names))
+        for n, (cls, ys, xs) in enumerate(want):
+            part = rows[n * 100 : (n + 1) * 100]
+            assert [r["class"] for r in part] == [cls] * 100
+            assert [r["y"] for r in part] == pytest.approx(ys.round(3), abs=1.001e-3)
+            assert [r["x"] for r in part] == pytest.approx(xs.round(3), abs=1.001e-3)
+        chart = data.scalars(f"curves/{curve['name']}")[1][-1]
+        assert chart["chart"] == "curve" and chart["fields"] == {
+            "x": "x",
+            "y": "y",
+            "class": "class",
+        }
+        assert chart["strings"] == {
+            "title": curve["name"], "x-axis-title": curve["titles"][0],
+            "y-axis-title": curve["titles"][1],
+        }  # fmt: skip
+    api = wisp.Api(dir=tmp_path / "train")
+    art = api.artifact(f"ul-proj/run_{data.id}_model:best")
+    assert art.type == "model"
+    root = Path(art.download(root=str(tmp_path / "dl")))
+    assert (root / "best.pt").read_bytes() == Path(seen["best"]).read_bytes()

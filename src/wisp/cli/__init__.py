@@ -251,14 +251,14 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
     sp.add_argument("-v", "--verbose", action="store_true", help="also say why runs are kept")
 
-    sp = add("import", "convert wandb, TensorBoard, MLflow or Neptune runs into wisp runs")
-    sp.add_argument("source", choices=("wandb", "tensorboard", "mlflow", "neptune"))
+    sp = add("import", "convert wandb, TensorBoard, MLflow, Neptune or Aim runs into wisp runs")
+    sp.add_argument("source", choices=("wandb", "tensorboard", "mlflow", "neptune", "aim"))
     sp.add_argument(
         "paths",
         nargs="+",
         metavar="PATH",
         help="wandb run files/dirs, TensorBoard logdirs, an mlruns folder or MLflow server "
-        "URL, or Neptune exporter output folders",
+        "URL, Neptune exporter output folders, or Aim repositories (the folder holding .aim)",
     )
     sp.add_argument("--project", default=None, help="project of the imported runs (TensorBoard)")
     sp.add_argument(

@@ -1,4 +1,4 @@
-"""``wisp import wandb|tensorboard|mlflow|neptune``: convert other trackers' runs into wisp runs."""
+"""``wisp import wandb|tensorboard|mlflow|neptune|aim``: other trackers' runs as wisp runs."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from wisp.integrations import importers
 
     try:
-        if args.source in ("mlflow", "neptune", "wandb"):
+        if args.source in ("mlflow", "neptune", "wandb", "aim"):
             return _report_import(args)
         made = []
         for logdir in args.paths:
@@ -48,6 +48,8 @@ def _report_import(args: argparse.Namespace) -> int:
             report = importers.import_mlflow(
                 path, args.dir, experiments=args.experiment, artifacts=not args.no_files
             )
+        elif args.source == "aim":
+            report = importers.import_aim(path, args.dir)
         else:
             report = importers.import_neptune(path, args.dir, files=not args.no_files)
         args.out.say(report.summary())

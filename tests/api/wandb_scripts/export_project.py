@@ -36,7 +36,7 @@ seen = {
         "display_name": one.display_name,
         "url": one.url,
         "has_metadata": "python" in one.metadata,
-        "user": type(one.user.username).__name__,
+        "user": one.user.username,
         "last_step": one.lastHistoryStep,
         "eval_f1": one.summary["eval"]["f1"],
         "loss_min": one.summary["loss"]["min"],

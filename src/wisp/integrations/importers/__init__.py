@@ -1,21 +1,22 @@
-"""Importers: wandb, TensorBoard, MLflow and Neptune runs become normal wisp run directories.
+"""Importers: wandb, TensorBoard, MLflow, Neptune and Aim runs become normal wisp run directories.
 
     from wisp.integrations.importers import import_wandb, import_tensorboard
     import_wandb(["wandb/"], dir=".")              # run-*.wandb files -> ./wisp/run-*/
     import_tensorboard("runs/", dir=".")           # each event-file folder -> one run
     import_mlflow("mlruns", dir=".")               # or "http://mlflow-server:5000"
     import_neptune("neptune_exports/", dir=".")    # neptune-exporter parquet + files
+    import_aim("path/to/repo", dir=".")            # the folder holding .aim, read by aim
 
-wandb and TensorBoard need the other tool's package to read its files, Neptune
+wandb, TensorBoard and Aim need the other tool's package to read its files, Neptune
 needs ``pyarrow``; MLflow needs nothing.  Each says so when a package is missing.
-``wisp import wandb|tensorboard|mlflow|neptune`` calls these.
+``wisp import wandb|tensorboard|mlflow|neptune|aim`` calls these.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["import_mlflow", "import_neptune", "import_tensorboard", "import_wandb"]
+__all__ = ["import_aim", "import_mlflow", "import_neptune", "import_tensorboard", "import_wandb"]
 
 
 def import_wandb(*args: Any, **kwargs: Any) -> list[str]:
@@ -42,5 +43,12 @@ def import_mlflow(*args: Any, **kwargs: Any) -> Any:
 def import_neptune(*args: Any, **kwargs: Any) -> Any:
     """See :func:`wisp.integrations.importers._neptune.import_neptune`."""
     from wisp.integrations.importers._neptune import import_neptune as run
+
+    return run(*args, **kwargs)
+
+
+def import_aim(*args: Any, **kwargs: Any) -> Any:
+    """See :func:`wisp.integrations.importers._aim.import_aim`."""
+    from wisp.integrations.importers._aim import import_aim as run
 
     return run(*args, **kwargs)

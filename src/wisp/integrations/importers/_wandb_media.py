@@ -22,7 +22,7 @@ import os
 from typing import Any
 
 from wisp._values import Deferred
-from wisp.integrations.importers._writeback import MediaBytes, Typed
+from wisp.integrations.importers._writeback import Gallery, MediaBytes, Typed
 
 __all__ = ["TableFile", "convert_value", "nest"]
 
@@ -142,18 +142,6 @@ def convert_value(value: Any, files_dir: str, skipped: dict[str, int]) -> Any:
                     caption,
                 )
             )
-        return _Gallery(items)
+        return Gallery(items)
     _count(skipped, str(kind))
     return None
-
-
-class _Gallery(Deferred):
-    """Several images at one step (wandb ``images/separated``) as a wisp gallery."""
-
-    __slots__ = ("items",)
-
-    def __init__(self, items: list[MediaBytes]) -> None:
-        self.items = items
-
-    def resolve(self, ctx: Any) -> Any:
-        return {"_type": "images", "items": [item.resolve(ctx) for item in self.items]}

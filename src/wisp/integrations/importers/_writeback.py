@@ -18,7 +18,7 @@ from wisp._run import Run
 from wisp._rundir import RUNS_DIR, dir_name, find_by_id
 from wisp._settings import Settings
 
-__all__ = ["ImportedRun", "Typed", "existing_run_dir"]
+__all__ = ["Gallery", "ImportedRun", "MediaBytes", "Typed", "existing_run_dir"]
 
 
 class Typed(Deferred):
@@ -56,6 +56,18 @@ class MediaBytes(Deferred):
             "height": self.height,
             "caption": self.caption,
         }
+
+
+class Gallery(Deferred):
+    """Several images at one step as a wisp gallery."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[MediaBytes]) -> None:
+        self.items = items
+
+    def resolve(self, ctx: Any) -> Any:
+        return {"_type": "images", "items": [item.resolve(ctx) for item in self.items]}
 
 
 class _Clock:
