@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from typing import Any
+from typing import Any, cast
 
 from wisp.reports._markdown import to_html
 
@@ -156,6 +156,17 @@ def _path(pts: list[tuple[float, float | None]], ax: _Axes) -> str:
     sy = (H - PAD_T - PAD_B) / (ax.y1 - ax.y0)
     x0, y0, bottom = ax.x0, ax.y0, H - PAD_B
     lx, ly = ax.log_x, ax.log_y
+    ys = [y for _, y in pts]
+    if pts and not (lx or ly) and None not in ys:
+        whole = cast("list[float]", ys)
+        if isfinite(sum(whole)):  # no gap: one comprehension
+            xs = [x for x, _ in pts]
+            return "M" + " L".join(
+                [
+                    f"{PAD_L + (x - x0) * sx:.1f},{bottom - (y - y0) * sy:.1f}"
+                    for x, y in zip(xs, whole, strict=True)
+                ]
+            )
     d: list[str] = []
     pen = "M"
     for x, y in pts:
@@ -351,6 +362,11 @@ def _finite(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _finite(x) for k, x in v.items()}
     if isinstance(v, list):
+        try:
+            if math.isfinite(sum(v)):  # numbers only, all finite (anything else: TypeError)
+                return v
+        except TypeError:
+            pass
         return [_finite(x) for x in v]
     return v
 
@@ -375,7 +391,10 @@ def render(report: Any, data: dict[str, Any]) -> str:
             body.append(_panel(got, cols))
         else:
             body.append(to_html(block.text))
-    blob = json.dumps(_finite(data), allow_nan=False, default=str).replace("</", "<\\/")
+    blob = ""
+    if left <= 0:  # a first screen is no export: its data comes with the whole page
+        text = json.dumps(_finite(data), allow_nan=False, default=str).replace("</", "<\\/")
+        blob = f'<script type="application/json" id="wisp-report-data">{text}</script>'
     frozen = [n for n, rs in report.runsets.items() if rs.frozen]
     meta = f"project {report.project}" + (
         f" · frozen run sets: {', '.join(frozen)}" if frozen else ""
@@ -386,6 +405,5 @@ def render(report: Any, data: dict[str, Any]) -> str:
         "img-src data:; style-src 'unsafe-inline'\">"
         f"<title>{html.escape(report.title or 'wisp report')}</title><style>{_CSS}</style></head>"
         f'<body><main><h1 class="title">{html.escape(report.title)}</h1>'
-        f'<div class="meta">{html.escape(meta)}</div>{"".join(body)}</main>'
-        f'<script type="application/json" id="wisp-report-data">{blob}</script></body></html>\n'
+        f'<div class="meta">{html.escape(meta)}</div>{"".join(body)}</main>{blob}</body></html>\n'
     )

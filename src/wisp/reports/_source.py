@@ -9,6 +9,7 @@ Both ride on ``wisp.Api``'s backends (``wisp.api._local`` / ``_server``).
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from wisp.errors import NotFoundError
 __all__ = ["Source", "source_of"]
 
 Series = dict[str, list[Any]]
+Cols = tuple[list[int], list[float], list[float]]
 Media = tuple[int, list[tuple[str, bytes | None]]] | None
 MAX_INLINE_IMAGE = 2 << 20
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif")
@@ -145,47 +147,53 @@ def _downsample(xs: list[float], ys: list[float], buckets: int) -> Series:
     return {k: got[k] for k in ("x", "y", "min", "max")}
 
 
+def _by_step(steps: list[int], values: list[float], hi: int | None, buckets: int) -> Series:
+    """One key's points at steps <= ``hi``, in step order (a key logged twice at a step:
+    logged order), downsampled."""
+    if steps != sorted(steps):  # a resumed run may log steps again: stable sort by step
+        order = sorted(range(len(steps)), key=steps.__getitem__)
+        steps, values = [steps[i] for i in order], [values[i] for i in order]
+    if hi is not None:
+        cut = bisect.bisect_right(steps, hi)
+        steps, values = steps[:cut], values[:cut]
+    return _downsample(steps, values, buckets)  # type: ignore[arg-type]
+
+
 class LocalSource(Source):
     """Runs of a local folder, read with ``open_run`` once each and kept."""
 
     def __init__(self, backend: Any) -> None:
         self.backend = backend
         self.where = backend.root
-        self._points: dict[str, dict[str, tuple[list[int], list[float], list[float]]]] = {}
+        self._points: dict[str, dict[str, Cols]] = {}
+        self._asked: dict[str, set[str] | None] = {}  # keys read per run (None: all)
 
     def list_runs(self, project: str, filters: str) -> list[dict[str, Any]]:
         runs, _ = self.backend.list_runs(project, filters, "created_at", "asc", 10**9, 0)
         return [{**r, "key": r["id"]} for r in runs]
 
-    def _load(self, run: dict[str, Any]) -> dict[str, tuple[list[int], list[float], list[float]]]:
-        """key -> (steps, timestamps, values) of the run's numeric history."""
-        got = self._points.get(run["_dir"])
-        if got is not None:
-            return got
-        data = self.backend._open(run["_dir"])
-        out: dict[str, tuple[list[int], list[float], list[float]]] = {}
-        for row in data.history():
-            step, ts = row["_step"], row["_timestamp"]
-            for k, v in row.items():
-                t = type(v)
-                if t is float or t is int:
-                    col = out.get(k)
-                    if col is None:
-                        if k[0] == "_":
-                            continue
-                        col = out[k] = ([], [], [])
-                    col[0].append(step)
-                    col[1].append(ts)
-                    col[2].append(float(v))
-        self._points[run["_dir"]] = out
-        return out
+    def _load(self, run: dict[str, Any], keys: list[str] | None = None) -> dict[str, Cols]:
+        """key -> (steps, timestamps, values) of the run's numeric history (of ``keys``, or
+        every key), each key's columns read from the run file once."""
+        d = run["_dir"]
+        have = self._points.setdefault(d, {})
+        asked = self._asked.get(d, set())
+        if asked is None:
+            return have
+        missing = None if keys is None else [k for k in keys if k not in asked]
+        if missing == []:
+            return have
+        cols = self.backend._open(d).history_columns(missing)
+        have.update((k, v) for k, v in cols.items() if k[0] != "_")
+        self._asked[d] = None if missing is None else asked | set(missing)
+        return have
 
     def series(
         self, runs: list[dict[str, Any]], keys: list[str], x: str, hi: int | None, buckets: int
     ) -> dict[tuple[str, str], Series]:
         out: dict[tuple[str, str], Series] = {}
         for run in runs:
-            pts = self._load(run)
+            pts = self._load(run, [*keys, x])
             xcol = None if x == "step" or x in _TIME_AXES else pts.get(x)
             if xcol is None and x not in ("step", *_TIME_AXES):
                 continue
@@ -194,14 +202,15 @@ class LocalSource(Source):
                 col = pts.get(key)
                 if col is None:
                     continue
+                if x == "step":
+                    out[(run["id"], key)] = _by_step(col[0], col[2], hi, buckets)
+                    continue
                 xs: list[float] = []
                 ys: list[float] = []
                 for step, ts, v in zip(*col, strict=True):
                     if hi is not None and step > hi:
                         continue
-                    if x == "step":
-                        xs.append(step)
-                    elif x == "time":
+                    if x == "time":
                         xs.append(ts)
                     elif x == "relative":
                         xs.append(ts - float(run.get("created_at") or 0.0))
