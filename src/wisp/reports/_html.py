@@ -37,7 +37,9 @@ table{border-collapse:collapse;font-size:13px;margin:6px 0}td,th{border:1px soli
 padding:3px 8px;text-align:left}th{background:#f4f4f4}.scalar{font-size:40px;font-weight:600}
 .muted{color:#777;font-size:12px}pre{background:#f4f4f4;padding:8px;overflow:auto}
 .media{display:flex;flex-wrap:wrap;gap:10px}.media figure{margin:0;font-size:12px}
-.media img{max-width:220px;display:block}
+.media img{max-width:220px;display:block}.media video{max-width:320px;display:block}
+.media iframe{width:420px;height:260px;border:1px solid #e3e3e3;display:block}
+.media figure{max-width:100%;overflow:auto}
 """
 
 
@@ -318,6 +320,23 @@ def _table(head: list[str], rows: list[list[Any]]) -> str:
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _media(it: dict[str, Any]) -> str:
+    """One logged file of a media panel: an image, an audio or video player, a table, an
+    HTML page in a sandboxed frame (no script runs), or its name when not inlined."""
+    kind, src = it.get("kind", "file"), it.get("src")
+    if kind == "image" and src:
+        return f'<img src="{src}" alt="{html.escape(it["name"])}">'
+    if kind in ("audio", "video") and src:
+        return f'<{kind} controls preload="metadata" src="{src}"></{kind}>'
+    if kind == "html" and "html" in it:
+        return f'<iframe sandbox="" srcdoc="{html.escape(it["html"])}" title="html"></iframe>'
+    if kind == "table" and "table" in it:
+        t = it["table"]
+        more = f'<div class="muted">{len(t["rows"])} of {t["n"]} rows</div>'
+        return _table(t["columns"], t["rows"]) + (more if t["n"] > len(t["rows"]) else "")
+    return f'<span class="file">{html.escape(it["name"])}</span>'
+
+
 def _panel(p: dict[str, Any], cols: dict[str, str]) -> str:
     kind = p["type"]
     if kind == "markdown":
@@ -339,12 +358,11 @@ def _panel(p: dict[str, Any], cols: dict[str, str]) -> str:
     elif kind == "compare":
         inner = _table(["field", *p["runs"]], [[r["field"], *r["values"]] for r in p["rows"]])
     else:
-        figs = []
-        for it in p["items"]:
-            what = it.get("src")
-            img = f'<img src="{what}" alt="">' if what else html.escape(it["name"])
-            figs.append(f"<figure>{img}<figcaption>{html.escape(it['label'])} · step "
-                        f"{it['step']}</figcaption></figure>")  # fmt: skip
+        figs = [
+            f'<figure data-kind="{html.escape(it.get("kind", "file"))}">{_media(it)}'
+            f"<figcaption>{html.escape(it['label'])} · step {it['step']}</figcaption></figure>"
+            for it in p["items"]
+        ]
         inner = (
             f'<div class="media">{"".join(figs)}</div>'
             if figs
@@ -393,7 +411,8 @@ def render(report: Any, data: dict[str, Any]) -> str:
             body.append(to_html(block.text))
     blob = ""
     if left <= 0:  # a first screen is no export: its data comes with the whole page
-        text = json.dumps(_finite(data), allow_nan=False, default=str).replace("</", "<\\/")
+        # no "<" at all in the script element (no "</script>", no "<!--" state)
+        text = json.dumps(_finite(data), allow_nan=False, default=str).replace("<", "\\u003c")
         blob = f'<script type="application/json" id="wisp-report-data">{text}</script>'
     frozen = [n for n, rs in report.runsets.items() if rs.frozen]
     meta = f"project {report.project}" + (
@@ -402,7 +421,7 @@ def render(report: Any, data: dict[str, Any]) -> str:
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "img-src data:; style-src 'unsafe-inline'\">"
+        "img-src data:; media-src data:; style-src 'unsafe-inline'\">"
         f"<title>{html.escape(report.title or 'wisp report')}</title><style>{_CSS}</style></head>"
         f'<body><main><h1 class="title">{html.escape(report.title)}</h1>'
         f'<div class="meta">{html.escape(meta)}</div>{"".join(body)}</main>{blob}</body></html>\n'

@@ -22,8 +22,32 @@ __all__ = ["Source", "source_of"]
 Series = dict[str, list[Any]]
 Cols = tuple[list[int], list[float], list[float]]
 Media = tuple[int, list[tuple[str, bytes | None]]] | None
-MAX_INLINE_IMAGE = 2 << 20
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif")
+MAX_INLINE_IMAGE = 2 << 20  # a media file inlined into a report: at most 2 MiB
+#: suffix -> (how a media panel shows it, its MIME type): the files a report inlines
+MEDIA_KINDS = {
+    ".png": ("image", "image/png"),
+    ".jpg": ("image", "image/jpeg"),
+    ".jpeg": ("image", "image/jpeg"),
+    ".gif": ("image", "image/gif"),
+    ".wav": ("audio", "audio/wav"),
+    ".mp3": ("audio", "audio/mpeg"),
+    ".ogg": ("audio", "audio/ogg"),
+    ".flac": ("audio", "audio/flac"),
+    ".mp4": ("video", "video/mp4"),
+    ".webm": ("video", "video/webm"),
+    ".html": ("html", "text/html"),
+    ".json": ("table", "application/json"),  # media/<hash>.table.json
+}
+
+
+def media_kind(name: str) -> tuple[str, str] | None:
+    """(kind, MIME type) of a media file a report inlines, by its name; None: shown by name."""
+    suffix = os.path.splitext(name)[1].lower()
+    if suffix == ".json" and not name.endswith(".table.json"):
+        return None
+    return MEDIA_KINDS.get(suffix)
+
+
 _TIME_AXES = ("time", "relative")
 _PAGE = 1000
 _IDS_PER_FILTER = 100
@@ -78,8 +102,9 @@ class Source:
         raise NotImplementedError
 
     def media(self, run: dict[str, Any], key: str, hi: int | None, want: int | None) -> Media:
-        """(step, [(file name, its bytes when an image of at most 2 MiB)]) of the last value
-        logged under ``key`` at a step <= ``hi`` and ``want``; None when there is none."""
+        """(step, [(file name, its bytes when of a kind in ``MEDIA_KINDS`` and at most
+        2 MiB)]) of the last value logged under ``key`` at a step <= ``hi`` and ``want``;
+        None when there is none."""
         raise NotImplementedError
 
     def grouped(
@@ -133,7 +158,7 @@ def last_media(
         name = os.path.basename(part["path"])
         suffix = os.path.splitext(name)[1].lower()
         sha = part.get("sha256")
-        data = fetch(sha, suffix) if isinstance(sha, str) and suffix in IMAGE_SUFFIXES else None
+        data = fetch(sha, suffix) if isinstance(sha, str) and media_kind(name) else None
         files.append((name, data))
     return int(last["step"]), files
 
@@ -253,7 +278,7 @@ class LocalSource(Source):
         out: list[tuple[str, bytes | None]] = []
         for path in files:
             small = os.path.exists(path) and os.path.getsize(path) <= MAX_INLINE_IMAGE
-            if small and os.path.splitext(path)[1].lower() in IMAGE_SUFFIXES:
+            if small and media_kind(path):
                 with open(path, "rb") as f:
                     out.append((os.path.basename(path), f.read()))
             else:
