@@ -41,3 +41,26 @@ def test_bisected_buckets_equal_the_point_by_point_rule() -> None:
         ys = [rng.choice(special) if rng.random() < 0.05 else rng.random() for _ in xs]
         buckets = rng.randint(1, 500)
         assert repr(_downsample(xs, ys, buckets)) == repr(_reference(xs, ys, buckets))
+
+
+def test_a_reports_numpy_downsampling_follows_the_same_rule() -> None:
+    """A report's local series (numpy when installed) equal the rule's, unsorted steps and a
+    step bound included."""
+    from wisp.reports._source import _by_step
+
+    rng = random.Random(3)
+    for _ in range(100):
+        n = rng.randint(1, 4000)
+        xs = sorted(rng.sample(range(10 ** rng.randint(1, 6) + n), n))
+        ys = [math.nan if rng.random() < 0.03 else rng.random() for _ in xs]
+        hi = rng.choice([None, xs[len(xs) // 2]])
+        buckets = rng.randint(1, 500)
+        cut = [i for i, x in enumerate(xs) if hi is None or x <= hi]
+        want = _reference([xs[i] for i in cut], [ys[i] for i in cut], buckets)
+        shuffled = list(zip(xs, ys, strict=True))
+        if rng.random() < 0.3:  # out of order: sorted by step first
+            rng.shuffle(shuffled)
+        got = _by_step([p[0] for p in shuffled], [p[1] for p in shuffled], hi, buckets)
+        assert repr({k: got[k] for k in ("x", "y", "min", "max")}) == repr(
+            {k: want[k] for k in ("x", "y", "min", "max")}
+        )

@@ -174,14 +174,49 @@ def _downsample(xs: list[float], ys: list[float], buckets: int) -> Series:
 
 def _by_step(steps: list[int], values: list[float], hi: int | None, buckets: int) -> Series:
     """One key's points at steps <= ``hi``, in step order (a key logged twice at a step:
-    logged order), downsampled."""
-    if steps != sorted(steps):  # a resumed run may log steps again: stable sort by step
-        order = sorted(range(len(steps)), key=steps.__getitem__)
-        steps, values = [steps[i] for i in order], [values[i] for i in order]
+    logged order), downsampled by ``_downsample``'s rule (with numpy when it is installed)."""
+    try:
+        import numpy as np
+    except ImportError:
+        np = None  # type: ignore[assignment]
+    if np is None or len(steps) <= buckets:
+        if steps != sorted(steps):  # a resumed run may log steps again: stable sort by step
+            by = sorted(range(len(steps)), key=steps.__getitem__)
+            steps, values = [steps[i] for i in by], [values[i] for i in by]
+        if hi is not None:
+            cut = bisect.bisect_right(steps, hi)
+            steps, values = steps[:cut], values[:cut]
+        return _downsample(steps, values, buckets)  # type: ignore[arg-type]
+    st, v = np.asarray(steps, np.int64), np.asarray(values, np.float64)
+    if len(st) > 1 and (st[1:] < st[:-1]).any():
+        order = np.argsort(st, kind="stable")
+        st, v = st[order], v[order]
     if hi is not None:
-        cut = bisect.bisect_right(steps, hi)
-        steps, values = steps[:cut], values[:cut]
-    return _downsample(steps, values, buckets)  # type: ignore[arg-type]
+        cut = int(np.searchsorted(st, hi, "right"))
+        st, v = st[:cut], v[:cut]
+    if len(st) <= buckets:
+        return _downsample(st.tolist(), v.tolist(), buckets)
+    lo = int(st[0])
+    width = (int(st[-1]) - lo + 1) / buckets
+    b = np.minimum(((st - lo) / width).astype(np.int64), buckets - 1)
+    first = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+    last = np.r_[first[1:], len(st)] - 1
+    fin = np.where(np.isfinite(v), v, np.nan)
+
+    def listed(a: Any) -> list[Any]:
+        nan = np.isnan(a)
+        if not nan.any():
+            return list(a.tolist())
+        o = a.astype(object)
+        o[nan] = None
+        return list(o.tolist())
+
+    return {
+        "x": st[first].tolist(),
+        "y": v[last].tolist(),
+        "min": listed(np.fmin.reduceat(fin, first)),
+        "max": listed(np.fmax.reduceat(fin, first)),
+    }
 
 
 class LocalSource(Source):
