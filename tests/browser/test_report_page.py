@@ -47,6 +47,15 @@ for lr in (0.1, 0.01, 0.001):
 """
 
 
+def _push(url: str, rid: str, markdown: str) -> None:
+    """PUT a report of project ``rep`` on the ui at ``url``."""
+    req = urllib.request.Request(
+        f"{url}/api/v1/projects/rep/reports/{rid}", json.dumps({"markdown": markdown}).encode(),
+        method="PUT", headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    urllib.request.urlopen(req).close()
+
+
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Dashboard, dict[str, float]]]:
     if not STATIC.exists():
@@ -64,12 +73,7 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Dashboard, di
             if json.load(res)["total"] == 3:
                 break
         time.sleep(0.2)
-    body = json.dumps({"markdown": REPORT}).encode()
-    req = urllib.request.Request(
-        f"{d.url}/api/v1/projects/rep/reports/r1", body, method="PUT",
-        headers={"Content-Type": "application/json"},
-    )  # fmt: skip
-    urllib.request.urlopen(req).close()
+    _push(d.url, "r1", REPORT)
     yield d, lrs
     d.stop.set()
     d.thread.join(30)
@@ -131,12 +135,7 @@ def test_report_page_media_panels_play_audio_and_show_tables(
     text = REPORT.replace("y: [loss]", "type: media").replace("type: line\n", "")
     text = text.replace("type: media", "type: media\nkey: sound")
     text += "\n```wisp-panel\ntype: media\nrunset: slow\nkey: rows\n```\n"
-    body = json.dumps({"markdown": text}).encode()
-    req = urllib.request.Request(
-        f"{d.url}/api/v1/projects/rep/reports/media", body, method="PUT",
-        headers={"Content-Type": "application/json"},
-    )  # fmt: skip
-    urllib.request.urlopen(req).close()
+    _push(d.url, "media", text)
     deadline = time.monotonic() + 60  # the ui uploads the media files after the runs
     while time.monotonic() < deadline:
         with urllib.request.urlopen(f"{d.url}/api/v1/projects/rep/reports/media/html") as res:

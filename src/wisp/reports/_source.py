@@ -203,13 +203,8 @@ def _by_step(steps: list[int], values: list[float], hi: int | None, buckets: int
     last = np.r_[first[1:], len(st)] - 1
     fin = np.where(np.isfinite(v), v, np.nan)
 
-    def listed(a: Any) -> list[Any]:
-        nan = np.isnan(a)
-        if not nan.any():
-            return list(a.tolist())
-        o = a.astype(object)
-        o[nan] = None
-        return list(o.tolist())
+    def listed(a: Any) -> list[Any]:  # NaN (a bucket without a finite value): None
+        return [None if f != f else f for f in a.tolist()]
 
     return {
         "x": st[first].tolist(),

@@ -19,6 +19,7 @@ from sqlalchemy import func, select
 
 from wisp.server.series.buckets import bucket_starts, series, step_range
 from wisp.server.series.grouped import _cells
+from wisp.server.series.grouped import _list as _none_nan
 from wisp.server.store import lineage
 from wisp.server.store import schema as S
 
@@ -26,17 +27,6 @@ __all__ = ["run_series"]
 
 _CHUNK = 900
 Series = dict[str, list[Any]]
-
-
-def _none_nan(a: Any) -> list[Any]:
-    import numpy as np
-
-    nan = np.isnan(a)
-    if not nan.any():
-        return list(a.tolist())
-    o = a.astype(object)
-    o[nan] = None
-    return list(o.tolist())
 
 
 def _special(conn: Any, runs: list[str], a: int, b: int) -> set[str]:
