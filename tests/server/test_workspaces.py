@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -172,36 +171,3 @@ def test_a_workspace_is_stored_as_a_report_without_prose(people: People, store: 
     bad = {"panels": [{"id": "a", "keys": ["x"]}], "filter": "config.lr <"}
     res = alice.post(URL, json={"name": "bad", "spec": bad})
     assert res.status_code == 422 and res.json()["error"]["field"] == "spec"
-
-
-def test_migration_0014_rewrites_saved_workspaces_and_back(tmp_path: Any) -> None:
-    """A workspace row saved before 0014 is rewritten into the report model by the upgrade
-    and read back unchanged through the API's shape; the downgrade restores the old row."""
-    from alembic import command
-    from alembic.config import Config
-    from sqlalchemy import select
-
-    from wisp.reports._workspace import from_stored
-    from wisp.server.store import db as db_mod
-    from wisp.server.store import schema as S
-
-    engine = db_mod.make_engine(f"sqlite:///{tmp_path / 'old.db'}")
-    cfg = Config()
-    cfg.set_main_option("script_location", str(Path(db_mod.__file__).with_name("migrations")))
-    legacy = {**SPEC, "agg": "median", "runs": None}
-    row = {"id": "w1", "project": "p", "name": "old", "owner_id": None, "shared": 1,
-           "spec": legacy, "created_at": 1.0, "updated_at": 1.0}  # fmt: skip
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0013_run_stops")
-        conn.execute(S.workspaces.insert(), [row])
-        command.upgrade(cfg, "0014_workspaces_as_reports")
-        stored = conn.execute(select(S.workspaces.c.spec)).scalar_one()
-        assert stored["report"] == 1 and stored["agg"] == "median"
-        back = from_stored(stored)
-        assert back["group_by"] == legacy["group_by"] and back["filter"] == legacy["filter"]
-        assert [p["keys"] for p in back["panels"]] == [["loss"], ["acc", "val/acc"]]
-        command.downgrade(cfg, "0013_run_stops")
-        old = conn.execute(select(S.workspaces.c.spec)).scalar_one()
-        assert old["panels"][1]["x"] == "epoch" and old["group_by"] == ["config.lr"]
-    engine.dispose()
