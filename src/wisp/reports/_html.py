@@ -90,10 +90,13 @@ class _Axes:
     def __init__(self, xs: list[float], ys: list[float], log_x: bool, log_y: bool) -> None:
         self.log_x = log_x and all(v > 0 for v in xs)
         self.log_y = log_y and all(v > 0 for v in ys)
-        tx = [self._t(v, self.log_x) for v in xs] or [0.0]
-        ty = [self._t(v, self.log_y) for v in ys] or [0.0]
-        self.x0, self.x1 = min(tx), max(tx)
-        self.y0, self.y1 = min(ty), max(ty)
+        # the log of the extremes is the extreme of the logs: two calls, not one per value
+        self.x0, self.x1 = (
+            (self._t(min(xs), self.log_x), self._t(max(xs), self.log_x)) if xs else (0.0, 0.0)
+        )
+        self.y0, self.y1 = (
+            (self._t(min(ys), self.log_y), self._t(max(ys), self.log_y)) if ys else (0.0, 0.0)
+        )
         if self.x1 == self.x0:
             self.x1 = self.x0 + 1
         if self.y1 == self.y0:
