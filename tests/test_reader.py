@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,3 +120,38 @@ def test_a_forked_childs_rows_at_one_step_merge_as_on_the_server() -> None:
         (6, 3.0, {"a": 4}),
         (5, 4.0, {"c": 5}),
     ]
+
+
+def _columns_of_rows(data: wisp.RunData, keys: set[str] | None) -> dict[str, tuple[list[Any], ...]]:
+    out: dict[str, tuple[list[Any], ...]] = {}
+    for row in data.history():
+        for k, v in row.items():
+            if k[0] != "_" and (keys is None or k in keys) and type(v) in (int, float):
+                col = out.setdefault(k, ([], [], []))
+                col[0].append(row["_step"])
+                col[1].append(row["_timestamp"])
+                col[2].append(float(v))
+    return out
+
+
+def test_history_columns_are_the_numeric_values_of_history() -> None:
+    """history_columns gives each key's numeric steps, times and values as history() has
+    them (rows of different keys in one batch, text, None, booleans and NaN included), and
+    only the keys asked when asked."""
+    run = wisp.init()
+    for i in range(3000):
+        row: dict[str, Any] = {"a": i * 0.5, "n": i}
+        if i % 3 == 0:
+            row["b"] = math.nan if i % 9 == 0 else -i
+        if i % 5 == 0:
+            row["mixed"] = ["text", None, True, 2, 2.5][i % 25 // 5]
+        run.log(row, step=i // 2)
+    run.finish()
+    data = wisp.open_run(run.dir)  # type: ignore[arg-type]
+    for keys in (None, ["b", "mixed"], ["nothing"]):
+        want = _columns_of_rows(data, None if keys is None else set(keys))
+        got = data.history_columns(keys)
+        assert set(got) == set(want)
+        for k, cols in want.items():
+            assert repr(got[k]) == repr(cols), k
+    assert data.history_columns(["mixed"])["mixed"][2] == [2.0, 2.5] * 120

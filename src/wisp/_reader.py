@@ -191,6 +191,30 @@ class RunData(LineageView):
                 row.update(values)
                 yield row
 
+    def history_columns(
+        self, keys: list[str] | None = None
+    ) -> dict[str, tuple[list[int], list[float], list[float]]]:
+        """key -> (steps, timestamps, values) of the numeric values of :meth:`history` (of
+        ``keys``, or all), in logged order; no row is built when the history is this file's
+        own records alone."""
+        from wisp._runfile import history_columns
+
+        want = None if keys is None else set(keys)
+        out: dict[str, tuple[list[int], list[float], list[float]]] = {}
+        plain = not (self.ranks or self._extra_rows is not None or self._rewinds)
+        if plain and self._parent is None:
+            for payload in self._history_payloads:
+                history_columns(payload, out, want)
+            return out
+        for step, ts, values in self._rows():
+            for k, v in values.items():
+                if (want is None or k in want) and (type(v) is float or type(v) is int):
+                    col = out.setdefault(k, ([], [], []))
+                    col[0].append(step)
+                    col[1].append(ts)
+                    col[2].append(float(v))
+        return out
+
     def scalars(self, key: str, x: str | None = None) -> tuple[list[Any], list[Any]]:
         """(steps, values) of one metric.
 

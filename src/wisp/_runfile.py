@@ -69,6 +69,7 @@ __all__ = [
     "encode_history",
     "encode_record",
     "frame_types",
+    "history_columns",
     "history_json",
     "iter_records",
     "scan",
@@ -358,6 +359,67 @@ def decode_history(payload: bytes) -> list[list[Any]]:
                 ordered[i] = row
         out.extend(ordered)
     return out
+
+
+Columns = dict[str, tuple[list[int], list[float], list[float]]]
+
+
+def history_columns(payload: bytes, out: Columns, want: set[str] | None = None) -> None:
+    """Append one HISTORY payload's numeric values of the keys in ``want`` (all: None) to
+    ``out`` (key -> (steps, timestamps, values), in logged order), straight from its columns:
+    no row is built, other keys' columns are skipped.  Booleans, text, ``None`` and typed
+    values are left out; integers become floats."""
+    (hlen,) = _U32.unpack_from(payload, 0)
+    header = json.loads(payload[4 : 4 + hlen])
+    pos = 4 + hlen
+    placed: dict[str, list[tuple[int, int, float, float]]] = {}
+    for block in header["blocks"]:
+        n = block["rows"]
+        keys = block["keys"]
+        if want is not None and want.isdisjoint(keys):
+            pos += (4 if block["index"] else 0) * n + 16 * n
+            for code in block["cols"]:
+                pos += 4 + _U32.unpack_from(payload, pos)[0] if code == "j" else 8 * n
+            continue
+        index: list[int] = []
+        if block["index"]:
+            index, pos = _take(payload, pos, "I", n)
+        steps, pos = _take(payload, pos, "q", n)
+        stamps, pos = _take(payload, pos, "d", n)
+        for key, code in zip(keys, block["cols"], strict=True):
+            if want is not None and key not in want:
+                pos += 4 + _U32.unpack_from(payload, pos)[0] if code == "j" else 8 * n
+                continue
+            if code == "j":
+                (length,) = _U32.unpack_from(payload, pos)
+                col = json.loads(payload[pos + 4 : pos + 4 + length])
+                pos += 4 + length
+                rows = [i for i, v in enumerate(col) if type(v) is float or type(v) is int]
+                st, ts = [steps[i] for i in rows], [stamps[i] for i in rows]
+                vs = [float(col[i]) for i in rows]
+                idx = [index[i] for i in rows] if index else []
+            else:
+                vs, pos = _take(payload, pos, code, n)
+                if code == "q":
+                    vs = [float(v) for v in vs]
+                st, ts, idx = steps, stamps, index
+            if idx:  # rows of several blocks interleave: put back in logged order below
+                placed.setdefault(key, []).extend(zip(idx, st, ts, vs, strict=True))
+                continue
+            got = out.get(key)
+            if got is None:
+                out[key] = (list(st), list(ts), list(vs))
+            else:
+                got[0].extend(st)
+                got[1].extend(ts)
+                got[2].extend(vs)
+    for key, pts in placed.items():
+        pts.sort()
+        got = out.setdefault(key, ([], [], []))
+        for _, step, stamp, v in pts:
+            got[0].append(step)
+            got[1].append(stamp)
+            got[2].append(v)
 
 
 def _wire_column(payload: bytes, pos: int, code: str, n: int) -> tuple[list[Any], str, int]:

@@ -37,9 +37,23 @@ for lr in (0.1, 0.01, 0.001):
                     settings={"system_metrics": False, "console": "off", "git": False})
     for s in range(100):
         wisp.log({"loss": 1 / (1 + s * lr), "acc": s / 100}, step=s)
+    if lr == 0.001:  # media at a step, for the media panel
+        import numpy as np
+        tone = (np.sin(np.arange(4000) / 5) * 0.5).astype(np.float32)
+        wisp.log({"sound": wisp.Audio(tone, sample_rate=8000),
+                  "rows": wisp.Table(columns=["a"], data=[["a table cell"]])}, step=99)
     print(run.id, lr)
     run.finish()
 """
+
+
+def _push(url: str, rid: str, markdown: str) -> None:
+    """PUT a report of project ``rep`` on the ui at ``url``."""
+    req = urllib.request.Request(
+        f"{url}/api/v1/projects/rep/reports/{rid}", json.dumps({"markdown": markdown}).encode(),
+        method="PUT", headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    urllib.request.urlopen(req).close()
 
 
 @pytest.fixture(scope="module")
@@ -59,12 +73,7 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Dashboard, di
             if json.load(res)["total"] == 3:
                 break
         time.sleep(0.2)
-    body = json.dumps({"markdown": REPORT}).encode()
-    req = urllib.request.Request(
-        f"{d.url}/api/v1/projects/rep/reports/r1", body, method="PUT",
-        headers={"Content-Type": "application/json"},
-    )  # fmt: skip
-    urllib.request.urlopen(req).close()
+    _push(d.url, "r1", REPORT)
     yield d, lrs
     d.stop.set()
     d.thread.join(30)
@@ -115,3 +124,28 @@ def test_a_new_report_starts_from_a_template_and_is_listed(
     page.locator("#reports tbody tr").nth(1).wait_for()
     titles = page.locator("#reports tbody tr td:first-child").all_inner_texts()
     assert sorted(titles) == ["New report", "Page test"]
+
+
+def test_report_page_media_panels_play_audio_and_show_tables(
+    ui: tuple[Dashboard, dict[str, float]], page: Any
+) -> None:
+    """A media panel on the report page holds an audio player with its sound loaded and a
+    logged table's rows, in the page's sandboxed frame."""
+    d, _ = ui
+    text = REPORT.replace("y: [loss]", "type: media").replace("type: line\n", "")
+    text = text.replace("type: media", "type: media\nkey: sound")
+    text += "\n```wisp-panel\ntype: media\nrunset: slow\nkey: rows\n```\n"
+    _push(d.url, "media", text)
+    deadline = time.monotonic() + 60  # the ui uploads the media files after the runs
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{d.url}/api/v1/projects/rep/reports/media/html") as res:
+            if b"<audio" in res.read():
+                break
+        time.sleep(0.5)
+    page.goto(f"{d.url}/#/p/rep/reports/media")
+    view = page.frame_locator("#report-view")
+    audio = view.locator("figure[data-kind=audio] audio")
+    audio.wait_for()
+    audio.evaluate("a => a.readyState >= 1 || new Promise(r => a.onloadedmetadata = r)")
+    assert audio.evaluate("a => a.duration") == 0.5
+    assert view.locator("figure[data-kind=table] td").inner_text() == "a table cell"

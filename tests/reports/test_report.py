@@ -105,3 +105,43 @@ def test_a_media_panel_inlines_the_last_image_within_the_bounds(tmp_path: Path) 
     (item,) = panel["items"]
     assert item["run"] == run.id and item["step"] == 1
     assert item["src"].startswith("data:image/png;base64,")
+
+
+def test_a_media_panel_shows_audio_video_tables_and_html(tmp_path: Path) -> None:
+    """Audio, video, a table and an HTML page logged at a step are inlined (players as data:
+    URIs, the table's rows, the page's text) and drawn by the export."""
+    import numpy as np
+
+    import wisp
+
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(64))
+    run = wisp.init(project="spiral", mode="offline")
+    tone = (np.sin(np.arange(800) / 5) * 0.5).astype(np.float32)
+    table = wisp.Table(columns=["a", "b"], data=[[i, f"row{i}"] for i in range(150)])
+    values = {
+        "sound": wisp.Audio(tone, sample_rate=8000),
+        "clip": wisp.Video(str(clip)),
+        "rows": table,
+        "page": wisp.Html("<h2>hello from a run</h2><script>alert(1)</script>"),
+    }
+    run.log(values, step=2)
+    run.finish()
+    r = Report(title="m", project="spiral")
+    r.add_runset("all", filter="")
+    for key in values:
+        r.add_panel("media", key=key)
+    sound, video, rows, page = (p["items"][0] for p in r.data(tmp_path)["panels"])
+    assert sound["kind"] == "audio" and sound["src"].startswith("data:audio/wav;base64,")
+    assert video["kind"] == "video" and video["src"].startswith("data:video/mp4;base64,")
+    assert rows["kind"] == "table" and rows["table"]["columns"] == ["a", "b"]
+    assert rows["table"]["n"] == 150 and rows["table"]["rows"][3] == [3, "row3"]
+    assert len(rows["table"]["rows"]) == 100
+    assert page["kind"] == "html" and "hello from a run" in page["html"]
+    html = Path(r.export_html(tmp_path / "m.html", tmp_path)).read_text()
+    assert '<audio controls preload="metadata" src="data:audio/wav' in html
+    assert '<video controls preload="metadata" src="data:video/mp4' in html
+    assert "<td>row3</td>" in html and "100 of 150 rows" in html
+    frame = html.index('<iframe sandbox="" srcdoc="')
+    assert html.index("&lt;h2&gt;hello from a run", frame) < html.index("</iframe>", frame)
+    assert "<script>alert" not in html  # the page's data holds no "<" either

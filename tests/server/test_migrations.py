@@ -152,3 +152,36 @@ def test_sweeps_keyed_by_project_after_0017(fresh_url: str) -> None:
             )
     finally:
         store.close()
+
+
+def test_migration_0014_rewrites_saved_workspaces_and_back(fresh_url: str) -> None:
+    """A workspace row saved before 0014 is rewritten into the report model by the upgrade
+    and read back unchanged through the API's shape; the downgrade restores the old row."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import select
+
+    from tests.server.test_workspaces import SPEC
+    from wisp.reports._workspace import from_stored
+    from wisp.server.store import schema as S
+
+    engine = db_mod.make_engine(fresh_url)
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    legacy = {**SPEC, "agg": "median", "runs": None}
+    row = {"id": "w1", "project": "p", "name": "old", "owner_id": None, "shared": 1,
+           "spec": legacy, "created_at": 1.0, "updated_at": 1.0}  # fmt: skip
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0013_run_stops")
+        conn.execute(S.workspaces.insert(), [row])
+        command.upgrade(cfg, "0014_workspaces_as_reports")
+        stored = conn.execute(select(S.workspaces.c.spec)).scalar_one()
+        assert stored["report"] == 1 and stored["agg"] == "median"
+        back = from_stored(stored)
+        assert back["group_by"] == legacy["group_by"] and back["filter"] == legacy["filter"]
+        assert [p["keys"] for p in back["panels"]] == [["loss"], ["acc", "val/acc"]]
+        command.downgrade(cfg, "0013_run_stops")
+        old = conn.execute(select(S.workspaces.c.spec)).scalar_one()
+        assert old["panels"][1]["x"] == "epoch" and old["group_by"] == ["config.lr"]
+    engine.dispose()

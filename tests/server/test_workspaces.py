@@ -141,3 +141,33 @@ def test_local_no_auth_server_saves_views(settings: Any, store: Any) -> None:
     assert res.status_code == 201, res.text
     assert res.json()["can_edit"] and res.json()["owner"] is None
     assert _ids(local) == {res.json()["id"]}
+
+
+def test_a_workspace_is_stored_as_a_report_without_prose(people: People, store: Any) -> None:
+    """The saved row holds the report's panel model (line panels of one run set, checked by
+    wisp.reports), and the API gives back the workspace as it was saved."""
+    from sqlalchemy import select
+
+    from wisp.reports._panels import Panel
+    from wisp.server.store import schema as S
+
+    alice = people("alice")
+    res = alice.post(URL, json={"name": "as report", "spec": SPEC})
+    assert res.status_code == 201, res.text
+    got = alice.get(f"{URL}/{res.json()['id']}").json()["spec"]
+    for want, have in zip(SPEC["panels"], got["panels"], strict=True):
+        assert {k: have[k] for k in want} == want  # type: ignore[union-attr]
+    assert got["group_by"] == ["config.lr"] and got["band"] == "std" and got["agg"] == "mean"
+    assert got["filter"] == "config.lr < 0.1" and got["runs"] is None
+    with store.engine.connect() as conn:
+        stored = conn.execute(select(S.workspaces.c.spec)).scalar_one()
+    assert stored["report"] == 1
+    assert stored["runsets"] == {"workspace": {"filter": "config.lr < 0.1", "group": "config.lr"}}
+    panels = [Panel.from_yaml({k: v for k, v in p.items()}, "stored") for p in stored["panels"]]
+    assert [(p.type, p.runset, p.options["y"], p.options["band"]) for p in panels] == [
+        ("line", "workspace", ["loss"], "std"),
+        ("line", "workspace", ["acc", "val/acc"], "std"),
+    ]
+    bad = {"panels": [{"id": "a", "keys": ["x"]}], "filter": "config.lr <"}
+    res = alice.post(URL, json={"name": "bad", "spec": bad})
+    assert res.status_code == 422 and res.json()["error"]["field"] == "spec"

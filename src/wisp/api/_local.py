@@ -10,6 +10,7 @@ is refused with the reason.
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 from collections.abc import Iterator
@@ -360,24 +361,32 @@ def _downsample(xs: list[int], ys: list[float], buckets: int) -> dict[str, Any]:
     """At most ``buckets`` equal-width step buckets: first x, last y, min and max.
 
     As on the server, min and max are over finite values (None when a bucket has none).
+    ``xs`` ascend: each bucket is a slice found by bisection, its extremes taken by
+    ``min``/``max`` over the slice (a bucket with a NaN or an infinity filtered first).
     """
     if len(xs) <= buckets:
         return {"x": xs, "y": ys, "min": ys, "max": ys, "raw": True, "count": len(xs)}
     lo, hi = xs[0], xs[-1]
     width = (hi - lo + 1) / buckets
+
+    def index(x: float) -> int:
+        return min(int((x - lo) / width), buckets - 1)
+
     out: dict[str, list[Any]] = {"x": [], "y": [], "min": [], "max": []}
-    cur = -1
-    for x, y in zip(xs, ys, strict=True):
-        b = min(int((x - lo) / width), buckets - 1)
-        if b != cur:
-            cur = b
-            out["x"].append(x)
-            out["y"].append(y)
-            out["min"].append(None)
-            out["max"].append(None)
-        out["y"][-1] = y
-        if math.isfinite(y):
-            mn, mx = out["min"][-1], out["max"][-1]
-            out["min"][-1] = y if mn is None or y < mn else mn
-            out["max"][-1] = y if mx is None or y > mx else mx
+    start, n = 0, len(xs)
+    while start < n:
+        b = index(xs[start])
+        end = bisect.bisect_left(xs, lo + (b + 1) * width, start)
+        while end > start + 1 and index(xs[end - 1]) > b:  # float rounding at the edge
+            end -= 1
+        while end < n and index(xs[end]) == b:
+            end += 1
+        part = ys[start:end]
+        if not math.isfinite(sum(part)):
+            part = [y for y in part if math.isfinite(y)]
+        out["x"].append(xs[start])
+        out["y"].append(ys[end - 1])
+        out["min"].append(min(part) if part else None)
+        out["max"].append(max(part) if part else None)
+        start = end
     return {**out, "raw": False, "count": len(xs)}

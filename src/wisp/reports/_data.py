@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import difflib
 import math
-import os
 import statistics
 import time
 from typing import Any
@@ -28,12 +27,6 @@ __all__ = ["Finding", "field_value", "freeze", "lint", "resolve"]
 
 BUCKETS = 400  # points per line: about a panel's width in pixels, as workspace panels ask
 _MISSING = object()
-_IMAGE_TYPES = {
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".gif": "image/gif",
-}
 
 
 def field_value(run: dict[str, Any], name: str) -> Any:
@@ -237,9 +230,52 @@ def _compare(panel: Panel, runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"runs": [_label(r) for r in runs], "rows": rows}
 
 
+TABLE_ROWS = 100  # rows of a logged table a media panel shows
+
+
+def _table_of(data: bytes) -> dict[str, Any] | None:
+    """A logged table's columns and first rows (``wisp.table`` JSON); a typed cell (an
+    image, a histogram) as ``[image]``; None when the file is no such table."""
+    import json
+
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != "wisp.table":
+        return None
+    rows = [
+        [f"[{c.get('_type', 'value')}]" if isinstance(c, dict) else c for c in row]
+        for row in doc.get("data", [])[:TABLE_ROWS]
+    ]
+    return {"columns": list(doc.get("columns", [])), "rows": rows, "n": len(doc.get("data", []))}
+
+
+def media_item(name: str, data: bytes | None) -> dict[str, Any]:
+    """How a media panel shows one logged file: ``kind`` (image, audio, video, html, table or
+    file) and, when its bytes were inlined, ``src`` (a ``data:`` URI), ``html`` or ``table``."""
+    from wisp.reports._source import media_kind
+
+    kind, mime = media_kind(name) or ("file", "")
+    item: dict[str, Any] = {"name": name, "kind": kind}
+    if data is None or kind == "file":
+        return item
+    if kind == "html":
+        item["html"] = data.decode("utf-8", "replace")
+    elif kind == "table":
+        table = _table_of(data)
+        if table is None:
+            item["kind"] = "file"
+        else:
+            item["table"] = table
+    else:
+        item["src"] = f"data:{mime};base64," + base64.b64encode(data).decode()
+    return item
+
+
 def _media(panel: Panel, rs: RunSet, runs: list[dict[str, Any]], source: Source) -> dict[str, Any]:
-    """Per run, the files logged under ``key`` at its last step within the bounds; images up
-    to 2 MiB inlined as ``data:`` URIs."""
+    """Per run, the files logged under ``key`` at its last step within the bounds: images,
+    audio and video up to 2 MiB inlined as ``data:`` URIs, HTML as text, tables as rows."""
     key = panel.options["key"]
     items: list[dict[str, Any]] = []
     for run in runs:
@@ -249,11 +285,7 @@ def _media(panel: Panel, rs: RunSet, runs: list[dict[str, Any]], source: Source)
         step, files = got
         for name, data in files:
             item: dict[str, Any] = {"run": run["id"], "label": _label(run), "step": step}
-            item["name"] = name
-            mime = _IMAGE_TYPES.get(os.path.splitext(name)[1].lower())
-            if mime and data is not None:
-                item["src"] = f"data:{mime};base64," + base64.b64encode(data).decode()
-            items.append(item)
+            items.append({**item, **media_item(name, data)})
     return {"key": key, "items": items}
 
 

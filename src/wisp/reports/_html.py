@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from typing import Any
+from typing import Any, cast
 
 from wisp.reports._markdown import to_html
 
@@ -37,7 +37,9 @@ table{border-collapse:collapse;font-size:13px;margin:6px 0}td,th{border:1px soli
 padding:3px 8px;text-align:left}th{background:#f4f4f4}.scalar{font-size:40px;font-weight:600}
 .muted{color:#777;font-size:12px}pre{background:#f4f4f4;padding:8px;overflow:auto}
 .media{display:flex;flex-wrap:wrap;gap:10px}.media figure{margin:0;font-size:12px}
-.media img{max-width:220px;display:block}
+.media img{max-width:220px;display:block}.media video{max-width:320px;display:block}
+.media iframe{width:420px;height:260px;border:1px solid #e3e3e3;display:block}
+.media figure{max-width:100%;overflow:auto}
 """
 
 
@@ -88,10 +90,13 @@ class _Axes:
     def __init__(self, xs: list[float], ys: list[float], log_x: bool, log_y: bool) -> None:
         self.log_x = log_x and all(v > 0 for v in xs)
         self.log_y = log_y and all(v > 0 for v in ys)
-        tx = [self._t(v, self.log_x) for v in xs] or [0.0]
-        ty = [self._t(v, self.log_y) for v in ys] or [0.0]
-        self.x0, self.x1 = min(tx), max(tx)
-        self.y0, self.y1 = min(ty), max(ty)
+        # the log of the extremes is the extreme of the logs: two calls, not one per value
+        self.x0, self.x1 = (
+            (self._t(min(xs), self.log_x), self._t(max(xs), self.log_x)) if xs else (0.0, 0.0)
+        )
+        self.y0, self.y1 = (
+            (self._t(min(ys), self.log_y), self._t(max(ys), self.log_y)) if ys else (0.0, 0.0)
+        )
         if self.x1 == self.x0:
             self.x1 = self.x0 + 1
         if self.y1 == self.y0:
@@ -156,6 +161,17 @@ def _path(pts: list[tuple[float, float | None]], ax: _Axes) -> str:
     sy = (H - PAD_T - PAD_B) / (ax.y1 - ax.y0)
     x0, y0, bottom = ax.x0, ax.y0, H - PAD_B
     lx, ly = ax.log_x, ax.log_y
+    ys = [y for _, y in pts]
+    if pts and not (lx or ly) and None not in ys:
+        whole = cast("list[float]", ys)
+        if isfinite(sum(whole)):  # no gap: one comprehension
+            xs = [x for x, _ in pts]
+            return "M" + " L".join(
+                [
+                    f"{PAD_L + (x - x0) * sx:.1f},{bottom - (y - y0) * sy:.1f}"
+                    for x, y in zip(xs, whole, strict=True)
+                ]
+            )
     d: list[str] = []
     pen = "M"
     for x, y in pts:
@@ -307,6 +323,23 @@ def _table(head: list[str], rows: list[list[Any]]) -> str:
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _media(it: dict[str, Any]) -> str:
+    """One logged file of a media panel: an image, an audio or video player, a table, an
+    HTML page in a sandboxed frame (no script runs), or its name when not inlined."""
+    kind, src = it.get("kind", "file"), it.get("src")
+    if kind == "image" and src:
+        return f'<img src="{src}" alt="{html.escape(it["name"])}">'
+    if kind in ("audio", "video") and src:
+        return f'<{kind} controls preload="metadata" src="{src}"></{kind}>'
+    if kind == "html" and "html" in it:
+        return f'<iframe sandbox="" srcdoc="{html.escape(it["html"])}" title="html"></iframe>'
+    if kind == "table" and "table" in it:
+        t = it["table"]
+        more = f'<div class="muted">{len(t["rows"])} of {t["n"]} rows</div>'
+        return _table(t["columns"], t["rows"]) + (more if t["n"] > len(t["rows"]) else "")
+    return f'<span class="file">{html.escape(it["name"])}</span>'
+
+
 def _panel(p: dict[str, Any], cols: dict[str, str]) -> str:
     kind = p["type"]
     if kind == "markdown":
@@ -328,12 +361,11 @@ def _panel(p: dict[str, Any], cols: dict[str, str]) -> str:
     elif kind == "compare":
         inner = _table(["field", *p["runs"]], [[r["field"], *r["values"]] for r in p["rows"]])
     else:
-        figs = []
-        for it in p["items"]:
-            what = it.get("src")
-            img = f'<img src="{what}" alt="">' if what else html.escape(it["name"])
-            figs.append(f"<figure>{img}<figcaption>{html.escape(it['label'])} · step "
-                        f"{it['step']}</figcaption></figure>")  # fmt: skip
+        figs = [
+            f'<figure data-kind="{html.escape(it.get("kind", "file"))}">{_media(it)}'
+            f"<figcaption>{html.escape(it['label'])} · step {it['step']}</figcaption></figure>"
+            for it in p["items"]
+        ]
         inner = (
             f'<div class="media">{"".join(figs)}</div>'
             if figs
@@ -351,6 +383,11 @@ def _finite(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _finite(x) for k, x in v.items()}
     if isinstance(v, list):
+        try:
+            if math.isfinite(sum(v)):  # numbers only, all finite (anything else: TypeError)
+                return v
+        except TypeError:
+            pass
         return [_finite(x) for x in v]
     return v
 
@@ -375,7 +412,11 @@ def render(report: Any, data: dict[str, Any]) -> str:
             body.append(_panel(got, cols))
         else:
             body.append(to_html(block.text))
-    blob = json.dumps(_finite(data), allow_nan=False, default=str).replace("</", "<\\/")
+    blob = ""
+    if left <= 0:  # a first screen is no export: its data comes with the whole page
+        # no "<" at all in the script element (no "</script>", no "<!--" state)
+        text = json.dumps(_finite(data), allow_nan=False, default=str).replace("<", "\\u003c")
+        blob = f'<script type="application/json" id="wisp-report-data">{text}</script>'
     frozen = [n for n, rs in report.runsets.items() if rs.frozen]
     meta = f"project {report.project}" + (
         f" · frozen run sets: {', '.join(frozen)}" if frozen else ""
@@ -383,9 +424,8 @@ def render(report: Any, data: dict[str, Any]) -> str:
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "img-src data:; style-src 'unsafe-inline'\">"
+        "img-src data:; media-src data:; style-src 'unsafe-inline'\">"
         f"<title>{html.escape(report.title or 'wisp report')}</title><style>{_CSS}</style></head>"
         f'<body><main><h1 class="title">{html.escape(report.title)}</h1>'
-        f'<div class="meta">{html.escape(meta)}</div>{"".join(body)}</main>'
-        f'<script type="application/json" id="wisp-report-data">{blob}</script></body></html>\n'
+        f'<div class="meta">{html.escape(meta)}</div>{"".join(body)}</main>{blob}</body></html>\n'
     )

@@ -9,6 +9,7 @@ Both ride on ``wisp.Api``'s backends (``wisp.api._local`` / ``_server``).
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 from collections.abc import Callable
@@ -19,9 +20,34 @@ from wisp.errors import NotFoundError
 __all__ = ["Source", "source_of"]
 
 Series = dict[str, list[Any]]
+Cols = tuple[list[int], list[float], list[float]]
 Media = tuple[int, list[tuple[str, bytes | None]]] | None
-MAX_INLINE_IMAGE = 2 << 20
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif")
+MAX_INLINE_IMAGE = 2 << 20  # a media file inlined into a report: at most 2 MiB
+#: suffix -> (how a media panel shows it, its MIME type): the files a report inlines
+MEDIA_KINDS = {
+    ".png": ("image", "image/png"),
+    ".jpg": ("image", "image/jpeg"),
+    ".jpeg": ("image", "image/jpeg"),
+    ".gif": ("image", "image/gif"),
+    ".wav": ("audio", "audio/wav"),
+    ".mp3": ("audio", "audio/mpeg"),
+    ".ogg": ("audio", "audio/ogg"),
+    ".flac": ("audio", "audio/flac"),
+    ".mp4": ("video", "video/mp4"),
+    ".webm": ("video", "video/webm"),
+    ".html": ("html", "text/html"),
+    ".json": ("table", "application/json"),  # media/<hash>.table.json
+}
+
+
+def media_kind(name: str) -> tuple[str, str] | None:
+    """(kind, MIME type) of a media file a report inlines, by its name; None: shown by name."""
+    suffix = os.path.splitext(name)[1].lower()
+    if suffix == ".json" and not name.endswith(".table.json"):
+        return None
+    return MEDIA_KINDS.get(suffix)
+
+
 _TIME_AXES = ("time", "relative")
 _PAGE = 1000
 _IDS_PER_FILTER = 100
@@ -76,8 +102,9 @@ class Source:
         raise NotImplementedError
 
     def media(self, run: dict[str, Any], key: str, hi: int | None, want: int | None) -> Media:
-        """(step, [(file name, its bytes when an image of at most 2 MiB)]) of the last value
-        logged under ``key`` at a step <= ``hi`` and ``want``; None when there is none."""
+        """(step, [(file name, its bytes when of a kind in ``MEDIA_KINDS`` and at most
+        2 MiB)]) of the last value logged under ``key`` at a step <= ``hi`` and ``want``;
+        None when there is none."""
         raise NotImplementedError
 
     def grouped(
@@ -131,7 +158,7 @@ def last_media(
         name = os.path.basename(part["path"])
         suffix = os.path.splitext(name)[1].lower()
         sha = part.get("sha256")
-        data = fetch(sha, suffix) if isinstance(sha, str) and suffix in IMAGE_SUFFIXES else None
+        data = fetch(sha, suffix) if isinstance(sha, str) and media_kind(name) else None
         files.append((name, data))
     return int(last["step"]), files
 
@@ -145,47 +172,83 @@ def _downsample(xs: list[float], ys: list[float], buckets: int) -> Series:
     return {k: got[k] for k in ("x", "y", "min", "max")}
 
 
+def _by_step(steps: list[int], values: list[float], hi: int | None, buckets: int) -> Series:
+    """One key's points at steps <= ``hi``, in step order (a key logged twice at a step:
+    logged order), downsampled by ``_downsample``'s rule (with numpy when it is installed)."""
+    try:
+        import numpy as np
+    except ImportError:
+        np = None  # type: ignore[assignment]
+    if np is None or len(steps) <= buckets:
+        if steps != sorted(steps):  # a resumed run may log steps again: stable sort by step
+            by = sorted(range(len(steps)), key=steps.__getitem__)
+            steps, values = [steps[i] for i in by], [values[i] for i in by]
+        if hi is not None:
+            cut = bisect.bisect_right(steps, hi)
+            steps, values = steps[:cut], values[:cut]
+        return _downsample(steps, values, buckets)  # type: ignore[arg-type]
+    st, v = np.asarray(steps, np.int64), np.asarray(values, np.float64)
+    if len(st) > 1 and (st[1:] < st[:-1]).any():
+        order = np.argsort(st, kind="stable")
+        st, v = st[order], v[order]
+    if hi is not None:
+        cut = int(np.searchsorted(st, hi, "right"))
+        st, v = st[:cut], v[:cut]
+    if len(st) <= buckets:
+        return _downsample(st.tolist(), v.tolist(), buckets)
+    lo = int(st[0])
+    width = (int(st[-1]) - lo + 1) / buckets
+    b = np.minimum(((st - lo) / width).astype(np.int64), buckets - 1)
+    first = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+    last = np.r_[first[1:], len(st)] - 1
+    fin = np.where(np.isfinite(v), v, np.nan)
+
+    def listed(a: Any) -> list[Any]:  # NaN (a bucket without a finite value): None
+        return [None if f != f else f for f in a.tolist()]
+
+    return {
+        "x": st[first].tolist(),
+        "y": v[last].tolist(),
+        "min": listed(np.fmin.reduceat(fin, first)),
+        "max": listed(np.fmax.reduceat(fin, first)),
+    }
+
+
 class LocalSource(Source):
     """Runs of a local folder, read with ``open_run`` once each and kept."""
 
     def __init__(self, backend: Any) -> None:
         self.backend = backend
         self.where = backend.root
-        self._points: dict[str, dict[str, tuple[list[int], list[float], list[float]]]] = {}
+        self._points: dict[str, dict[str, Cols]] = {}
+        self._asked: dict[str, set[str] | None] = {}  # keys read per run (None: all)
 
     def list_runs(self, project: str, filters: str) -> list[dict[str, Any]]:
         runs, _ = self.backend.list_runs(project, filters, "created_at", "asc", 10**9, 0)
         return [{**r, "key": r["id"]} for r in runs]
 
-    def _load(self, run: dict[str, Any]) -> dict[str, tuple[list[int], list[float], list[float]]]:
-        """key -> (steps, timestamps, values) of the run's numeric history."""
-        got = self._points.get(run["_dir"])
-        if got is not None:
-            return got
-        data = self.backend._open(run["_dir"])
-        out: dict[str, tuple[list[int], list[float], list[float]]] = {}
-        for row in data.history():
-            step, ts = row["_step"], row["_timestamp"]
-            for k, v in row.items():
-                t = type(v)
-                if t is float or t is int:
-                    col = out.get(k)
-                    if col is None:
-                        if k[0] == "_":
-                            continue
-                        col = out[k] = ([], [], [])
-                    col[0].append(step)
-                    col[1].append(ts)
-                    col[2].append(float(v))
-        self._points[run["_dir"]] = out
-        return out
+    def _load(self, run: dict[str, Any], keys: list[str] | None = None) -> dict[str, Cols]:
+        """key -> (steps, timestamps, values) of the run's numeric history (of ``keys``, or
+        every key), each key's columns read from the run file once."""
+        d = run["_dir"]
+        have = self._points.setdefault(d, {})
+        asked = self._asked.get(d, set())
+        if asked is None:
+            return have
+        missing = None if keys is None else [k for k in keys if k not in asked]
+        if missing == []:
+            return have
+        cols = self.backend._open(d).history_columns(missing)
+        have.update((k, v) for k, v in cols.items() if k[0] != "_")
+        self._asked[d] = None if missing is None else asked | set(missing)
+        return have
 
     def series(
         self, runs: list[dict[str, Any]], keys: list[str], x: str, hi: int | None, buckets: int
     ) -> dict[tuple[str, str], Series]:
         out: dict[tuple[str, str], Series] = {}
         for run in runs:
-            pts = self._load(run)
+            pts = self._load(run, [*keys, x])
             xcol = None if x == "step" or x in _TIME_AXES else pts.get(x)
             if xcol is None and x not in ("step", *_TIME_AXES):
                 continue
@@ -194,14 +257,15 @@ class LocalSource(Source):
                 col = pts.get(key)
                 if col is None:
                     continue
+                if x == "step":
+                    out[(run["id"], key)] = _by_step(col[0], col[2], hi, buckets)
+                    continue
                 xs: list[float] = []
                 ys: list[float] = []
                 for step, ts, v in zip(*col, strict=True):
                     if hi is not None and step > hi:
                         continue
-                    if x == "step":
-                        xs.append(step)
-                    elif x == "time":
+                    if x == "time":
                         xs.append(ts)
                     elif x == "relative":
                         xs.append(ts - float(run.get("created_at") or 0.0))
@@ -244,7 +308,7 @@ class LocalSource(Source):
         out: list[tuple[str, bytes | None]] = []
         for path in files:
             small = os.path.exists(path) and os.path.getsize(path) <= MAX_INLINE_IMAGE
-            if small and os.path.splitext(path)[1].lower() in IMAGE_SUFFIXES:
+            if small and media_kind(path):
                 with open(path, "rb") as f:
                     out.append((os.path.basename(path), f.read()))
             else:

@@ -9,7 +9,7 @@ import { debounce, fmtTime, h } from "../util";
 import { newReportId, reportApi, type ReportDoc } from "./api";
 
 type Dispose = () => void;
-const FIRST = 3; // panels drawn before the rest of a report
+const FIRST = 2; // panels drawn before the rest of a report (about a screen)
 
 function template(project: string): string {
   return [
@@ -156,6 +156,9 @@ export function reportPage(app: HTMLElement, r: Route, project: string, id: stri
   const version = Number(r.params.get("version")) || null;
   let stop: Dispose = () => {};
   app.replaceChildren(h("p", { class: "muted" }, "Loading report…"));
+  // the first screen (FIRST panels) is asked for with the document, not after it
+  const firstScreen = r.params.get("edit") ? null : reportApi.html(project, id, version, FIRST);
+  firstScreen?.catch(() => {}); // its failure is the document's, reported once below
   reportApi
     .get(project, id, version)
     .then(async (doc) => {
@@ -163,8 +166,8 @@ export function reportPage(app: HTMLElement, r: Route, project: string, id: stri
         stop = editor(app, project, id, doc);
         return;
       }
-      // the first screen first (FIRST panels), then the whole report in its place
-      let html = await reportApi.html(project, id, version, FIRST);
+      // the first screen first, then the whole report in its place
+      const html = await (firstScreen ?? reportApi.html(project, id, version, FIRST));
       const edit = h("button", { id: "report-edit" }, "Edit");
       edit.addEventListener("click", () => (location.hash = href(["p", project, "reports", id], { edit: "1" })));
       const freeze = h("button", { id: "report-freeze", title: "pin each run set to its runs and last step, as a new version" }, "Freeze");
@@ -172,7 +175,12 @@ export function reportPage(app: HTMLElement, r: Route, project: string, id: stri
         reportApi.freeze(project, id).then(() => window.dispatchEvent(new HashChangeEvent("hashchange")), (e) => fail(app, e));
       });
       const exp = h("button", { id: "report-export" }, "Export HTML");
-      exp.addEventListener("click", () => download(`${id}-v${doc.version}.html`, html));
+      // the first screen carries no data: the export is always the whole page
+      let whole: Promise<string> | null = null;
+      const wholePage = () => (whole ??= reportApi.html(project, id, version));
+      exp.addEventListener("click", () => {
+        wholePage().then((page) => download(`${id}-v${doc.version}.html`, page), (e) => fail(app, e));
+      });
       const view = frame("report-view", html);
       const meta = `version ${doc.version} of ${doc.latest} · ${doc.author ?? "—"} · ${fmtTime(doc.created_at)}`;
       const hist = h("section", { id: "report-history" });
@@ -182,10 +190,8 @@ export function reportPage(app: HTMLElement, r: Route, project: string, id: stri
         hist,
       );
       versions(hist, project, id, doc);
-      if (html.includes('class="muted more"')) {
-        html = await reportApi.html(project, id, version);
-        view.srcdoc = html;
-      }
+      if (html.includes('class="muted more"')) view.srcdoc = await wholePage();
+      else whole = Promise.resolve(html);
     })
     .catch((e) => {
       if ((e as { status?: number }).status === 404 && r.params.get("edit")) stop = editor(app, project, id, null);

@@ -83,11 +83,13 @@ class StoreSource(Source):
         self, runs: list[dict[str, Any]], keys: list[str], x: str, hi: int | None, buckets: int
     ) -> dict[tuple[str, str], dict[str, list[Any]]]:
         from wisp.server.series.buckets import series
+        from wisp.server.series.many import run_series
 
         by_key = {str(r["key"]): r["id"] for r in runs}
-        got = series(
-            self.store, list(by_key), keys, x=x, hi=hi if x == "step" else None, buckets=buckets
-        )
+        if x == "step":  # every run's chunks in one pass per key
+            many = run_series(self.store, list(by_key), keys, hi=hi, buckets=buckets)
+            return {(by_key[r], k): s for (r, k), s in many.items()}
+        got = series(self.store, list(by_key), keys, x=x, buckets=buckets)
         return {
             (by_key[s["run"]], s["key"]): {k: s[k] for k in ("x", "y", "min", "max")} for s in got
         }

@@ -3,7 +3,8 @@
 - ``POST /projects/{project}/series/grouped``: the project's runs (a filter or a list of
   ids) grouped by config/metadata keys, each metric aggregated per group (``series.grouped``).
 - ``/projects/{project}/workspaces[/{id}]``: saved views (panels, grouping, filter), in the
-  ``workspaces`` table (Alembic ``0007_workspaces``).
+  ``workspaces`` table (Alembic ``0007_workspaces``), each stored as a report without prose
+  (``wisp.reports._workspace``: the report's panel model, since ``0014_workspaces_as_reports``).
 
 Who sees and changes a workspace (the middleware checks reading the project first,
 ``_auth.RULES``): a *shared* workspace is seen by everyone who reads the project and
@@ -63,6 +64,20 @@ def _check_spec(spec: T.WorkspaceSpec) -> dict[str, Any]:
     ids = [p.id for p in spec.panels]
     if len(set(ids)) != len(ids):
         raise invalid("spec.panels", "panel ids must be unique")
+    from wisp.errors import UsageError
+    from wisp.reports._workspace import to_stored
+
+    try:  # stored as a report without prose: the report's panel model and checks
+        return to_stored(msgspec.to_builtins(spec))
+    except UsageError as exc:
+        raise invalid("spec", str(exc)) from None
+
+
+def _spec_of(stored: dict[str, Any]) -> dict[str, Any]:
+    """The API's ``WorkspaceSpec`` (every member) of a stored row's report model."""
+    from wisp.reports._workspace import from_stored
+
+    spec = msgspec.convert(from_stored(stored), T.WorkspaceSpec)
     out: dict[str, Any] = msgspec.to_builtins(spec)
     return out
 
@@ -185,7 +200,7 @@ class WorkspaceApi:
 
     def _full(self, row: dict[str, Any], p: Principal) -> dict[str, Any]:
         names = self._owner_names({row["owner_id"]} if row["owner_id"] is not None else set())
-        return {**self._row(row, p, names), "spec": row["spec"]}
+        return {**self._row(row, p, names), "spec": _spec_of(row["spec"])}
 
     @endpoint(
         "GET",
