@@ -1,4 +1,4 @@
-"""Metric series (downsampled from the chunks' aggregates) and full-history export.
+"""Metric series, downsampled from the chunks' aggregates (full history: ``series.history``).
 
 Series against ``x=step``: the step range ``[s_lo, s_hi]`` of the points in range is cut
 into at most ``buckets`` buckets; each bucket gives the x of its first point, its count,
@@ -20,15 +20,11 @@ line there.
 
 from __future__ import annotations
 
-import bisect
-import csv
-import io
 import json
 import math
-from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import or_, select
 
 from wisp.server.series.chunks import decode_many
 from wisp.server.series.read import MAX as _MAX
@@ -40,7 +36,6 @@ __all__ = [
     "ALIGN",
     "bucket_index",
     "bucket_starts",
-    "export_history",
     "series",
     "series_json",
     "step_grid",
@@ -331,11 +326,32 @@ def _py_downsample(pts: list[tuple[float, float | None, int]], buckets: int) -> 
     return {**out, "raw": False, **counts}
 
 
+def _read_parts(
+    conn: Any, dialect: Any, parts: list[tuple[int | None, int, int]], with_times: bool
+) -> tuple[Any, Any, Any]:
+    """(steps, times, values) of the key ids of ``parts``, each within its step range: a
+    fork's view (``(kid, lo, hi)`` per segment, oldest first) or a run's one key."""
+    import numpy as np
+
+    got = [
+        read_chunks(dialect, conn, [kid], a, b, with_times=with_times)[1:]
+        for kid, a, b in parts
+        if kid is not None
+    ]
+    if len(got) == 1:
+        return got[0]
+    if not got:
+        empty = np.zeros(0, np.float64)
+        return np.zeros(0, np.int64), empty, empty
+    st, tm, vs = zip(*got, strict=True)
+    times = np.concatenate(tm) if with_times else None
+    return np.concatenate(st), times, np.concatenate(vs)
+
+
 def _other_series(
     conn: Any,
     dialect: Any,
-    kid: int,
-    xid: int | None,
+    parts: list[tuple[int, int | None, int, int]],
     x: str,
     offset: float,
     lo: float | None,
@@ -344,11 +360,13 @@ def _other_series(
     buckets: int,
     holes: list[tuple[int, float]] | None = None,
 ) -> dict[str, Any]:
+    """A key against ``x`` (time, relative time or the metric of key ids ``xid``): ``parts``
+    are ``(kid, xid, first step, last step)``, one per segment of a fork's view."""
     import numpy as np
 
-    _k, steps, times, vals = read_chunks(dialect, conn, [kid], 0, _MAX, with_times=True)
-    if xid is not None:
-        _k, xs, _t, xv = read_chunks(dialect, conn, [xid], 0, _MAX)
+    steps, times, vals = _read_parts(conn, dialect, [(k, a, b) for k, _x, a, b in parts], True)
+    if x not in ("step", "time", "relative"):
+        xs, _t, xv = _read_parts(conn, dialect, [(xk, a, b) for _k, xk, a, b in parts], False)
         fin = np.isfinite(xv)
         xs, xv = xs[fin], xv[fin]
         i = np.clip(np.searchsorted(xs, steps), 0, max(len(xs) - 1, 0))
@@ -362,7 +380,7 @@ def _other_series(
     if holes:  # None or text under this key: points without a value
         h_st = np.array([h[0] for h in holes], np.int64)
         h_t = np.array([h[1] for h in holes], np.float64)
-        if xid is not None:
+        if x not in ("step", "time", "relative"):
             j = np.clip(np.searchsorted(xs, h_st), 0, max(len(xs) - 1, 0))
             hk = (xs[j] == h_st) if len(xs) else np.zeros(len(h_st), bool)
             h_x = xv[j[hk]]
@@ -433,6 +451,9 @@ def series(
             if x == "step" and segs != [(run_id, 0, lineage.MAX_STEP)]:  # a fork: its view
                 out.extend(_fork_series(conn, d, run_id, segs, keys, lo, hi, after, buckets))
                 continue
+            if segs != [(run_id, 0, lineage.MAX_STEP)]:
+                out.extend(_fork_other(conn, d, run_id, segs, keys, x, lo, hi, after, buckets))
+                continue
             want = [*keys, x] if x not in ("step", "time", "relative") else keys
             ids = _key_ids(conn, run_id, want)
             offset = 0.0
@@ -450,14 +471,47 @@ def series(
                 hk = holes.get(key, [])
                 if x == "step" and not hk:
                     s = _step_series(conn, d, kid, lo, hi, after, buckets)
-                elif x in ("step", "time", "relative"):
-                    s = _other_series(conn, d, kid, None, x, offset, lo, hi, after, buckets, hk)
                 else:
                     xid = ids.get(x)
-                    if xid is None:
+                    if xid is None and x not in ("step", "time", "relative"):
                         continue
-                    s = _other_series(conn, d, kid, xid, x, 0.0, lo, hi, after, buckets, hk)
+                    part = [(kid, xid, 0, _MAX)]
+                    s = _other_series(conn, d, part, x, offset, lo, hi, after, buckets, hk)
                 out.append({"run": run_id, "key": key, **s})
+    return out
+
+
+def _fork_other(
+    conn: Any,
+    dialect: Any,
+    run_id: str,
+    segs: list[tuple[str, int, int]],
+    keys: list[str],
+    x: str,
+    lo: float | None,
+    hi: float | None,
+    after: float | None,
+    buckets: int,
+) -> list[dict[str, Any]]:
+    """A fork's keys against time, relative time (from the start of its oldest ancestor, the
+    first segment's run) or another metric, through its view (``store.lineage``)."""
+    offset = 0.0
+    if x == "relative":
+        first = select(S.runs.c.created_at).where(S.runs.c.id == segs[0][0])
+        offset = conn.execute(first).scalar() or 0.0
+    want = [*keys, x] if x not in ("step", "time", "relative") else keys
+    seg_ids = [(_key_ids(conn, seg, want), a, b) for seg, a, b in segs]
+    seg_holes = [_holes(conn, seg, keys, a, b) for seg, a, b in segs]
+    out = []
+    for key in keys:
+        parts = [(ids[key], ids.get(x), a, b) for ids, a, b in seg_ids if key in ids]
+        if x not in ("step", "time", "relative"):
+            parts = [p for p in parts if p[1] is not None]
+        if not parts:
+            continue
+        hk = sorted(h for got in seg_holes for h in got.get(key, []))
+        s = _other_series(conn, dialect, parts, x, offset, lo, hi, after, buckets, hk)
+        out.append({"run": run_id, "key": key, **s})
     return out
 
 
@@ -513,118 +567,3 @@ def series_json(store: Any, runs: list[str], keys: list[str], **kw: Any) -> byte
     import msgspec
 
     return msgspec.json.encode({"series": series(store, runs, keys, **kw)})
-
-
-def _history_rows(
-    store: Any, run_id: str, keys: list[str] | None
-) -> tuple[list[str], Iterator[tuple[int, float, dict[str, Any]]]]:
-    """All keys, and the run's rows ``(step, time, {key: value})`` in step order."""
-    import numpy as np
-
-    e, m = S.extras.c, S.media_items.c
-    d = store.dialect
-    with store.engine.connect() as conn:
-        ids = _key_ids(conn, run_id, keys)
-        names = {v: k for k, v in ids.items()}
-        allkeys = set(ids)
-        mq = select(m.key).where(m.run_id == run_id).distinct()
-        allkeys.update(conn.execute(mq).scalars())
-        for (data,) in conn.execute(select(e.data).where(e.run_id == run_id)):
-            allkeys.update(json.loads(data))
-        # where each chunk starts: the next numeric step is found without decoding
-        starts = sorted(
-            r[1] for r in d.fetch_chunks(conn, [(k, 0, _MAX) for k in ids.values()], "agg")
-        )
-    if keys is not None:
-        allkeys &= set(keys)
-    id_list = sorted(names)
-
-    def bounds(conn: Any, start: int, later: list[int]) -> int | None:
-        """The first step >= start of any value (``later``: decoded steps >= start)."""
-        cands = [
-            conn.execute(select(func.min(e.step)).where(e.run_id == run_id, e.step >= start)),
-            conn.execute(select(func.min(m.step)).where(m.run_id == run_id, m.step >= start)),
-        ]
-        vals = [c.scalar() for c in cands]
-        i = bisect.bisect_left(starts, start)
-        vals += [starts[i] if i < len(starts) else None, *later[:1]]
-        good = [v for v in vals if v is not None]
-        return min(good) if good else None
-
-    def rows() -> Iterator[tuple[int, float, dict[str, Any]]]:
-        width = 2000
-        with store.engine.connect() as conn:
-            cur = bounds(conn, 0, [])
-            while cur is not None:
-                end = cur + width
-                acc: dict[int, tuple[float, dict[str, Any]]] = {}
-                later: list[int] = []
-                if id_list:
-                    kid, st, tm, vals = read_chunks(d, conn, id_list, cur, end - 1, True, False)
-                    past = st >= end
-                    if past.any():
-                        later = [int(st[past].min())]
-                    sel = (st >= cur) & ~past
-                    order = np.argsort(st[sel], kind="stable")
-                    cols = (st[sel][order], tm[sel][order], kid[sel][order], vals[sel][order])
-                    for step, t, k, v in zip(*(c.tolist() for c in cols), strict=True):
-                        acc.setdefault(step, (t, {}))[1][names[k]] = v
-                q2 = select(e.step, e.time, e.data).where(
-                    e.run_id == run_id, e.step >= cur, e.step < end
-                )
-                for step, t, data in conn.execute(q2):
-                    dd = json.loads(data)
-                    acc.setdefault(step, (t, {}))[1].update(
-                        dd if keys is None else {k: v for k, v in dd.items() if k in allkeys}
-                    )
-                q3 = select(m.step, m.time, m.key, m.data).where(
-                    m.run_id == run_id, m.step >= cur, m.step < end
-                )
-                for step, t, k, data in conn.execute(q3):
-                    if keys is None or k in allkeys:
-                        acc.setdefault(step, (t, {}))[1][k] = data
-                for step in sorted(acc):
-                    t, vals_ = acc[step]
-                    if vals_:
-                        yield step, t, vals_
-                cur = bounds(conn, end, later)
-
-    return sorted(allkeys), rows()
-
-
-def _csv_cell(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return "nan" if v != v else ("inf" if v > 0 else "-inf")
-    if isinstance(v, (dict, list, bool)) or v is None:
-        v = "" if v is None else json.dumps(v, allow_nan=True)
-    if isinstance(v, str) and v[:1] in _FORMULA:
-        return "'" + v  # a spreadsheet would run =..., +..., -..., @... as a formula
-    return v
-
-
-_FORMULA = ("=", "+", "-", "@", "\t", "\r")
-
-
-def export_history(store: Any, run_id: str, fmt: str, keys: list[str] | None) -> Iterator[str]:
-    """History rows as JSON lines (``_step``, ``_timestamp`` + values) or CSV, in chunks."""
-    cols, rows = _history_rows(store, run_id, keys)
-    if fmt == "jsonl":
-        buf: list[str] = []
-        for step, t, vals in rows:
-            buf.append(json.dumps({"_step": step, "_timestamp": t, **vals}, allow_nan=True))
-            if len(buf) >= 1000:
-                yield "\n".join(buf) + "\n"
-                buf = []
-        if buf:
-            yield "\n".join(buf) + "\n"
-        return
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(["_step", "_timestamp", *(_csv_cell(c) for c in cols)])  # keys too
-    for n, (step, t, vals) in enumerate(rows, 1):
-        w.writerow([step, t, *(_csv_cell(vals.get(c)) for c in cols)])
-        if n % 1000 == 0:
-            yield out.getvalue()
-            out.seek(0)
-            out.truncate()
-    yield out.getvalue()

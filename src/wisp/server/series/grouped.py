@@ -20,6 +20,8 @@ counts by its aggregates (``n``, ``vmin``/``vmax``, ``last_v``), and only the ch
 range ends or across a bucket edge are decoded.  When those would be more than
 ``MAX_POINTS`` points, the grid is coarsened to whole 64-step blocks at least as wide as
 a typical chunk (fewer buckets than asked, and the same exact statistics).  Only ``x = step``.
+A fork's series is its view (``store.lineage``): its parents' points up to the fork step
+then its own, decoded, one line of the group as any run's.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from wisp.server.query.filter import field_path
 from wisp.server.query.runs import parse_filter
 from wisp.server.series.buckets import ALIGN, bucket_index, bucket_starts, step_grid
 from wisp.server.series.read import MAX, read_spans
+from wisp.server.store import lineage
 from wisp.server.store import schema as S
 
 __all__ = ["MAX_RUNS", "group_fields", "group_runs", "grouped_series"]
@@ -185,27 +188,42 @@ def _fold_points(kid: Any, st: Any, vals: Any, bucket: Any) -> Cells:
 
 
 def _cells(
-    dialect: Any, conn: Any, kids: list[int], lo: float | None, hi: float | None, buckets: int
+    dialect: Any,
+    conn: Any,
+    kids: list[int],
+    lo: float | None,
+    hi: float | None,
+    buckets: int,
+    views: list[tuple[int, Any, Any]] | None = None,
 ) -> tuple[dict[str, int], Cells] | None:
     """The grid of ``kids`` in ``[lo, hi]`` and their cells, or None when there is no point.
 
     Read as the per-run series reads a key (:func:`series.buckets._step_series`): the chunks'
     aggregates in one query; a chunk inside one bucket by them, the ones at the range ends
-    or across a bucket edge decoded (runs of consecutive ones in one span each)."""
+    or across a bucket edge decoded (runs of consecutive ones in one span each).  ``views``
+    are forks' decoded views ``(id, steps, values)`` (ids below 0: not key ids)."""
     import numpy as np
 
     a = 0 if lo is None else max(0, math.ceil(lo))
     b = MAX if hi is None else min(MAX, math.floor(hi))
-    if a > b or not kids:
+    if a > b or not (kids or views):
         return None
-    rows = [r for r in dialect.fetch_chunks(conn, [(k, a, b) for k in kids], "agg") if r[2] >= a]
-    if not rows:
+    got = dialect.fetch_chunks(conn, [(k, a, b) for k in kids], "agg") if kids else []
+    rows = [r for r in got if r[2] >= a]
+    if not rows and not views:
         return None
     kid, s0, s1, n = (np.array([r[i] for r in rows], np.int64) for i in range(4))
     # None (no finite value) becomes NaN
     vmin, vmax, last_v = (np.array([r[i] for r in rows], np.float64) for i in (4, 5, 7))
     inner = (s0 >= a) & (s1 <= b)
-    e_kid, e_st, e_v = read_spans(dialect, conn, _spans(kid, s0, ~inner))
+    edge = _spans(kid, s0, ~inner)
+    e_kid, e_st, e_v = read_spans(dialect, conn, edge) if edge else (kid[:0], kid[:0], vmin[:0])
+    if views:  # forks' views: points at the edges, decoded already
+        e_kid = np.concatenate([e_kid, *(np.full(len(st), i, np.int64) for i, st, _v in views)])
+        e_st = np.concatenate([e_st, *(st for _i, st, _v in views)])
+        e_v = np.concatenate([e_v, *(v for _i, _st, v in views)])
+        order = np.lexsort((e_st, e_kid))
+        e_kid, e_st, e_v = e_kid[order], e_st[order], e_v[order]
     keep = (e_st >= a) & (e_st <= b)
     e_kid, e_st, e_v = e_kid[keep], e_st[keep], e_v[keep]
     ends = [int(e_st.min()), int(e_st.max())] if len(e_st) else []
@@ -352,9 +370,18 @@ def grouped_series(
     # per key: the runs of each group having the key, and each group's cells
     per_key: dict[str, tuple[list[int], list[Cells]]] = {}
     with store.engine.connect() as conn:
+        forks = _fork_views(conn, all_runs)
         for key in keys:
             ids = _key_ids(conn, all_runs, key)
-            got = _cells(store.dialect, conn, sorted(ids), lo, hi, buckets)
+            views = []
+            for i, (rid, segs) in enumerate(forks.items()):  # a fork: its view, decoded
+                got_v = lineage.fork_points(conn, store.dialect, segs, key, 0, MAX)
+                ids = {k: r for k, r in ids.items() if r != rid}
+                if got_v is not None and len(got_v[0]):
+                    views.append((-1 - i, *got_v))
+                    ids[-1 - i] = rid
+            kids = sorted(k for k in ids if k >= 0)
+            got = _cells(store.dialect, conn, kids, lo, hi, buckets, views)
             if got is None:
                 continue
             grids[key], c = got
@@ -394,6 +421,20 @@ def grouped_series(
         "grids": [{"key": k, **grids[k]} for k in keys if k in grids],
         "groups": out_groups,
     }
+
+
+def _fork_views(conn: Any, runs: list[str]) -> dict[str, list[tuple[str, int, int]]]:
+    """run -> its view's segments (``store.lineage.view_segments``), for the forks of ``runs``
+    whose parent is on this server (one query for the runs that are not forks)."""
+    lin = lineage.run_lineage.c
+    out: dict[str, list[tuple[str, int, int]]] = {}
+    for i in range(0, len(runs), _CHUNK):
+        q = select(lin.run_id).where(lin.run_id.in_(runs[i : i + _CHUNK]))
+        for (rid,) in conn.execute(q):
+            segs = lineage.view_segments(conn, rid)
+            if len(segs) > 1:
+                out[rid] = segs
+    return out
 
 
 def _label(v: Any) -> str:

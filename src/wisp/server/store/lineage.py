@@ -47,11 +47,13 @@ __all__ = [
     "forget",
     "fork_points",
     "on_record",
+    "project_forks",
     "record_fork",
     "restore",
     "run_lineage",
     "set_aside",
     "set_aside_after",
+    "shadow_of",
     "view_segments",
     "view_summary",
 ]
@@ -293,6 +295,34 @@ def describe(conn: Connection, run_id: str, readable: Any) -> dict[str, Any] | N
              "max_step": None if hi is None else int(hi)}
         )  # fmt: skip
     return {"parent": parent, "forks": forks, "set_aside": aside}
+
+
+def shadow_of(conn: Connection, run_id: str, rewind: int) -> str | None:
+    """The key holding what rewind ``rewind`` of run key ``run_id`` set aside (None: no such
+    rewind, or restored already); read it as a run key (``series.history.export_history``)."""
+    sa = set_aside.c
+    q = select(sa.shadow_id).where(sa.run_id == run_id, sa.rewind == rewind)
+    got = conn.execute(q).scalar()
+    return None if got is None else str(got)
+
+
+def project_forks(conn: Connection, project: str) -> list[dict[str, Any]]:
+    """``[{"key", "parent_key", "step"}]``: the runs of ``project`` forked from a run on this
+    server (in any project), oldest fork first (the runs table groups forks under parents)."""
+    lin = run_lineage.c
+    fork, par = S.runs.alias("fork"), S.runs.alias("par")
+    q = (
+        select(fork.c.id, par.c.id, lin.step)
+        .select_from(
+            run_lineage.join(fork, fork.c.id == lin.run_id).join(
+                par,
+                (par.c.project == lin.parent_project) & (par.c.given_id == lin.parent_given_id),
+            )
+        )
+        .where(fork.c.project == project)
+        .order_by(fork.c.created_at, fork.c.id)
+    )
+    return [{"key": k, "parent_key": p, "step": int(s)} for k, p, s in conn.execute(q)]
 
 
 def forget(conn: Connection, run_id: str) -> None:

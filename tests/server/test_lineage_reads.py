@@ -1,0 +1,132 @@
+"""Reading forks and rewound runs on real SQLite and PostgreSQL servers beyond ``x=step``: the
+rows a rewind set aside through ``wisp.Api``, a fork's series against time and another
+metric, grouped series, the history export, and the project's fork list."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import wisp
+from tests.server import test_lineage as _lin
+
+pytestmark = pytest.mark.timeout(180)
+server = _lin.server  # the fixture: a real server on SQLite, or on a fresh PostgreSQL database
+_sync = _lin._sync
+
+
+def _post(server: Any, path: str, body: Any) -> Any:
+    req = urllib.request.Request(
+        f"{server.url}/api/v1{path}",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {server.key}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+def _text(server: Any, path: str) -> str:
+    req = urllib.request.Request(
+        f"{server.url}/api/v1{path}", headers={"Authorization": f"Bearer {server.key}"}
+    )
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return str(resp.read().decode())
+
+
+def _family(d: str) -> tuple[wisp.Run, wisp.Run]:
+    """A 100-step run (loss = step, epoch = 10 * step) and a fork of it at 50 logging 51..60
+    (loss = -step, epoch = 10 * step), offline in ``d``."""
+    opts = {"dir": d, "mode": "offline", "settings": {"system_metrics": False}}
+    parent = wisp.init(project="lin", **opts)  # type: ignore[arg-type]
+    for s in range(100):
+        parent.log({"loss": float(s), "epoch": 10.0 * s}, step=s)
+    parent.finish()
+    fork = wisp.init(fork_from=f"{parent.id}?_step=50", **opts)  # type: ignore[arg-type]
+    for s in range(51, 61):
+        fork.log({"loss": -float(s), "epoch": 10.0 * s}, step=s)
+    fork.finish()
+    return parent, fork
+
+
+WANT = [float(s) for s in range(51)] + [-float(s) for s in range(51, 61)]
+
+
+def test_rows_set_aside_are_scanned_and_restored_through_wisp_api(
+    server: Any, tmp_path: Path
+) -> None:
+    """A run rewound to 80 on the server: scan_set_aside() reads the old 81..99 back,
+    restore_set_aside() makes them a run reading 0..80 then the old rows, and the rewound
+    run no longer lists them."""
+    d = str(tmp_path)
+    run = wisp.init(project="lin", dir=d, mode="offline")
+    for s in range(100):
+        run.log({"loss": float(s), "note": f"n{s}"}, step=s)
+    run.finish()
+    _sync(server, run.dir)
+    back = wisp.init(resume_from=f"{run.id}?_step=80", dir=d, mode="offline")
+    for s in range(81, 91):
+        back.log({"loss": 1000.0 + s}, step=s)
+    back.finish()
+    _sync(server, run.dir)
+    api = wisp.Api(server_url=server.url, api_key=server.key)
+    me = api.run(f"lin/{run.id}")
+    rows = list(me.scan_set_aside())
+    assert [(r["_step"], r["loss"], r["_rewind"]) for r in rows] == [
+        (s, float(s), 0) for s in range(81, 100)
+    ]
+    assert rows[0]["note"] == "n81" and "_timestamp" in rows[0]  # text values too
+    assert list(me.scan_set_aside(rewind=1)) == []
+    new = me.restore_set_aside()
+    got = [(r["_step"], r["loss"]) for r in new.scan_history(keys=["loss"])]
+    assert got == [(s, float(s)) for s in range(100)]
+    assert me.set_aside() == [] and list(me.scan_set_aside()) == []
+    kept = [(r["_step"], r["loss"]) for r in me.scan_history(keys=["loss"])]
+    assert kept == [(s, float(s)) for s in range(81)] + [(s, 1000.0 + s) for s in range(81, 91)]
+    api.close()
+
+
+def test_a_forks_series_against_time_and_another_metric_read_through_its_parent(
+    server: Any, tmp_path: Path
+) -> None:
+    """A fork's series against another metric, wall time and relative time hold its
+    parent's 0..50 then its own 51..60, as against the step."""
+    parent, fork = _family(str(tmp_path))
+    _sync(server, fork.dir)
+    (s,) = server.get(f"/series?runs={fork.id}&keys=loss&x=epoch&buckets=1000")["series"]
+    assert s["raw"] and s["x"] == [10.0 * i for i in range(61)] and s["y"] == WANT
+    (t,) = server.get(f"/series?runs={fork.id}&keys=loss&x=time&buckets=1000")["series"]
+    assert t["count"] == 61 and t["y"] == WANT and t["x"] == sorted(t["x"])
+    (r,) = server.get(f"/series?runs={fork.id}&keys=loss&x=relative&buckets=1000")["series"]
+    assert r["y"] == WANT and 0.0 <= r["x"][0] < 60.0  # from the parent's start
+    (p,) = server.get(f"/series?runs={parent.id}&keys=loss&x=epoch&buckets=1000")["series"]
+    assert p["y"] == [float(i) for i in range(100)]  # the parent as it was
+
+
+def test_grouped_series_and_the_history_export_read_a_forks_view(
+    server: Any, tmp_path: Path
+) -> None:
+    """A group holding only the fork aggregates its view (61 points, the parent's then its
+    own); with the parent in the group, steps 0..50 count both runs; the CSV and JSON-lines
+    history of the fork and the project's fork list name the parent's part."""
+    parent, fork = _family(str(tmp_path))
+    _sync(server, fork.dir)
+    body = {"keys": ["loss"], "runs": [fork.id], "stats": ["mean", "min", "max"]}
+    doc = _post(server, "/projects/lin/series/grouped", body)
+    (g,) = doc["groups"]
+    (s,) = g["series"]
+    assert s["x"] == list(range(61)) and s["mean"] == WANT and s["n"] == [1] * 61
+    both = _post(server, "/projects/lin/series/grouped", {**body, "runs": [parent.id, fork.id]})
+    (s2,) = both["groups"][0]["series"]
+    assert s2["n"][:51] == [2] * 51 and s2["n"][51:61] == [2] * 10 and s2["n"][61:] == [1] * 39
+    assert s2["min"][55] == -55.0 and s2["max"][55] == 55.0 and s2["mean"][50] == 50.0
+    lines = _text(server, f"/runs/{fork.id}/history?format=jsonl").splitlines()
+    assert [json.loads(x)["loss"] for x in lines] == WANT
+    csv_rows = _text(server, f"/runs/{fork.id}/history?format=csv").splitlines()
+    assert csv_rows[0].startswith("_step,_timestamp") and len(csv_rows) == 62
+    assert server.get("/projects/lin/forks") == {
+        "forks": [{"key": fork.id, "parent_key": parent.id, "step": 50}]
+    }
