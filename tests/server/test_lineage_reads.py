@@ -130,3 +130,49 @@ def test_grouped_series_and_the_history_export_read_a_forks_view(
     assert server.get("/projects/lin/forks") == {
         "forks": [{"key": fork.id, "parent_key": parent.id, "step": 50}]
     }
+
+
+def test_a_forks_step_series_equals_a_plain_runs_holding_its_view(tmp_path: Path) -> None:
+    """Straight through the store: a fork at 30,000 of a 100,000-step run (fork step inside a
+    chunk) reads, bucket for bucket and in zoomed windows, as a plain run holding the same
+    points; a fork of the fork at 45,000 too."""
+    from wisp.server import open_store
+    from wisp.server.series.buckets import series
+    from wisp.server.store.ingest import prepare_records
+
+    def put(run: str, rows: list[list[Any]], fork: dict[str, Any] | None = None) -> None:
+        store.put_run(run, {"project": "p", "name": run})
+        recs: list[dict[str, Any]] = [{"type": 1, "data": {"project": "p", "name": run}}]
+        if fork:
+            recs.append({"type": 13, "data": {"kind": "fork", "parent_project": "p", **fork}})
+        recs += [
+            {"type": 3, "data": {"rows": rows[i : i + 20_000]}} for i in range(0, len(rows), 20_000)
+        ]
+        store.ingest(run, "w", 0, prepare_records(recs))
+
+    def row(s: int, v: float) -> list[Any]:
+        return [s, 1.0 + s, {"loss": v}]
+
+    store = open_store(f"sqlite:///{tmp_path / 'w.db'}")
+    try:
+        par = [row(s, float(s % 997)) for s in range(100_000)]
+        own = [row(s, -float(s % 101)) for s in range(30_001, 50_000)]
+        own2 = [row(s, float("nan") if s % 5000 == 0 else 0.5 * s) for s in range(45_001, 70_000)]
+        put("par", par)
+        put("kid", own, {"parent_id": "par", "step": 30_000})
+        put("grand", own2, {"parent_id": "kid", "step": 45_000})
+        put("flat", par[:30_001] + own)
+        put("flat2", par[:30_001] + own[: 45_001 - 30_001] + own2)
+        for fork, flat in (("kid", "flat"), ("grand", "flat2")):
+            for kw in (
+                {},
+                {"lo": 29_000.0, "hi": 31_000.0},
+                {"lo": 10.0, "hi": 60_000.0},
+                {"after": 40_000.0},
+            ):
+                for buckets in (7, 1000, 5000):
+                    (got,) = series(store, [fork], ["loss"], buckets=buckets, **kw)  # type: ignore[arg-type]
+                    (want,) = series(store, [flat], ["loss"], buckets=buckets, **kw)  # type: ignore[arg-type]
+                    assert {**got, "run": flat} == want, (fork, kw, buckets)
+    finally:
+        store.close()

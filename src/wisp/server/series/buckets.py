@@ -190,22 +190,36 @@ def _step_series(
 ) -> dict[str, Any]:
     """One key against x=step from its chunks: a chunk inside one bucket by its aggregates,
     the others (at the range ends or across a bucket edge) decoded and bucketed in numpy."""
-    import numpy as np
-
     a, b = step_range(lo, hi, after)
     if a > b:
         return dict(_EMPTY)
-    aggs = [r for r in dialect.fetch_chunks(conn, [(kid, a, b)], "agg") if r[2] >= a]
-    inner = [r for r in aggs if r[1] >= a and r[2] <= b]
-    e_st, e_v = _chunk_points(
-        conn, dialect, kid, [r[1] for r in aggs if r[1] < a or r[2] > b], a, b
-    )
-    count = sum(r[3] for r in inner) + len(e_st)
-    nonfinite = sum(r[8] for r in inner) + int((~np.isfinite(e_v)).sum())
+    return _view_series(conn, dialect, [(kid, a, b)], buckets)
+
+
+def _view_series(
+    conn: Any, dialect: Any, segs: list[tuple[int, int, int]], buckets: int
+) -> dict[str, Any]:
+    """Key ids ``segs`` ``(kid, a, b)``, each within its steps (disjoint, in step order: one
+    key, or a fork's view through its parents) as one series against x=step on one grid."""
+    import numpy as np
+
+    per = []
+    count = nonfinite = 0
+    for kid, a, b in segs:
+        aggs = [r for r in dialect.fetch_chunks(conn, [(kid, a, b)], "agg") if r[2] >= a]
+        inner = [r for r in aggs if r[1] >= a and r[2] <= b]
+        e_st, e_v = _chunk_points(
+            conn, dialect, kid, [r[1] for r in aggs if r[1] < a or r[2] > b], a, b
+        )
+        count += sum(r[3] for r in inner) + len(e_st)
+        nonfinite += sum(r[8] for r in inner) + int((~np.isfinite(e_v)).sum())
+        per.append((kid, a, b, aggs, inner, e_st, e_v))
     if count == 0:
         return dict(_EMPTY)
     if count <= buckets:
-        _k, st, _t, vals = read_chunks(dialect, conn, [kid], a, b)
+        got = [read_chunks(dialect, conn, [kid], a, b) for kid, a, b in segs]
+        st = np.concatenate([g[1] for g in got])
+        vals = np.concatenate([g[3] for g in got])
         gaps = (~np.isfinite(vals)).astype(np.int64).tolist() if nonfinite else None
         return {
             **_raw(st.tolist(), _list(vals), gaps),
@@ -213,12 +227,55 @@ def _step_series(
             "nonfinite": nonfinite,
             "nonnumeric": 0,
         }
-    ends = [int(e_st[0]), int(e_st[-1])] if len(e_st) else []
-    s_lo = min([r[1] for r in inner] + ends)
-    s_hi = max([r[2] for r in inner] + ends)
-    bucket = _bucket_fn(s_lo, s_hi, buckets)
+    bounds = [int(e[0]) for p in per for e in (p[5][:1], p[5][-1:]) if len(e)]
+    bounds += [r[1] for p in per for r in p[4]] + [r[2] for p in per for r in p[4]]
+    bucket = _bucket_fn(min(bounds), max(bounds), buckets)
+    entries: list[Any] = []
+    has_whole = False
+    for kid, a, b, aggs, inner, e_st, e_v in per:
+        has_whole |= _entries(conn, dialect, kid, a, b, aggs, inner, e_st, e_v, bucket, entries)
+    if len(entries) == 1 and not has_whole:  # one part, already one entry per bucket
+        x, n, vmin, vmax, first, last, nonf, _b = entries[0]
+    else:
+        cols = [np.concatenate(c) for c in zip(*entries, strict=True)]
+        order = np.argsort(cols[0], kind="stable")
+        x, n, vmin, vmax, first, last, nonf, bi = (c[order] for c in cols)
+        x, n, vmin, vmax, first, last, nonf = _fold(bi, x, n, vmin, vmax, first, last, nonf)
+    lasts = _list(last)
+    return {
+        "x": x.tolist(),
+        "y": lasts,
+        "min": _list(vmin),
+        "max": _list(vmax),
+        "first": _list(first),
+        "last": lasts,
+        "raw": False,
+        "count": count,
+        "nonfinite": nonfinite,
+        "nonnumeric": 0,
+        "gaps": nonf.tolist() if nonfinite else None,
+    }
+
+
+def _entries(
+    conn: Any,
+    dialect: Any,
+    kid: int,
+    a: int,
+    b: int,
+    aggs: list[Any],
+    inner: list[Any],
+    e_st: Any,
+    e_v: Any,
+    bucket: Any,
+    entries: list[Any],
+) -> bool:
+    """Add to ``entries`` the bucket entries of key ``kid`` in ``[a, b]`` (``inner``: its
+    chunks inside the range, ``e_st``/``e_v``: the points of those at its ends); True when
+    a whole chunk counted by its aggregates."""
+    import numpy as np
+
     parts = [(e_st, e_v)]
-    entries = []
     all_s0 = np.array([r[1] for r in aggs], np.int64)
     whole = np.zeros(0, bool)
     if inner:
@@ -253,27 +310,7 @@ def _step_series(
         one = np.ones(len(st), np.int64)
         folded = _fold(grp, st, one, v, v, v, v, (~fin).astype(np.int64))
         entries.append((*folded, bucket(folded[0])))
-    if len(entries) == 1 and not has_whole:  # one part, already one entry per bucket
-        x, n, vmin, vmax, first, last, nonf, _b = entries[0]
-    else:
-        cols = [np.concatenate(c) for c in zip(*entries, strict=True)]
-        order = np.argsort(cols[0], kind="stable")
-        x, n, vmin, vmax, first, last, nonf, bi = (c[order] for c in cols)
-        x, n, vmin, vmax, first, last, nonf = _fold(bi, x, n, vmin, vmax, first, last, nonf)
-    lasts = _list(last)
-    return {
-        "x": x.tolist(),
-        "y": lasts,
-        "min": _list(vmin),
-        "max": _list(vmax),
-        "first": _list(first),
-        "last": lasts,
-        "raw": False,
-        "count": count,
-        "nonfinite": nonfinite,
-        "nonnumeric": 0,
-        "gaps": nonf.tolist() if nonfinite else None,
-    }
+    return has_whole
 
 
 def _only_chunks(st: Any, vals: Any, inner: list[Any], whole: Any) -> tuple[Any, Any]:
@@ -526,36 +563,19 @@ def _fork_series(
     after: float | None,
     buckets: int,
 ) -> list[dict[str, Any]]:
-    """A fork's keys against x=step through its view (``store.lineage``): the points of each
-    segment decoded (the parent's chunk aggregates run past the fork step) and folded into
-    the step grid with numpy, as the points of a chunk across a bucket edge are."""
-    import numpy as np
-
+    """A fork's keys against x=step through its view (``store.lineage``): each segment's key
+    read as one key is (:func:`_view_series`: chunk aggregates, the chunk holding a fork step
+    decoded), all on one grid."""
     a, b = step_range(lo, hi, after)
     out = []
+    seg_ids = [(_key_ids(conn, seg, keys), max(a, s_a), min(b, s_b)) for seg, s_a, s_b in segs]
     for key in keys:
-        got = lineage.fork_points(conn, dialect, segs, key, a, b) if a <= b else None
-        if got is None or not len(got[0]):
+        parts = [(ids[key], s_a, s_b) for ids, s_a, s_b in seg_ids if key in ids and s_a <= s_b]
+        if not parts:
             continue
-        st, vals = got
-        fin = np.isfinite(vals)
-        nonfinite = int((~fin).sum())
-        count = len(st)
-        if count <= buckets:
-            gaps = (~fin).astype(np.int64).tolist() if nonfinite else None
-            s = {**_raw(st.tolist(), _list(vals), gaps), "count": count}
-        else:
-            bucket = _bucket_fn(int(st[0]), int(st[-1]), buckets)
-            v = vals if fin.all() else np.where(fin, vals, np.nan)
-            one = np.ones(count, np.int64)
-            x, _n, vmin, vmax, first, last, nonf = _fold(
-                bucket(st), st, one, v, v, v, v, (~fin).astype(np.int64)
-            )
-            lasts = _list(last)
-            s = {"x": x.tolist(), "y": lasts, "min": _list(vmin), "max": _list(vmax),
-                 "first": _list(first), "last": lasts, "raw": False, "count": count,
-                 "gaps": nonf.tolist() if nonfinite else None}  # fmt: skip
-        out.append({"run": run_id, "key": key, **s, "nonfinite": nonfinite, "nonnumeric": 0})
+        s = _view_series(conn, dialect, parts, buckets)
+        if s["count"]:
+            out.append({"run": run_id, "key": key, **s})
     return out
 
 
