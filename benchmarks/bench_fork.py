@@ -20,7 +20,7 @@ plain run's), the database's growth, the fork's lineage answer and its series (1
 buckets: half the parent's points read through it).  The parent's points are written
 straight into ``chunks`` (the store's chunk encoder and ``Dialect.write_chunks``, the path
 ingestion ends in) unless ``--ingest`` sends them through the ingestion code in batches of
-100,000 rows (about 15x slower: 10M points take many minutes on a shared machine).
+100,000 rows (about 9x slower: 18 s per million points on SQLite on a shared machine).
 
 Usage: python benchmarks/bench_fork.py [--points 10000000] [--repeat 5]
        [--server [--pg postgresql://postgres@127.0.0.1:5432] [--ingest]]

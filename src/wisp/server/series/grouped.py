@@ -371,11 +371,13 @@ def grouped_series(
     per_key: dict[str, tuple[list[int], list[Cells]]] = {}
     with store.engine.connect() as conn:
         forks = _fork_views(conn, all_runs)
+        a = 0 if lo is None else max(0, math.ceil(lo))
+        b = MAX if hi is None else min(MAX, math.floor(hi))
         for key in keys:
             ids = _key_ids(conn, all_runs, key)
             views = []
             for i, (rid, segs) in enumerate(forks.items()):  # a fork: its view, decoded
-                got_v = lineage.fork_points(conn, store.dialect, segs, key, 0, MAX)
+                got_v = lineage.fork_points(conn, store.dialect, segs, key, a, b)
                 ids = {k: r for k, r in ids.items() if r != rid}
                 if got_v is not None and len(got_v[0]):
                     views.append((-1 - i, *got_v))

@@ -306,13 +306,14 @@ def shadow_of(conn: Connection, run_id: str, rewind: int) -> str | None:
     return None if got is None else str(got)
 
 
-def project_forks(conn: Connection, project: str) -> list[dict[str, Any]]:
+def project_forks(conn: Connection, project: str, readable: Any = None) -> list[dict[str, Any]]:
     """``[{"key", "parent_key", "step"}]``: the runs of ``project`` forked from a run on this
-    server (in any project), oldest fork first (the runs table groups forks under parents)."""
+    server in a ``readable`` project (None: any), oldest fork first (the runs table groups
+    forks under their parents)."""
     lin = run_lineage.c
     fork, par = S.runs.alias("fork"), S.runs.alias("par")
     q = (
-        select(fork.c.id, par.c.id, lin.step)
+        select(fork.c.id, par.c.id, lin.step, par.c.project)
         .select_from(
             run_lineage.join(fork, fork.c.id == lin.run_id).join(
                 par,
@@ -322,7 +323,11 @@ def project_forks(conn: Connection, project: str) -> list[dict[str, Any]]:
         .where(fork.c.project == project)
         .order_by(fork.c.created_at, fork.c.id)
     )
-    return [{"key": k, "parent_key": p, "step": int(s)} for k, p, s in conn.execute(q)]
+    return [
+        {"key": k, "parent_key": p, "step": int(s)}
+        for k, p, s, pp in conn.execute(q)
+        if readable is None or pp in readable
+    ]
 
 
 def forget(conn: Connection, run_id: str) -> None:

@@ -106,5 +106,6 @@ class LineageApi:
     )
     async def project_forks(self, r: In) -> Response:
         project = check_project(r.path.project, "project")
-        forks = await run_in_threadpool(self._read, lineage.project_forks, project)
+        readable = await run_in_threadpool(self.store.access.readable, principal_of(r.request))
+        forks = await run_in_threadpool(self._read, lineage.project_forks, project, readable)
         return json_response({"forks": forks})
