@@ -124,6 +124,14 @@ def test_a_forks_chart_marks_its_parents_part_at_the_fork_steps_x_pixel(
     assert f"fork of {parent} at step 50" in page.inner_text(f"{chart} .fork-line")
     part = _rect(page, f"{chart} .fork-part")
     assert abs(part["x"] - over["x"]) <= 2.0 and abs(part["x"] + part["w"] - want) <= 2.0
+    page.goto(f"{d.url}/#/p/fam/r/{fork}?x=relative")  # against time: at the server's fork_x
+    page.wait_for_selector(f'{chart}[data-x="relative"] .fork-line')
+    over = _rect(page, f"{chart} .u-over")
+    ds = page.eval_on_selector(chart, "e => ({lo: +e.dataset.scaleXmin, hi: +e.dataset.scaleXmax})")
+    at = float(page.get_attribute(f"{chart} .fork-line", "data-x"))
+    assert ds["lo"] <= at <= ds["hi"]
+    want = over["x"] + (at - ds["lo"]) / (ds["hi"] - ds["lo"]) * over["w"]
+    assert abs(_rect(page, f"{chart} .fork-line")["x"] - want) <= 2.0
     page.goto(f"{d.url}/#/p/fam/compare?runs={parent},{fork}")
     page.wait_for_selector(f"{chart} .fork-line")
     runs = page.eval_on_selector_all(f"{chart} .fork-line", "els => els.map(e => e.dataset.run)")

@@ -98,10 +98,13 @@ def test_a_forks_series_against_time_and_another_metric_read_through_its_parent(
     _sync(server, fork.dir)
     (s,) = server.get(f"/series?runs={fork.id}&keys=loss&x=epoch&buckets=1000")["series"]
     assert s["raw"] and s["x"] == [10.0 * i for i in range(61)] and s["y"] == WANT
+    assert s["fork_x"] == [500.0]  # the parent's epoch at the fork step: where charts mark it
     (t,) = server.get(f"/series?runs={fork.id}&keys=loss&x=time&buckets=1000")["series"]
     assert t["count"] == 61 and t["y"] == WANT and t["x"] == sorted(t["x"])
+    assert t["fork_x"] == [t["x"][50]]
     (r,) = server.get(f"/series?runs={fork.id}&keys=loss&x=relative&buckets=1000")["series"]
     assert r["y"] == WANT and 0.0 <= r["x"][0] < 60.0  # from the parent's start
+    assert r["fork_x"] == [r["x"][50]]
     (p,) = server.get(f"/series?runs={parent.id}&keys=loss&x=epoch&buckets=1000")["series"]
     assert p["y"] == [float(i) for i in range(100)]  # the parent as it was
 
@@ -173,6 +176,8 @@ def test_a_forks_step_series_equals_a_plain_runs_holding_its_view(tmp_path: Path
                 for buckets in (7, 1000, 5000):
                     (got,) = series(store, [fork], ["loss"], buckets=buckets, **kw)  # type: ignore[arg-type]
                     (want,) = series(store, [flat], ["loss"], buckets=buckets, **kw)  # type: ignore[arg-type]
+                    marks = got.pop("fork_x")
+                    assert marks == ([30_000.0] if fork == "kid" else [30_000.0, 45_000.0])
                     assert {**got, "run": flat} == want, (fork, kw, buckets)
     finally:
         store.close()

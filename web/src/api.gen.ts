@@ -2377,6 +2377,8 @@ export interface components {
             count: number;
             first: (number | null)[];
             /** @default null */
+            fork_x?: number[] | null;
+            /** @default null */
             gaps?: number[] | null;
             key: string;
             last: (number | null)[];

@@ -548,7 +548,8 @@ def _fork_other(
             continue
         hk = sorted(h for got in seg_holes for h in got.get(key, []))
         s = _other_series(conn, dialect, parts, x, offset, lo, hi, after, buckets, hk)
-        out.append({"run": run_id, "key": key, **s})
+        fork_x = _fork_xs(conn, dialect, parts, x, offset)
+        out.append({"run": run_id, "key": key, **s, "fork_x": fork_x})
     return out
 
 
@@ -575,7 +576,30 @@ def _fork_series(
             continue
         s = _view_series(conn, dialect, parts, buckets)
         if s["count"]:
-            out.append({"run": run_id, "key": key, **s})
+            out.append({"run": run_id, "key": key, **s, "fork_x": [float(x[2]) for x in segs[:-1]]})
+    return out
+
+
+def _fork_xs(
+    conn: Any, dialect: Any, parts: list[tuple[int, int | None, int, int]], x: str, offset: float
+) -> list[float]:
+    """The x (time, relative time or metric) of the last point at or before the end of each
+    parent's part of a fork's view (one chunk read per part)."""
+    from wisp.server.series.chunks import decode
+
+    out = []
+    when = x in ("time", "relative")
+    for kid, xid, _a, b in parts:
+        if b >= _MAX:  # the fork's own part
+            continue
+        key = kid if when else xid
+        rows = [r for r in dialect.fetch_chunks(conn, [(key, b, b)], "merge") if r[1] <= b]
+        if not rows:
+            continue
+        st, tm, vs = decode(bytes(rows[-1][4]))
+        at = st <= b
+        if at.any():
+            out.append(float(tm[at][-1] - offset) if when else float(vs[at][-1]))
     return out
 
 
