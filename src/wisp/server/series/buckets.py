@@ -28,7 +28,7 @@ from sqlalchemy import or_, select
 
 from wisp.server.series.chunks import decode_many
 from wisp.server.series.read import MAX as _MAX
-from wisp.server.series.read import read_chunks
+from wisp.server.series.read import last_at, read_chunks
 from wisp.server.store import lineage
 from wisp.server.store import schema as S
 
@@ -585,21 +585,12 @@ def _fork_xs(
 ) -> list[float]:
     """The x (time, relative time or metric) of the last point at or before the end of each
     parent's part of a fork's view (one chunk read per part)."""
-    from wisp.server.series.chunks import decode
-
     out = []
     when = x in ("time", "relative")
     for kid, xid, _a, b in parts:
-        if b >= _MAX:  # the fork's own part
-            continue
-        key = kid if when else xid
-        rows = [r for r in dialect.fetch_chunks(conn, [(key, b, b)], "merge") if r[1] <= b]
-        if not rows:
-            continue
-        st, tm, vs = decode(bytes(rows[-1][4]))
-        at = st <= b
-        if at.any():
-            out.append(float(tm[at][-1] - offset) if when else float(vs[at][-1]))
+        got = None if b >= _MAX else last_at(dialect, conn, kid if when else int(xid or 0), b)
+        if got is not None:  # (the fork's own part, b = _MAX, has no fork step)
+            out.append(got[1] - offset if when else got[2])
     return out
 
 

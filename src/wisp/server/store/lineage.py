@@ -353,7 +353,7 @@ def view_summary(
     chunk per key read); any other run's summary as it is."""
     import math
 
-    from wisp.server.series.chunks import decode
+    from wisp.server.series.read import last_at
 
     segs = view_segments(conn, run_id)
     if len(segs) < 2:
@@ -364,14 +364,9 @@ def view_summary(
         for kid, key in conn.execute(select(mk.id, mk.key).where(mk.run_id == seg_run)):
             if key in summary or key.startswith(SYSTEM_KEY_PREFIX):
                 continue
-            rows = [r for r in dialect.fetch_chunks(conn, [(kid, hi, hi)], "merge") if r[1] <= hi]
-            if not rows:
-                continue
-            st, _tm, vs = decode(bytes(rows[-1][4]))
-            at = st <= hi
-            if at.any():
-                v = float(vs[at][-1])
-                out[key] = v if math.isfinite(v) else None
+            got = last_at(dialect, conn, kid, hi)
+            if got is not None:
+                out[key] = got[2] if math.isfinite(got[2]) else None
     return {**out, **summary}
 
 
