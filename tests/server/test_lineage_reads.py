@@ -181,3 +181,43 @@ def test_a_forks_step_series_equals_a_plain_runs_holding_its_view(tmp_path: Path
                     assert {**got, "run": flat} == want, (fork, kw, buckets)
     finally:
         store.close()
+
+
+def test_rows_set_aside_and_fork_lists_follow_read_rights(tmp_path: Path) -> None:
+    """Bob may not read the rows Alice's private run set aside (404, as the run itself), and
+    his project's fork list leaves out a fork whose parent is in a project he may no longer
+    read."""
+    import urllib.error
+
+    from wisp.server import keys_create, users_add
+    from wisp.server.store.facade import open_store
+    from wisp.testing import Server
+
+    d = str(tmp_path)
+    with Server(tmp_path / "srv") as srv:
+        for name in ("alice", "bob"):
+            users_add(name, db=srv.db_url)
+        alice = keys_create("write", "a", db=srv.db_url, user="alice")[1]
+        bob = keys_create("write", "b", db=srv.db_url, user="bob")[1]
+        run = wisp.init(project="secret", dir=d, mode="offline")
+        for s in range(10):
+            run.log({"loss": float(s)}, step=s)
+        run.finish()
+        wisp.init(resume_from=f"{run.id}?_step=5", dir=d, mode="offline").finish()
+        srv.key = alice
+        _sync(srv, run.dir)
+        assert len(_text(srv, f"/runs/{run.id}/set-aside/0/history").splitlines()) == 4
+        srv.key = bob
+        with pytest.raises(urllib.error.HTTPError) as err:
+            _text(srv, f"/runs/{run.id}/set-aside/0/history")
+        assert err.value.code in (403, 404)
+        store = open_store(srv.db_url)
+        store.access.set_project("secret", None, "public-read")
+        fork = wisp.init(fork_from=f"{run.id}?_step=3", project="mine", dir=d, mode="offline")
+        fork.finish()
+        _sync(srv, fork.dir)
+        want = {"forks": [{"key": fork.id, "parent_key": run.id, "step": 3}]}
+        assert srv.get("/projects/mine/forks") == want
+        store.access.set_project("secret", None, "private")
+        store.close()
+        assert srv.get("/projects/mine/forks") == {"forks": []}
