@@ -189,16 +189,12 @@ def test_rows_set_aside_and_fork_lists_follow_read_rights(tmp_path: Path) -> Non
     read."""
     import urllib.error
 
-    from wisp.server import keys_create, users_add
     from wisp.server.store.facade import open_store
     from wisp.testing import Server
 
     d = str(tmp_path)
     with Server(tmp_path / "srv") as srv:
-        for name in ("alice", "bob"):
-            users_add(name, db=srv.db_url)
-        alice = keys_create("write", "a", db=srv.db_url, user="alice")[1]
-        bob = keys_create("write", "b", db=srv.db_url, user="bob")[1]
+        alice, bob = _lin.alice_and_bob(srv)
         run = wisp.init(project="secret", dir=d, mode="offline")
         for s in range(10):
             run.log({"loss": float(s)}, step=s)
