@@ -107,6 +107,7 @@ def _server(points: int, repeat: int, pg: str | None, ingest: bool) -> None:
 
     from wisp.server import open_store
     from wisp.server.series.buckets import series
+    from wisp.server.series.grouped import grouped_series
     from wisp.server.store import lineage
     from wisp.server.store.ingest import prepare_records
     from wisp.testing import temporary_postgres_database
@@ -171,6 +172,11 @@ def _server(points: int, repeat: int, pg: str | None, ingest: bool) -> None:
         s_s, got = _timed(lambda: series(store, [f"f{n[0]}"], ["loss"], buckets=1000), 1)
         count = got[0]["count"] if got else 0  # type: ignore[index]
         print(f"server: the fork's series (1,000 buckets over {count:,} points): {s_s:.2f} s")
+        g_s, _ = _timed(
+            lambda: grouped_series(store, "bench", keys=["loss"], group_by=[], runs=[f"f{n[0]}"]),
+            1,
+        )
+        print(f"server: the fork's grouped series (1,000 buckets): {g_s:.2f} s")
         print(f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
         store.close()

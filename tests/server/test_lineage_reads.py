@@ -138,9 +138,11 @@ def test_grouped_series_and_the_history_export_read_a_forks_view(
 def test_a_forks_step_series_equals_a_plain_runs_holding_its_view(tmp_path: Path) -> None:
     """Straight through the store: a fork at 30,000 of a 100,000-step run (fork step inside a
     chunk) reads, bucket for bucket and in zoomed windows, as a plain run holding the same
-    points; a fork of the fork at 45,000 too."""
+    points, alone and in grouped series (with its parent too); a fork of the fork at 45,000
+    as well."""
     from wisp.server import open_store
     from wisp.server.series.buckets import series
+    from wisp.server.series.grouped import grouped_series
     from wisp.server.store.ingest import prepare_records
 
     def put(run: str, rows: list[list[Any]], fork: dict[str, Any] | None = None) -> None:
@@ -179,6 +181,14 @@ def test_a_forks_step_series_equals_a_plain_runs_holding_its_view(tmp_path: Path
                     marks = got.pop("fork_x")
                     assert marks == ([30_000.0] if fork == "kid" else [30_000.0, 45_000.0])
                     assert {**got, "run": flat} == want, (fork, kw, buckets)
+                    lo_hi = {k: v for k, v in kw.items() if k != "after"}
+                    for runs in ([fork], ["par", fork], [fork, "kid"]):
+                        g = {"keys": ["loss"], "group_by": [], "buckets": buckets, **lo_hi}
+                        got_g = grouped_series(store, "p", runs=runs, **g)  # type: ignore[arg-type]
+                        flat_runs = [flat if r == fork else r for r in runs]
+                        want_g = grouped_series(store, "p", runs=flat_runs, **g)  # type: ignore[arg-type]
+                        assert got_g["grids"] == want_g["grids"], (fork, runs, kw, buckets)
+                        assert got_g["groups"][0]["series"] == want_g["groups"][0]["series"]
     finally:
         store.close()
 

@@ -21,7 +21,8 @@ range ends or across a bucket edge are decoded.  When those would be more than
 ``MAX_POINTS`` points, the grid is coarsened to whole 64-step blocks at least as wide as
 a typical chunk (fewer buckets than asked, and the same exact statistics).  Only ``x = step``.
 A fork's series is its view (``store.lineage``): its parents' points up to the fork step
-then its own, decoded, one line of the group as any run's.
+then its own, read as a key's are (the chunk holding a fork step decoded), one run of its
+group as any other.
 """
 
 from __future__ import annotations
@@ -187,6 +188,28 @@ def _fold_points(kid: Any, st: Any, vals: Any, bucket: Any) -> Cells:
     )
 
 
+def _virtual_points(
+    dialect: Any, conn: Any, rows: list[tuple[int, int, int, int, int]]
+) -> tuple[Any, Any, Any]:
+    """(id, step, value) of chunk rows ``(id, key id, s0, lo, hi)``: each chunk ``(key id,
+    s0)`` decoded once, its points in ``[lo, hi]`` given the row's id (a fork's view)."""
+    import numpy as np
+
+    if not rows:
+        z = np.zeros(0, np.int64)
+        return z, z, np.zeros(0, np.float64)
+    spans = sorted({(k, c, c) for _v, k, c, _lo, _hi in rows})
+    kid, st, vals = read_spans(dialect, conn, spans)
+    out_id, out_st, out_v = [], [], []
+    for vid, k, _c, lo, hi in rows:
+        a, b = np.searchsorted(kid, k, "left"), np.searchsorted(kid, k, "right")
+        i, j = a + np.searchsorted(st[a:b], lo, "left"), a + np.searchsorted(st[a:b], hi, "right")
+        out_id.append(np.full(j - i, vid, np.int64))
+        out_st.append(st[i:j])
+        out_v.append(vals[i:j])
+    return np.concatenate(out_id), np.concatenate(out_st), np.concatenate(out_v)
+
+
 def _cells(
     dialect: Any,
     conn: Any,
@@ -194,14 +217,15 @@ def _cells(
     lo: float | None,
     hi: float | None,
     buckets: int,
-    views: list[tuple[int, Any, Any]] | None = None,
+    views: list[tuple[int, int, int, int]] | None = None,
 ) -> tuple[dict[str, int], Cells] | None:
     """The grid of ``kids`` in ``[lo, hi]`` and their cells, or None when there is no point.
 
     Read as the per-run series reads a key (:func:`series.buckets._step_series`): the chunks'
     aggregates in one query; a chunk inside one bucket by them, the ones at the range ends
     or across a bucket edge decoded (runs of consecutive ones in one span each).  ``views``
-    are forks' decoded views ``(id, steps, values)`` (ids below 0: not key ids)."""
+    are the parts of forks' views ``(id, key id, first step, last step)``, read the same way
+    under their id (below 0: not a key id; a fork's parts share one)."""
     import numpy as np
 
     a = 0 if lo is None else max(0, math.ceil(lo))
@@ -209,21 +233,32 @@ def _cells(
     if a > b or not (kids or views):
         return None
     got = dialect.fetch_chunks(conn, [(k, a, b) for k in kids], "agg") if kids else []
-    rows = [r for r in got if r[2] >= a]
-    if not rows and not views:
+    rows = [(*r, r[0], a, b) for r in got if r[2] >= a]
+    for vid, k, v_a, v_b in views or ():
+        va, vb = max(a, v_a), min(b, v_b)
+        if va <= vb:
+            got = dialect.fetch_chunks(conn, [(k, va, vb)], "agg")
+            rows += [(vid, *r[1:], k, va, vb) for r in got if r[2] >= va]
+    if not rows:
         return None
     kid, s0, s1, n = (np.array([r[i] for r in rows], np.int64) for i in range(4))
     # None (no finite value) becomes NaN
     vmin, vmax, last_v = (np.array([r[i] for r in rows], np.float64) for i in (4, 5, 7))
-    inner = (s0 >= a) & (s1 <= b)
-    edge = _spans(kid, s0, ~inner)
-    e_kid, e_st, e_v = read_spans(dialect, conn, edge) if edge else (kid[:0], kid[:0], vmin[:0])
-    if views:  # forks' views: points at the edges, decoded already
-        e_kid = np.concatenate([e_kid, *(np.full(len(st), i, np.int64) for i, st, _v in views)])
-        e_st = np.concatenate([e_st, *(st for _i, st, _v in views)])
-        e_v = np.concatenate([e_v, *(v for _i, _st, v in views)])
-        order = np.lexsort((e_st, e_kid))
-        e_kid, e_st, e_v = e_kid[order], e_st[order], e_v[order]
+    real, ra, rb = (np.array([r[i] for r in rows], np.int64) for i in (-3, -2, -1))
+    inner = (s0 >= ra) & (s1 <= rb)
+    plain = kid >= 0
+
+    def decode(sel: Any) -> tuple[Any, Any, Any]:
+        """The points of the chunk rows ``sel`` within their rows' ranges."""
+        p_kid, p_st, p_v = read_spans(dialect, conn, _spans(kid, s0, sel & plain))
+        idx = np.flatnonzero(sel & ~plain).tolist()
+        v_rows = [(int(kid[i]), int(real[i]), int(s0[i]), int(ra[i]), int(rb[i])) for i in idx]
+        v_kid, v_st, v_v = _virtual_points(dialect, conn, v_rows)
+        if not len(v_st):
+            return p_kid, p_st, p_v
+        return np.r_[p_kid, v_kid], np.r_[p_st, v_st], np.r_[p_v, v_v]
+
+    e_kid, e_st, e_v = decode(~inner)
     keep = (e_st >= a) & (e_st <= b)
     e_kid, e_st, e_v = e_kid[keep], e_st[keep], e_v[keep]
     ends = [int(e_st.min()), int(e_st.max())] if len(e_st) else []
@@ -243,8 +278,8 @@ def _cells(
         whole = inner & (bucket(s0) == bucket(s1))
     grid = {"origin": origin, "width": width, "first": s_lo, "last": s_hi}
     split = inner & ~whole
-    p_kid, p_st, p_v = read_spans(dialect, conn, _spans(kid, s0, split))
-    if len(e_st):
+    p_kid, p_st, p_v = decode(split)
+    if len(e_st) or not plain.all():
         p_kid, p_st, p_v = (np.concatenate(x) for x in ((p_kid, e_kid), (p_st, e_st), (p_v, e_v)))
         order = np.lexsort((p_st, p_kid))
         p_kid, p_st, p_v = p_kid[order], p_st[order], p_v[order]
@@ -371,17 +406,16 @@ def grouped_series(
     per_key: dict[str, tuple[list[int], list[Cells]]] = {}
     with store.engine.connect() as conn:
         forks = _fork_views(conn, all_runs)
-        a = 0 if lo is None else max(0, math.ceil(lo))
-        b = MAX if hi is None else min(MAX, math.floor(hi))
         for key in keys:
             ids = _key_ids(conn, all_runs, key)
             views = []
-            for i, (rid, segs) in enumerate(forks.items()):  # a fork: its view, decoded
-                got_v = lineage.fork_points(conn, store.dialect, segs, key, a, b)
+            for i, (rid, segs) in enumerate(forks.items()):  # a fork: its view's parts
                 ids = {k: r for k, r in ids.items() if r != rid}
-                if got_v is not None and len(got_v[0]):
-                    views.append((-1 - i, *got_v))
-                    ids[-1 - i] = rid
+                for seg, s_a, s_b in segs:
+                    got_k = _key_ids(conn, [seg], key)
+                    if got_k:
+                        views.append((-1 - i, next(iter(got_k)), s_a, s_b))
+                        ids[-1 - i] = rid
             kids = sorted(k for k in ids if k >= 0)
             got = _cells(store.dialect, conn, kids, lo, hi, buckets, views)
             if got is None:
