@@ -45,7 +45,6 @@ __all__ = [
     "MAX_DEPTH",
     "describe",
     "forget",
-    "fork_points",
     "on_record",
     "project_forks",
     "record_fork",
@@ -224,32 +223,6 @@ def set_aside_after(conn: Connection, dialect: Any, run_id: str, step: int, now:
           "created_at": now}],
     )  # fmt: skip
     return shadow
-
-
-def fork_points(
-    conn: Connection, dialect: Any, segs: list[tuple[str, int, int]], key: str, a: int, b: int
-) -> tuple[Any, Any] | None:
-    """(steps, values) of ``key`` over a fork's view ``segs`` within ``[a, b]``, in step
-    order (the parent's chunks are decoded: their aggregates run past the fork step); None
-    when no segment has the key."""
-    import numpy as np
-
-    from wisp.server.series.read import read_chunks
-
-    mk = S.metric_keys.c
-    steps, values = [], []
-    for run_key, lo, hi in segs:
-        lo, hi = max(lo, a), min(hi, b)
-        if lo > hi:
-            continue
-        kid = conn.execute(select(mk.id).where(mk.run_id == run_key, mk.key == key)).scalar()
-        if kid is not None:
-            _k, st, _t, vs = read_chunks(dialect, conn, [int(kid)], lo, hi)
-            steps.append(st)
-            values.append(vs)
-    if not steps:
-        return None
-    return np.concatenate(steps), np.concatenate(values)
 
 
 def describe(conn: Connection, run_id: str, readable: Any) -> dict[str, Any] | None:
