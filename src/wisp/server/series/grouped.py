@@ -192,7 +192,7 @@ def _virtual_points(
     dialect: Any, conn: Any, rows: list[tuple[int, int, int, int, int]]
 ) -> tuple[Any, Any, Any]:
     """(id, step, value) of chunk rows ``(id, key id, s0, lo, hi)``: each chunk ``(key id,
-    s0)`` decoded once, its points in ``[lo, hi]`` given the row's id (a fork's view)."""
+    s0)`` decoded once, its points in ``[lo, hi]`` (within the chunk) given the row's id."""
     import numpy as np
 
     if not rows:
@@ -252,7 +252,10 @@ def _cells(
         """The points of the chunk rows ``sel`` within their rows' ranges."""
         p_kid, p_st, p_v = read_spans(dialect, conn, _spans(kid, s0, sel & plain))
         idx = np.flatnonzero(sel & ~plain).tolist()
-        v_rows = [(int(kid[i]), int(real[i]), int(s0[i]), int(ra[i]), int(rb[i])) for i in idx]
+        v_rows = [
+            (int(kid[i]), int(real[i]), int(s0[i]), int(max(s0[i], ra[i])), int(min(s1[i], rb[i])))
+            for i in idx
+        ]
         v_kid, v_st, v_v = _virtual_points(dialect, conn, v_rows)
         if not len(v_st):
             return p_kid, p_st, p_v
