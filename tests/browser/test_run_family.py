@@ -95,3 +95,73 @@ def test_the_run_page_shows_a_forks_family_and_its_history_through_the_parent(
         "#run-family .lineage-node text", "els => els.map(e => e.textContent)"
     )
     assert "lower-lr (from step 51)" in nodes
+
+
+def _rect(page: Any, sel: str) -> dict[str, float]:
+    got: dict[str, float] = page.eval_on_selector(
+        sel,
+        "e => { const r = e.getBoundingClientRect(); return {x: r.x, y: r.y, w: r.width, h: r.height}; }",
+    )
+    return got
+
+
+def test_a_forks_chart_marks_its_parents_part_at_the_fork_steps_x_pixel(
+    family: tuple[Dashboard, list[str]], page: Any
+) -> None:
+    """On the fork's page the loss chart shades the parent's part and draws a dashed line
+    labelled with the parent at the x pixel of step 50 (read from the chart's scale and plot
+    box); comparing parent and fork marks the fork's line only."""
+    d, (parent, fork) = family
+    page.goto(f"{d.url}/#/p/fam/r/{fork}")
+    chart = '.chart[data-key="loss"]'
+    page.wait_for_selector(f"{chart} .fork-line")
+    over = _rect(page, f"{chart} .u-over")
+    ds = page.eval_on_selector(chart, "e => ({lo: +e.dataset.scaleXmin, hi: +e.dataset.scaleXmax})")
+    want = over["x"] + (50 - ds["lo"]) / (ds["hi"] - ds["lo"]) * over["w"]
+    line = _rect(page, f"{chart} .fork-line")
+    assert abs(line["x"] - want) <= 2.0, (line, want)
+    assert line["h"] >= over["h"] - 1  # the plot's full height
+    assert f"fork of {parent} at step 50" in page.inner_text(f"{chart} .fork-line")
+    part = _rect(page, f"{chart} .fork-part")
+    assert abs(part["x"] - over["x"]) <= 2.0 and abs(part["x"] + part["w"] - want) <= 2.0
+    page.goto(f"{d.url}/#/p/fam/r/{fork}?x=relative")  # against time: at the server's fork_x
+    page.wait_for_selector(f'{chart}[data-x="relative"] .fork-line')
+    over = _rect(page, f"{chart} .u-over")
+    ds = page.eval_on_selector(chart, "e => ({lo: +e.dataset.scaleXmin, hi: +e.dataset.scaleXmax})")
+    at = float(page.get_attribute(f"{chart} .fork-line", "data-x"))
+    assert ds["lo"] <= at <= ds["hi"]
+    want = over["x"] + (at - ds["lo"]) / (ds["hi"] - ds["lo"]) * over["w"]
+    assert abs(_rect(page, f"{chart} .fork-line")["x"] - want) <= 2.0
+    page.goto(f"{d.url}/#/p/fam/compare?runs={parent},{fork}")
+    page.wait_for_selector(f"{chart} .fork-line")
+    runs = page.eval_on_selector_all(f"{chart} .fork-line", "els => els.map(e => e.dataset.run)")
+    assert runs == [fork]
+    over = _rect(page, f"{chart} .u-over")
+    ds = page.eval_on_selector(chart, "e => ({lo: +e.dataset.scaleXmin, hi: +e.dataset.scaleXmax})")
+    want = over["x"] + (50 - ds["lo"]) / (ds["hi"] - ds["lo"]) * over["w"]
+    assert abs(_rect(page, f"{chart} .fork-line")["x"] - want) <= 2.0
+
+
+def test_the_runs_table_shows_forks_indented_under_their_parent(
+    family: tuple[Dashboard, list[str]], page: Any
+) -> None:
+    """Sorted by name, descending, the fork ("lower-lr") is above its parent ("base"); with
+    "forks under parent" on, the fork's row is the row right under its parent's (one row
+    height lower) and its name is indented; off again, the flat order is back."""
+    d, (parent, fork) = family
+    page.goto(f"{d.url}/#/p/fam?sort=name&order=desc")
+    page.wait_for_selector(f'.tr[data-run="{parent}"]')
+    flat = _rect(page, f'.tr[data-run="{fork}"]')["y"]
+    assert flat < _rect(page, f'.tr[data-run="{parent}"]')["y"]
+    page.check("#fork-tree")
+    page.wait_for_selector(f'.tr.fork-child[data-run="{fork}"]')
+    assert "forks=tree" in page.url
+    top = _rect(page, f'.tr[data-run="{parent}"]')
+    kid = _rect(page, f'.tr[data-run="{fork}"]')
+    assert abs(kid["y"] - (top["y"] + top["h"])) <= 1.0, (top, kid)
+    name_p = _rect(page, f'.tr[data-run="{parent}"] .run-name .swatch')
+    name_k = _rect(page, f'.tr[data-run="{fork}"] .run-name .swatch')
+    assert name_k["x"] >= name_p["x"] + 12
+    page.uncheck("#fork-tree")
+    page.wait_for_selector(f'.tr[data-run="{fork}"]:not(.fork-child)')
+    assert _rect(page, f'.tr[data-run="{fork}"]')["y"] == flat

@@ -40,6 +40,16 @@ def _sync(server: Any, *dirs: str | None) -> None:
         assert r.done and r.error is None and r.rejected == 0, r
 
 
+def alice_and_bob(srv: Any) -> tuple[str, str]:
+    """Write keys of two new users of server ``srv``, alice and bob."""
+    from wisp.server import keys_create, users_add
+
+    for name in ("alice", "bob"):
+        users_add(name, db=srv.db_url)
+    alice = keys_create("write", "a", db=srv.db_url, user="alice")[1]
+    return alice, keys_create("write", "b", db=srv.db_url, user="bob")[1]
+
+
 def _parent_and_fork(d: str) -> tuple[wisp.Run, wisp.Run]:
     """A 100-step run logged offline in ``d`` and a fork of it at 50 that logs 51..60."""
     parent = wisp.init(project="lin", dir=d, mode="offline")
@@ -105,16 +115,12 @@ def test_forks_need_read_rights_on_the_parent_and_never_write_it(tmp_path: Path)
     uploader sets it aside; the fork's own points are there, not Alice's); once Alice's
     project is readable to him the record is taken and the fork reads through, while the
     parent, his to read only, is never written."""
-    from wisp.server import keys_create, users_add
     from wisp.server.store.facade import open_store
     from wisp.testing import Server
 
     d = str(tmp_path)
     with Server(tmp_path / "srv") as srv:
-        for name in ("alice", "bob"):
-            users_add(name, db=srv.db_url)
-        alice = keys_create("write", "a", db=srv.db_url, user="alice")[1]
-        bob = keys_create("write", "b", db=srv.db_url, user="bob")[1]
+        alice, bob = alice_and_bob(srv)
         parent = wisp.init(project="secret", dir=d, mode="offline")
         _log(parent, range(10), float)
         wisp.sync([parent.dir], server_url=srv.url, api_key=alice)  # type: ignore[list-item]

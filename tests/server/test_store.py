@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 from wisp.server.http.problem import Problem
-from wisp.server.series.buckets import export_history
+from wisp.server.series.history import export_history
 from wisp.server.store.ingest import prepare_records
 
 

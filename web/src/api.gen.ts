@@ -302,6 +302,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/entities/{entity}/projects/{project}/forks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's runs forked from a run on this server: key, parent key, step */
+        get: operations["project_forks_in_entity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/entities/{entity}/projects/{project}/report-preview": {
         parameters: {
             query?: never;
@@ -935,6 +952,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project}/forks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's runs forked from a run on this server: key, parent key, step */
+        get: operations["project_forks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project}/report-preview": {
         parameters: {
             query?: never;
@@ -1441,6 +1475,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs/{run_id}/set-aside/{rewind}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The rows a rewind set aside, as JSON lines (_step, _timestamp, values) */
+        get: operations["set_aside_history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{run_id}/set-aside/{rewind}/restore": {
         parameters: {
             query?: never;
@@ -1890,6 +1941,15 @@ export interface components {
             } | null;
             version: number;
         };
+        /**
+         * ForkRow
+         * @description A run of the project forked from run ``parent_key`` (on this server) at ``step``.
+         */
+        ForkRow: {
+            key: string;
+            parent_key: string;
+            step: number;
+        };
         /** Group */
         Group: {
             label: string;
@@ -2155,6 +2215,13 @@ export interface components {
             last_activity: number | null;
             name: string;
             run_count: number;
+        };
+        /**
+         * ProjectForks
+         * @description The project's forks whose parent is on this server, oldest first.
+         */
+        ProjectForks: {
+            forks: components["schemas"]["ForkRow"][];
         };
         /** ProjectList */
         ProjectList: {
@@ -2430,6 +2497,8 @@ export interface components {
         Series: {
             count: number;
             first: (number | null)[];
+            /** @default null */
+            fork_x?: number[] | null;
             /** @default null */
             gaps?: number[] | null;
             key: string;
@@ -3486,6 +3555,31 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Delivery"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
+    project_forks_in_entity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the user or team owning the project: its full name is entity/project */
+                entity: string;
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectForks"];
                 };
             };
             "4XX": components["responses"]["Error"];
@@ -4878,6 +4972,29 @@ export interface operations {
             "4XX": components["responses"]["Error"];
         };
     };
+    project_forks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                project: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProjectForks"];
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
     preview_report: {
         parameters: {
             query?: never;
@@ -5892,13 +6009,37 @@ export interface operations {
             "4XX": components["responses"]["Error"];
         };
     };
+    set_aside_history: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run_id: string;
+                rewind: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            "4XX": components["responses"]["Error"];
+        };
+    };
     restore_set_aside: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 run_id: string;
-                rewind: number;
+                rewind: string;
             };
             cookie?: never;
         };

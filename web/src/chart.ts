@@ -20,6 +20,8 @@ export interface ChartRun {
   id: string;
   label: string;
   color: string;
+  /** a fork (wisp.init(fork_from=...)): its history up to `step` is its parent's */
+  fork?: { step: number; parent: string };
 }
 
 export interface ViewOpts {
@@ -468,7 +470,35 @@ export class MetricChart {
     d.scaleYmin = String(u.scales.y.min);
     d.scaleYmax = String(u.scales.y.max);
     d.gapMarks = String(marks);
+    this.markForks(u);
     d.drawn = String(Number(d.drawn ?? 0) + 1);
+  }
+
+  /** A fork's part from its parent is shaded and its fork step marked by a dashed line with
+   * a label (DOM elements over the plot: tests read their geometry); against time or another
+   * metric, at the x the server gives for the parent's last point (`fork_x`). */
+  private markForks(u: uPlot): void {
+    u.over.querySelectorAll(".fork-part, .fork-line").forEach((e) => e.remove());
+    const shown = this.lines.filter((l) => !this.hidden.has(l.id));
+    const drawn = new Set(shown.map((l) => l.run.id));
+    const w = u.over.clientWidth || u.bbox.width / (devicePixelRatio || 1);
+    for (const r of this.runs) {
+      if (!r.fork || !drawn.has(r.id)) continue;
+      const xs = shown.find((l) => l.run.id === r.id)?.buf.forkX ?? [];
+      const at = this.view.x === "step" ? r.fork.step : xs[xs.length - 1];
+      if (at === undefined) continue;
+      const px = u.valToPos(at, "x");
+      if (!Number.isFinite(px) || px < 0 || px > w) continue;
+      const left = Math.max(0, u.valToPos(u.scales.x.min ?? at, "x"));
+      const part = h("div", { class: "fork-part", "data-run": r.id, title: `${r.label}: steps up to ${r.fork.step} are ${r.fork.parent}'s` });
+      Object.assign(part.style, { left: `${left}px`, width: `${Math.max(0, px - left)}px`, background: withAlpha(r.color, 0.07) });
+      const label = this.runs.length > 1 ? `${r.label}: fork of ${r.fork.parent} at ${r.fork.step}` : `fork of ${r.fork.parent} at step ${r.fork.step}`;
+      // the label on the side with room: left of the line (over the parent's part) past mid-plot
+      const tag = h("span", { class: px > w / 2 ? "fork-label before" : "fork-label" }, label);
+      const line = h("div", { class: "fork-line", "data-run": r.id, "data-step": r.fork.step, "data-x": at }, tag);
+      Object.assign(line.style, { left: `${px}px`, borderLeftColor: r.color });
+      u.over.append(part, line);
+    }
   }
 
   private readout(u: uPlot): void {

@@ -1,11 +1,12 @@
 // Projects list, run page and compare view.
 import { api, type RunDetail } from "./api";
-import type { ViewOpts } from "./chart";
+import type { ChartRun, ViewOpts } from "./chart";
 import { pickColor, runColors, runLabels } from "./colors";
 import { compareAnalysis } from "./compare";
 import { ChartGrid, stepMetricLookup, viewToolbar, xChoices } from "./grid";
 import { consolePanel, mediaPanel } from "./media";
 import { href, patchParams, type Route } from "./router";
+import { forkOf } from "./runFamily";
 import { fmtDuration, fmtNum, fmtTime, flatten, h } from "./util";
 import { emptyState, errorState, loading } from "./ui";
 
@@ -108,7 +109,7 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
     .then((run) => {
       if (disposed) return;
       let color = runColors([run.key]).get(run.key)!;
-      let chartRuns = [{ id: run.key, label: run.name || run.id, color }];
+      let chartRuns: ChartRun[] = [{ id: run.key, label: run.name || run.id, color }];
       const stepMetrics = [...new Set(run.metrics.map((m) => m.step_metric).filter((x): x is string => !!x))];
       let tab = (TABS as readonly string[]).includes(route.params.get("tab") ?? "") ? route.params.get("tab")! : "charts";
       const { el: tools, view } = viewToolbar(route.params, stepMetrics, (v) => {
@@ -201,6 +202,13 @@ export function runPage(app: HTMLElement, route: Route, runId: string): Dispose 
       };
       setLive(state === "running");
       if (state === "running") timer = window.setTimeout(tick, LIVE_MS);
+      // a fork: its charts mark the part that is its parent's
+      void forkOf([run.key]).then((forks) => {
+        const fork = forks.get(run.key);
+        if (disposed || !fork) return;
+        chartRuns = [{ ...chartRuns[0], fork }];
+        grid.setRuns(chartRuns);
+      });
     })
     .catch((e) => app.replaceChildren(errorState(e, `run ${runId}`)));
   return () => {
@@ -237,7 +245,8 @@ export function comparePage(app: HTMLElement, route: Route, project: string): Di
       if (disposed) return;
       let colors = runColors(ids);
       const labels = runLabels(runs);
-      const mkRuns = () => runs.map((r) => ({ id: r.key, label: labels.get(r.key)!, color: colors.get(r.key)! }));
+      let forks = new Map<string, { step: number; parent: string }>();
+      const mkRuns = () => runs.map((r) => ({ id: r.key, label: labels.get(r.key)!, color: colors.get(r.key)!, fork: forks.get(r.key) }));
       const chartRuns = mkRuns();
       const mediaKeys: Record<string, string> = Object.assign({}, ...runs.map((r) => r.media_keys ?? {}));
       const stepMetrics = [...new Set(runs.flatMap((r) => r.metrics.map((m) => m.step_metric)).filter((x): x is string => !!x))];
@@ -265,6 +274,11 @@ export function comparePage(app: HTMLElement, route: Route, project: string): Di
           inp.style.background = inp.value;
         });
       };
+      void forkOf(runs.map((r) => r.key)).then((got) => {
+        if (disposed || !got.size) return;
+        forks = got;
+        grid!.setRuns(mkRuns());
+      });
       const legend = h(
         "ul",
         { class: "legend", id: "legend" },

@@ -39,3 +39,15 @@ export function runFamily(el: HTMLElement, project: string, runKey: string): () 
     .catch(() => el.replaceChildren());
   return () => ctl.abort();
 }
+
+/** The fork step and parent of each of `keys` that is a fork (for its charts: chart.ts). */
+export async function forkOf(keys: string[], signal?: AbortSignal): Promise<Map<string, { step: number; parent: string }>> {
+  const out = new Map<string, { step: number; parent: string }>();
+  const got = await Promise.all(
+    keys.map((k) => getJSON<Family>(`/api/v1/runs/${encodeURIComponent(k)}/lineage`, signal).catch(() => null)),
+  );
+  got.forEach((f, i) => {
+    if (f?.parent) out.set(keys[i], { step: f.parent.step, parent: f.parent.id });
+  });
+  return out;
+}

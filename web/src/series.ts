@@ -100,6 +100,8 @@ export class Buffer {
   count = 0;
   /** Non-finite and non-numeric values in all buckets. */
   bad = 0;
+  /** A fork's series: the x of its view's last point at each fork step (server's fork_x). */
+  forkX: number[] = [];
 
   static from(s: Series): Buffer {
     const b = new Buffer();
@@ -111,6 +113,7 @@ export class Buffer {
     b.raw = s.raw;
     b.count = s.count;
     b.bad = s.nonfinite + (s.nonnumeric ?? 0);
+    b.forkX = s.fork_x ?? [];
     return b;
   }
 

@@ -283,7 +283,17 @@ class ServerBackend:
         return [self.get_run(f["key"]) for f in self._lineage(run_id).get("forks", [])]
 
     def scan_set_aside(self, run_id: str, rewind: int | None) -> Iterator[dict[str, Any]]:
-        raise _no_lineage()
+        for part in self.lineage(run_id)["set_aside"]:
+            number = part["rewind"]
+            if rewind is not None and number != rewind:
+                continue
+            try:
+                body = self.http.raw(f"/runs/{q(run_id)}/set-aside/{number}/history")
+            except FatalApiError as exc:
+                raise self._not_found(exc, f"rewind {number} of run {run_id!r}") from None
+            for line in body.splitlines():
+                if line.strip():
+                    yield {**json.loads(line), "_rewind": number}
 
     def restore_set_aside(self, run_id: str, rewind: int) -> dict[str, Any]:
         parts = self.lineage(run_id)["set_aside"]
@@ -347,11 +357,3 @@ def _batch_rows(batch: Any, keys: list[str], complete: bool) -> Iterator[dict[st
                 row[k] = v
         if not complete or len(row) == len(keys) + 1:
             yield row
-
-
-def _no_lineage() -> UsageError:
-    """Rows set aside are read from run files for now (docs/fork.md)."""
-    return UsageError(
-        "the rows a rewind set aside are read from the run's files for now "
-        "(wisp.Api(dir=<the folder holding wisp/>)); restore_set_aside() makes them a run"
-    )

@@ -4,7 +4,7 @@
 // Filters are evaluated by the server, or in the page (filter.ts, over the tree the server
 // parsed) when every run of the project is loaded and none is running; the server's count
 // for the same filter comes with the tree, and its answer wins if they ever differ.
-import { api, type RunRow } from "../api";
+import { api, getJSON, type Ok, type RunRow } from "../api";
 import { applyTree, parseFilter } from "../filter";
 import { href, type Route } from "../router";
 import { renderPicker } from "./picker";
@@ -162,6 +162,7 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
     // the numeric columns' sort keys, read while idle (strings rank on their first sort)
     if (out.length === s.total) warmSortKeys(out, columns(s).filter((c) => c === "created_at" || c === "duration" || s.numericKeys.has(c)));
     v.scroller.dataset.loaded = String(Date.now());
+    void loadForks();
     clearTimeout(liveTimer);
     if (s.rows.some((r) => r.run.state === "running") && s.total <= 2000) liveTimer = window.setTimeout(() => void load(), 5000);
   }
@@ -257,6 +258,29 @@ export function runsPage(app: HTMLElement, route: Route, project: string): () =>
     renderCompare(v, s);
   });
   renderGroupChoices(v, s);
+  let forksFor = "";
+  /** The project's forks (fork -> parent), once per load of the table while the box is on. */
+  async function loadForks(): Promise<void> {
+    if (!s.forkTree || forksFor === v.scroller.dataset.loaded) return;
+    forksFor = v.scroller.dataset.loaded ?? "";
+    try {
+      const got = await getJSON<Ok<"project_forks">>(`/api/v1/projects/${encodeURIComponent(project)}/forks`);
+      s.forks = new Map(got.forks.map((f) => [f.key, f.parent_key]));
+    } catch {
+      s.forks = new Map(); // an older server: no fork list, a flat table
+    }
+    if (disposed) return;
+    buildItems(s);
+    renderBody(v, s, act, true);
+    v.scroller.dataset.forks = String(s.forks.size);
+  }
+  v.forkBox.addEventListener("change", () => {
+    s.forkTree = v.forkBox.checked;
+    urlSync.forkTree(s);
+    buildItems(s);
+    renderBody(v, s, act, true);
+    void loadForks();
+  });
   // the column picker opens inside the window, however close to its edge the button is
   v.picker.addEventListener("toggle", () => {
     const pop = v.picker.querySelector<HTMLElement>(".picker-pop");

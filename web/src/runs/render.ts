@@ -23,6 +23,7 @@ export interface RunsView {
   filterErr: HTMLElement;
   count: HTMLElement;
   groupSel: HTMLSelectElement;
+  forkBox: HTMLInputElement;
   compareBtn: HTMLAnchorElement;
   chartsBtn: HTMLAnchorElement;
   empty: HTMLElement;
@@ -48,6 +49,7 @@ export function mountView(app: HTMLElement, s: RunsState): RunsView {
     filterErr: h("div", { class: "error", role: "alert", id: "filter-error" }),
     count: h("span", { class: "muted", id: "run-count" }),
     groupSel: h("select", { id: "group-by", "aria-label": "group runs by" }),
+    forkBox: h("input", { type: "checkbox", id: "fork-tree", checked: s.forkTree, "aria-label": "show forks under their parent" }),
     compareBtn: h("a", { class: "button", id: "compare" }, "Compare"),
     chartsBtn: h("a", { class: "button", id: "open-workspace", title: "charts of these runs, grouped as the table is" }, "Charts"),
     empty: h("div", { class: "empty-state", id: "runs-empty", hidden: true }),
@@ -69,7 +71,7 @@ export function mountView(app: HTMLElement, s: RunsState): RunsView {
     h(
       "section",
       { class: "runs-page" },
-      h("div", { class: "toolbar" }, v.filterInput, h("label", {}, "group by ", v.groupSel), v.picker, v.count, v.chartsBtn, v.compareBtn),
+      h("div", { class: "toolbar" }, v.filterInput, h("label", {}, "group by ", v.groupSel), h("label", { title: "forks (fork_from) indented under the run they were forked from" }, v.forkBox, " forks under parent"), v.picker, v.count, v.chartsBtn, v.compareBtn),
       v.filterErr,
       v.empty,
       wrap,
@@ -144,16 +146,20 @@ export function renderHead(v: RunsView, s: RunsState, act: Actions): void {
   v.head.style.gridTemplateColumns = template(s);
 }
 
-function cell(s: RunsState, row: Row, c: string): HTMLElement {
+function cell(s: RunsState, row: Row, c: string, depth = 0): HTMLElement {
   const r = row.run;
   if (c === "state") return h("span", { class: `state state-${r.state}` }, r.state);
-  if (c === "name")
-    return h(
+  if (c === "name") {
+    const a = h(
       "a",
       { href: href(["p", s.project, "r", r.key]), class: "run-name", tabindex: -1 },
+      depth ? h("span", { class: "fork-mark muted", title: "forked from the run above" }, "↳ ") : "",
       h("span", { class: "swatch", style: `background:${runColor(r.key)}` }),
       r.name ?? r.id,
     );
+    if (depth) a.style.paddingLeft = `${Math.min(depth, 8) * 16}px`;
+    return a;
+  }
   if (c === "tags") return h("span", { class: "tags" }, ...(r.tags ?? []).map((t) => h("span", { class: "tag" }, t)));
   if (c === "created_at") return h("span", {}, fmtTime(r.created_at));
   if (c === "duration") return h("span", { class: "num" }, fmtDuration(r.duration));
@@ -202,7 +208,8 @@ export function renderBody(v: RunsView, s: RunsState, act: Actions, force = fals
       const r = it.row.run;
       const box = h("input", { type: "checkbox", checked: s.selected.has(r.key), "aria-label": `select ${r.name ?? r.id}`, tabindex: -1 });
       box.addEventListener("change", () => act.select(r.key, box.checked));
-      el = h("div", { class: "tr", role: "row", tabindex: 0, "data-idx": i, "data-run": r.key }, h("span", {}, box), ...cs.map((c) => cell(s, it.row, c)));
+      const depth = it.depth ?? 0;
+      el = h("div", { class: depth ? "tr fork-child" : "tr", role: "row", tabindex: 0, "data-idx": i, "data-run": r.key, "data-depth": depth }, h("span", {}, box), ...cs.map((c) => cell(s, it.row, c, depth)));
       el.style.gridTemplateColumns = tpl;
     }
     el.style.top = `${i * ROW_H}px`;

@@ -19,7 +19,8 @@ export interface Agg {
   max: number;
   std: number;
 }
-export type Item = { kind: "group"; name: string; count: number; rows: Row[]; agg?: Map<string, Agg | null> } | { kind: "run"; row: Row };
+/** A run's item; `depth` > 0: a fork shown under its parent (`forkTree`), that deep. */
+export type Item = { kind: "group"; name: string; count: number; rows: Row[]; agg?: Map<string, Agg | null> } | { kind: "run"; row: Row; depth?: number };
 export type Order = "asc" | "desc";
 
 export const BASE_COLS = ["state", "name", "tags", "created_at", "duration"];
@@ -50,9 +51,13 @@ export interface RunsState {
   /** column widths the user dragged, in px */
   widths: Record<string, number>;
   focusIdx: number;
+  /** show forks under their parent (indented), in the parent's group */
+  forkTree: boolean;
+  /** fork key -> parent key (GET /projects/{project}/forks), loaded when `forkTree` is on */
+  forks: Map<string, string>;
 }
 
-export function newState(project: string, init: Pick<RunsState, "filter" | "sort" | "order" | "groupBy" | "selected" | "cols">): RunsState {
+export function newState(project: string, init: Pick<RunsState, "filter" | "sort" | "order" | "groupBy" | "selected" | "cols" | "forkTree">): RunsState {
   return {
     project,
     ...init,
@@ -67,6 +72,7 @@ export function newState(project: string, init: Pick<RunsState, "filter" | "sort
     numericKeys: new Set(),
     widths: {},
     focusIdx: 0,
+    forks: new Map(),
   };
 }
 
@@ -129,9 +135,37 @@ export function groupName(row: Row, field: string): string {
 
 /** The rows as table items: runs, or group headers each followed by its (expanded) runs.
  * Groups are ordered by their value (numbers numerically, missing last). */
+/** `rows` with each fork right under its parent (after its earlier forks), `depth` levels
+ * in; a fork whose parent is not among `rows` stays where it is, at depth 0. */
+export function forkOrder(rows: Row[], forks: Map<string, string>): Item[] {
+  const shown = new Set(rows.map((r) => r.run.key));
+  const kids = new Map<string, Row[]>();
+  const roots: Row[] = [];
+  for (const r of rows) {
+    const p = forks.get(r.run.key);
+    if (p !== undefined && p !== r.run.key && shown.has(p)) {
+      const l = kids.get(p);
+      if (l) l.push(r);
+      else kids.set(p, [r]);
+    } else roots.push(r);
+  }
+  const out: Item[] = [];
+  const seen = new Set<string>();
+  const walk = (r: Row, depth: number) => {
+    if (seen.has(r.run.key)) return;
+    seen.add(r.run.key);
+    out.push({ kind: "run", row: r, depth });
+    for (const k of kids.get(r.run.key) ?? []) walk(k, depth + 1);
+  };
+  for (const r of roots) walk(r, 0);
+  for (const r of rows) walk(r, 0); // a loop of forks (hand-made): its runs at the top level
+  return out;
+}
+
 export function buildItems(s: RunsState): void {
+  const runItems = (rows: Row[]): Item[] => (s.forkTree ? forkOrder(rows, s.forks) : rows.map((row) => ({ kind: "run", row })));
   if (!s.groupBy) {
-    s.items = s.rows.map((row) => ({ kind: "run", row }));
+    s.items = runItems(s.rows);
     return;
   }
   const groups = new Map<string, { v: unknown; rows: Row[] }>();
@@ -144,7 +178,7 @@ export function buildItems(s: RunsState): void {
   s.items = [];
   for (const [name, g] of [...groups.entries()].sort((a, b) => compare(a[1].v, b[1].v))) {
     s.items.push({ kind: "group", name, count: g.rows.length, rows: g.rows });
-    if (!s.collapsed.has(name)) for (const row of g.rows) s.items.push({ kind: "run", row });
+    if (!s.collapsed.has(name)) s.items.push(...runItems(g.rows));
   }
 }
 

@@ -9,8 +9,10 @@ import msgspec
 from wisp.server.schemas.runs import Id
 
 __all__ = [
+    "ForkRow",
     "LineageFork",
     "LineageParent",
+    "ProjectForks",
     "RestorePath",
     "Restored",
     "RunLineage",
@@ -56,7 +58,8 @@ class RunLineage(msgspec.Struct):
 
 class RestorePath(msgspec.Struct, forbid_unknown_fields=True):
     run_id: Id
-    rewind: Annotated[int, msgspec.Meta(ge=0, le=1 << 30)]
+    #: the rewind's number (digits: path parameters are text)
+    rewind: Annotated[str, msgspec.Meta(pattern="^[0-9]{1,9}$")]
 
 
 class Restored(msgspec.Struct):
@@ -64,3 +67,17 @@ class Restored(msgspec.Struct):
 
     key: str
     id: str
+
+
+class ForkRow(msgspec.Struct):
+    """A run of the project forked from run ``parent_key`` (on this server) at ``step``."""
+
+    key: str
+    parent_key: str
+    step: int
+
+
+class ProjectForks(msgspec.Struct):
+    """The project's forks whose parent is on this server, oldest first."""
+
+    forks: list[ForkRow]

@@ -309,6 +309,9 @@ class Series(msgspec.Struct):
     nonnumeric: int = 0
     #: per x: how many values of that bucket were no finite number; null when none were
     gaps: list[int] | None = None
+    #: a fork's series: the x of its view's last point at or before each fork step (oldest
+    #: ancestor's first; the dashboard marks the last), absent for a run that is not a fork
+    fork_x: list[float] | None = None
 
 
 class SeriesList(msgspec.Struct):

@@ -1,4 +1,4 @@
-"""Metric series (downsampled from the chunks' aggregates) and full-history export.
+"""Metric series, downsampled from the chunks' aggregates (full history: ``series.history``).
 
 Series against ``x=step``: the step range ``[s_lo, s_hi]`` of the points in range is cut
 into at most ``buckets`` buckets; each bucket gives the x of its first point, its count,
@@ -20,19 +20,15 @@ line there.
 
 from __future__ import annotations
 
-import bisect
-import csv
-import io
 import json
 import math
-from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import or_, select
 
 from wisp.server.series.chunks import decode_many
 from wisp.server.series.read import MAX as _MAX
-from wisp.server.series.read import read_chunks
+from wisp.server.series.read import last_at, read_chunks
 from wisp.server.store import lineage
 from wisp.server.store import schema as S
 
@@ -40,7 +36,6 @@ __all__ = [
     "ALIGN",
     "bucket_index",
     "bucket_starts",
-    "export_history",
     "series",
     "series_json",
     "step_grid",
@@ -195,22 +190,36 @@ def _step_series(
 ) -> dict[str, Any]:
     """One key against x=step from its chunks: a chunk inside one bucket by its aggregates,
     the others (at the range ends or across a bucket edge) decoded and bucketed in numpy."""
-    import numpy as np
-
     a, b = step_range(lo, hi, after)
     if a > b:
         return dict(_EMPTY)
-    aggs = [r for r in dialect.fetch_chunks(conn, [(kid, a, b)], "agg") if r[2] >= a]
-    inner = [r for r in aggs if r[1] >= a and r[2] <= b]
-    e_st, e_v = _chunk_points(
-        conn, dialect, kid, [r[1] for r in aggs if r[1] < a or r[2] > b], a, b
-    )
-    count = sum(r[3] for r in inner) + len(e_st)
-    nonfinite = sum(r[8] for r in inner) + int((~np.isfinite(e_v)).sum())
+    return _view_series(conn, dialect, [(kid, a, b)], buckets)
+
+
+def _view_series(
+    conn: Any, dialect: Any, segs: list[tuple[int, int, int]], buckets: int
+) -> dict[str, Any]:
+    """Key ids ``segs`` ``(kid, a, b)``, each within its steps (disjoint, in step order: one
+    key, or a fork's view through its parents) as one series against x=step on one grid."""
+    import numpy as np
+
+    per = []
+    count = nonfinite = 0
+    for kid, a, b in segs:
+        aggs = [r for r in dialect.fetch_chunks(conn, [(kid, a, b)], "agg") if r[2] >= a]
+        inner = [r for r in aggs if r[1] >= a and r[2] <= b]
+        e_st, e_v = _chunk_points(
+            conn, dialect, kid, [r[1] for r in aggs if r[1] < a or r[2] > b], a, b
+        )
+        count += sum(r[3] for r in inner) + len(e_st)
+        nonfinite += sum(r[8] for r in inner) + int((~np.isfinite(e_v)).sum())
+        per.append((kid, a, b, aggs, inner, e_st, e_v))
     if count == 0:
         return dict(_EMPTY)
     if count <= buckets:
-        _k, st, _t, vals = read_chunks(dialect, conn, [kid], a, b)
+        got = [read_chunks(dialect, conn, [kid], a, b) for kid, a, b in segs]
+        st = np.concatenate([g[1] for g in got])
+        vals = np.concatenate([g[3] for g in got])
         gaps = (~np.isfinite(vals)).astype(np.int64).tolist() if nonfinite else None
         return {
             **_raw(st.tolist(), _list(vals), gaps),
@@ -218,12 +227,55 @@ def _step_series(
             "nonfinite": nonfinite,
             "nonnumeric": 0,
         }
-    ends = [int(e_st[0]), int(e_st[-1])] if len(e_st) else []
-    s_lo = min([r[1] for r in inner] + ends)
-    s_hi = max([r[2] for r in inner] + ends)
-    bucket = _bucket_fn(s_lo, s_hi, buckets)
+    bounds = [int(e[0]) for p in per for e in (p[5][:1], p[5][-1:]) if len(e)]
+    bounds += [r[1] for p in per for r in p[4]] + [r[2] for p in per for r in p[4]]
+    bucket = _bucket_fn(min(bounds), max(bounds), buckets)
+    entries: list[Any] = []
+    has_whole = False
+    for kid, a, b, aggs, inner, e_st, e_v in per:
+        has_whole |= _entries(conn, dialect, kid, a, b, aggs, inner, e_st, e_v, bucket, entries)
+    if len(entries) == 1 and not has_whole:  # one part, already one entry per bucket
+        x, n, vmin, vmax, first, last, nonf, _b = entries[0]
+    else:
+        cols = [np.concatenate(c) for c in zip(*entries, strict=True)]
+        order = np.argsort(cols[0], kind="stable")
+        x, n, vmin, vmax, first, last, nonf, bi = (c[order] for c in cols)
+        x, n, vmin, vmax, first, last, nonf = _fold(bi, x, n, vmin, vmax, first, last, nonf)
+    lasts = _list(last)
+    return {
+        "x": x.tolist(),
+        "y": lasts,
+        "min": _list(vmin),
+        "max": _list(vmax),
+        "first": _list(first),
+        "last": lasts,
+        "raw": False,
+        "count": count,
+        "nonfinite": nonfinite,
+        "nonnumeric": 0,
+        "gaps": nonf.tolist() if nonfinite else None,
+    }
+
+
+def _entries(
+    conn: Any,
+    dialect: Any,
+    kid: int,
+    a: int,
+    b: int,
+    aggs: list[Any],
+    inner: list[Any],
+    e_st: Any,
+    e_v: Any,
+    bucket: Any,
+    entries: list[Any],
+) -> bool:
+    """Add to ``entries`` the bucket entries of key ``kid`` in ``[a, b]`` (``inner``: its
+    chunks inside the range, ``e_st``/``e_v``: the points of those at its ends); True when
+    a whole chunk counted by its aggregates."""
+    import numpy as np
+
     parts = [(e_st, e_v)]
-    entries = []
     all_s0 = np.array([r[1] for r in aggs], np.int64)
     whole = np.zeros(0, bool)
     if inner:
@@ -258,27 +310,7 @@ def _step_series(
         one = np.ones(len(st), np.int64)
         folded = _fold(grp, st, one, v, v, v, v, (~fin).astype(np.int64))
         entries.append((*folded, bucket(folded[0])))
-    if len(entries) == 1 and not has_whole:  # one part, already one entry per bucket
-        x, n, vmin, vmax, first, last, nonf, _b = entries[0]
-    else:
-        cols = [np.concatenate(c) for c in zip(*entries, strict=True)]
-        order = np.argsort(cols[0], kind="stable")
-        x, n, vmin, vmax, first, last, nonf, bi = (c[order] for c in cols)
-        x, n, vmin, vmax, first, last, nonf = _fold(bi, x, n, vmin, vmax, first, last, nonf)
-    lasts = _list(last)
-    return {
-        "x": x.tolist(),
-        "y": lasts,
-        "min": _list(vmin),
-        "max": _list(vmax),
-        "first": _list(first),
-        "last": lasts,
-        "raw": False,
-        "count": count,
-        "nonfinite": nonfinite,
-        "nonnumeric": 0,
-        "gaps": nonf.tolist() if nonfinite else None,
-    }
+    return has_whole
 
 
 def _only_chunks(st: Any, vals: Any, inner: list[Any], whole: Any) -> tuple[Any, Any]:
@@ -331,11 +363,32 @@ def _py_downsample(pts: list[tuple[float, float | None, int]], buckets: int) -> 
     return {**out, "raw": False, **counts}
 
 
+def _read_parts(
+    conn: Any, dialect: Any, parts: list[tuple[int | None, int, int]], with_times: bool
+) -> tuple[Any, Any, Any]:
+    """(steps, times, values) of the key ids of ``parts``, each within its step range: a
+    fork's view (``(kid, lo, hi)`` per segment, oldest first) or a run's one key."""
+    import numpy as np
+
+    got = [
+        read_chunks(dialect, conn, [kid], a, b, with_times=with_times)[1:]
+        for kid, a, b in parts
+        if kid is not None
+    ]
+    if len(got) == 1:
+        return got[0]
+    if not got:
+        empty = np.zeros(0, np.float64)
+        return np.zeros(0, np.int64), empty, empty
+    st, tm, vs = zip(*got, strict=True)
+    times = np.concatenate(tm) if with_times else None
+    return np.concatenate(st), times, np.concatenate(vs)
+
+
 def _other_series(
     conn: Any,
     dialect: Any,
-    kid: int,
-    xid: int | None,
+    parts: list[tuple[int, int | None, int, int]],
     x: str,
     offset: float,
     lo: float | None,
@@ -344,11 +397,13 @@ def _other_series(
     buckets: int,
     holes: list[tuple[int, float]] | None = None,
 ) -> dict[str, Any]:
+    """A key against ``x`` (time, relative time or the metric of key ids ``xid``): ``parts``
+    are ``(kid, xid, first step, last step)``, one per segment of a fork's view."""
     import numpy as np
 
-    _k, steps, times, vals = read_chunks(dialect, conn, [kid], 0, _MAX, with_times=True)
-    if xid is not None:
-        _k, xs, _t, xv = read_chunks(dialect, conn, [xid], 0, _MAX)
+    steps, times, vals = _read_parts(conn, dialect, [(k, a, b) for k, _x, a, b in parts], True)
+    if x not in ("step", "time", "relative"):
+        xs, _t, xv = _read_parts(conn, dialect, [(xk, a, b) for _k, xk, a, b in parts], False)
         fin = np.isfinite(xv)
         xs, xv = xs[fin], xv[fin]
         i = np.clip(np.searchsorted(xs, steps), 0, max(len(xs) - 1, 0))
@@ -362,7 +417,7 @@ def _other_series(
     if holes:  # None or text under this key: points without a value
         h_st = np.array([h[0] for h in holes], np.int64)
         h_t = np.array([h[1] for h in holes], np.float64)
-        if xid is not None:
+        if x not in ("step", "time", "relative"):
             j = np.clip(np.searchsorted(xs, h_st), 0, max(len(xs) - 1, 0))
             hk = (xs[j] == h_st) if len(xs) else np.zeros(len(h_st), bool)
             h_x = xv[j[hk]]
@@ -433,6 +488,9 @@ def series(
             if x == "step" and segs != [(run_id, 0, lineage.MAX_STEP)]:  # a fork: its view
                 out.extend(_fork_series(conn, d, run_id, segs, keys, lo, hi, after, buckets))
                 continue
+            if segs != [(run_id, 0, lineage.MAX_STEP)]:
+                out.extend(_fork_other(conn, d, run_id, segs, keys, x, lo, hi, after, buckets))
+                continue
             want = [*keys, x] if x not in ("step", "time", "relative") else keys
             ids = _key_ids(conn, run_id, want)
             offset = 0.0
@@ -450,14 +508,48 @@ def series(
                 hk = holes.get(key, [])
                 if x == "step" and not hk:
                     s = _step_series(conn, d, kid, lo, hi, after, buckets)
-                elif x in ("step", "time", "relative"):
-                    s = _other_series(conn, d, kid, None, x, offset, lo, hi, after, buckets, hk)
                 else:
                     xid = ids.get(x)
-                    if xid is None:
+                    if xid is None and x not in ("step", "time", "relative"):
                         continue
-                    s = _other_series(conn, d, kid, xid, x, 0.0, lo, hi, after, buckets, hk)
+                    part = [(kid, xid, 0, _MAX)]
+                    s = _other_series(conn, d, part, x, offset, lo, hi, after, buckets, hk)
                 out.append({"run": run_id, "key": key, **s})
+    return out
+
+
+def _fork_other(
+    conn: Any,
+    dialect: Any,
+    run_id: str,
+    segs: list[tuple[str, int, int]],
+    keys: list[str],
+    x: str,
+    lo: float | None,
+    hi: float | None,
+    after: float | None,
+    buckets: int,
+) -> list[dict[str, Any]]:
+    """A fork's keys against time, relative time (from the start of its oldest ancestor, the
+    first segment's run) or another metric, through its view (``store.lineage``)."""
+    offset = 0.0
+    if x == "relative":
+        first = select(S.runs.c.created_at).where(S.runs.c.id == segs[0][0])
+        offset = conn.execute(first).scalar() or 0.0
+    want = [*keys, x] if x not in ("step", "time", "relative") else keys
+    seg_ids = [(_key_ids(conn, seg, want), a, b) for seg, a, b in segs]
+    seg_holes = [_holes(conn, seg, keys, a, b) for seg, a, b in segs]
+    out = []
+    for key in keys:
+        parts = [(ids[key], ids.get(x), a, b) for ids, a, b in seg_ids if key in ids]
+        if x not in ("step", "time", "relative"):
+            parts = [p for p in parts if p[1] is not None]
+        if not parts:
+            continue
+        hk = sorted(h for got in seg_holes for h in got.get(key, []))
+        s = _other_series(conn, dialect, parts, x, offset, lo, hi, after, buckets, hk)
+        fork_x = _fork_xs(conn, dialect, parts, x, offset)
+        out.append({"run": run_id, "key": key, **s, "fork_x": fork_x})
     return out
 
 
@@ -472,36 +564,33 @@ def _fork_series(
     after: float | None,
     buckets: int,
 ) -> list[dict[str, Any]]:
-    """A fork's keys against x=step through its view (``store.lineage``): the points of each
-    segment decoded (the parent's chunk aggregates run past the fork step) and folded into
-    the step grid with numpy, as the points of a chunk across a bucket edge are."""
-    import numpy as np
-
+    """A fork's keys against x=step through its view (``store.lineage``): each segment's key
+    read as one key is (:func:`_view_series`: chunk aggregates, the chunk holding a fork step
+    decoded), all on one grid."""
     a, b = step_range(lo, hi, after)
     out = []
+    seg_ids = [(_key_ids(conn, seg, keys), max(a, s_a), min(b, s_b)) for seg, s_a, s_b in segs]
     for key in keys:
-        got = lineage.fork_points(conn, dialect, segs, key, a, b) if a <= b else None
-        if got is None or not len(got[0]):
+        parts = [(ids[key], s_a, s_b) for ids, s_a, s_b in seg_ids if key in ids and s_a <= s_b]
+        if not parts:
             continue
-        st, vals = got
-        fin = np.isfinite(vals)
-        nonfinite = int((~fin).sum())
-        count = len(st)
-        if count <= buckets:
-            gaps = (~fin).astype(np.int64).tolist() if nonfinite else None
-            s = {**_raw(st.tolist(), _list(vals), gaps), "count": count}
-        else:
-            bucket = _bucket_fn(int(st[0]), int(st[-1]), buckets)
-            v = vals if fin.all() else np.where(fin, vals, np.nan)
-            one = np.ones(count, np.int64)
-            x, _n, vmin, vmax, first, last, nonf = _fold(
-                bucket(st), st, one, v, v, v, v, (~fin).astype(np.int64)
-            )
-            lasts = _list(last)
-            s = {"x": x.tolist(), "y": lasts, "min": _list(vmin), "max": _list(vmax),
-                 "first": _list(first), "last": lasts, "raw": False, "count": count,
-                 "gaps": nonf.tolist() if nonfinite else None}  # fmt: skip
-        out.append({"run": run_id, "key": key, **s, "nonfinite": nonfinite, "nonnumeric": 0})
+        s = _view_series(conn, dialect, parts, buckets)
+        if s["count"]:
+            out.append({"run": run_id, "key": key, **s, "fork_x": [float(x[2]) for x in segs[:-1]]})
+    return out
+
+
+def _fork_xs(
+    conn: Any, dialect: Any, parts: list[tuple[int, int | None, int, int]], x: str, offset: float
+) -> list[float]:
+    """The x (time, relative time or metric) of the last point at or before the end of each
+    parent's part of a fork's view (one chunk read per part)."""
+    out = []
+    when = x in ("time", "relative")
+    for kid, xid, _a, b in parts:
+        got = None if b >= _MAX else last_at(dialect, conn, kid if when else int(xid or 0), b)
+        if got is not None:  # (the fork's own part, b = _MAX, has no fork step)
+            out.append(got[1] - offset if when else got[2])
     return out
 
 
@@ -513,118 +602,3 @@ def series_json(store: Any, runs: list[str], keys: list[str], **kw: Any) -> byte
     import msgspec
 
     return msgspec.json.encode({"series": series(store, runs, keys, **kw)})
-
-
-def _history_rows(
-    store: Any, run_id: str, keys: list[str] | None
-) -> tuple[list[str], Iterator[tuple[int, float, dict[str, Any]]]]:
-    """All keys, and the run's rows ``(step, time, {key: value})`` in step order."""
-    import numpy as np
-
-    e, m = S.extras.c, S.media_items.c
-    d = store.dialect
-    with store.engine.connect() as conn:
-        ids = _key_ids(conn, run_id, keys)
-        names = {v: k for k, v in ids.items()}
-        allkeys = set(ids)
-        mq = select(m.key).where(m.run_id == run_id).distinct()
-        allkeys.update(conn.execute(mq).scalars())
-        for (data,) in conn.execute(select(e.data).where(e.run_id == run_id)):
-            allkeys.update(json.loads(data))
-        # where each chunk starts: the next numeric step is found without decoding
-        starts = sorted(
-            r[1] for r in d.fetch_chunks(conn, [(k, 0, _MAX) for k in ids.values()], "agg")
-        )
-    if keys is not None:
-        allkeys &= set(keys)
-    id_list = sorted(names)
-
-    def bounds(conn: Any, start: int, later: list[int]) -> int | None:
-        """The first step >= start of any value (``later``: decoded steps >= start)."""
-        cands = [
-            conn.execute(select(func.min(e.step)).where(e.run_id == run_id, e.step >= start)),
-            conn.execute(select(func.min(m.step)).where(m.run_id == run_id, m.step >= start)),
-        ]
-        vals = [c.scalar() for c in cands]
-        i = bisect.bisect_left(starts, start)
-        vals += [starts[i] if i < len(starts) else None, *later[:1]]
-        good = [v for v in vals if v is not None]
-        return min(good) if good else None
-
-    def rows() -> Iterator[tuple[int, float, dict[str, Any]]]:
-        width = 2000
-        with store.engine.connect() as conn:
-            cur = bounds(conn, 0, [])
-            while cur is not None:
-                end = cur + width
-                acc: dict[int, tuple[float, dict[str, Any]]] = {}
-                later: list[int] = []
-                if id_list:
-                    kid, st, tm, vals = read_chunks(d, conn, id_list, cur, end - 1, True, False)
-                    past = st >= end
-                    if past.any():
-                        later = [int(st[past].min())]
-                    sel = (st >= cur) & ~past
-                    order = np.argsort(st[sel], kind="stable")
-                    cols = (st[sel][order], tm[sel][order], kid[sel][order], vals[sel][order])
-                    for step, t, k, v in zip(*(c.tolist() for c in cols), strict=True):
-                        acc.setdefault(step, (t, {}))[1][names[k]] = v
-                q2 = select(e.step, e.time, e.data).where(
-                    e.run_id == run_id, e.step >= cur, e.step < end
-                )
-                for step, t, data in conn.execute(q2):
-                    dd = json.loads(data)
-                    acc.setdefault(step, (t, {}))[1].update(
-                        dd if keys is None else {k: v for k, v in dd.items() if k in allkeys}
-                    )
-                q3 = select(m.step, m.time, m.key, m.data).where(
-                    m.run_id == run_id, m.step >= cur, m.step < end
-                )
-                for step, t, k, data in conn.execute(q3):
-                    if keys is None or k in allkeys:
-                        acc.setdefault(step, (t, {}))[1][k] = data
-                for step in sorted(acc):
-                    t, vals_ = acc[step]
-                    if vals_:
-                        yield step, t, vals_
-                cur = bounds(conn, end, later)
-
-    return sorted(allkeys), rows()
-
-
-def _csv_cell(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return "nan" if v != v else ("inf" if v > 0 else "-inf")
-    if isinstance(v, (dict, list, bool)) or v is None:
-        v = "" if v is None else json.dumps(v, allow_nan=True)
-    if isinstance(v, str) and v[:1] in _FORMULA:
-        return "'" + v  # a spreadsheet would run =..., +..., -..., @... as a formula
-    return v
-
-
-_FORMULA = ("=", "+", "-", "@", "\t", "\r")
-
-
-def export_history(store: Any, run_id: str, fmt: str, keys: list[str] | None) -> Iterator[str]:
-    """History rows as JSON lines (``_step``, ``_timestamp`` + values) or CSV, in chunks."""
-    cols, rows = _history_rows(store, run_id, keys)
-    if fmt == "jsonl":
-        buf: list[str] = []
-        for step, t, vals in rows:
-            buf.append(json.dumps({"_step": step, "_timestamp": t, **vals}, allow_nan=True))
-            if len(buf) >= 1000:
-                yield "\n".join(buf) + "\n"
-                buf = []
-        if buf:
-            yield "\n".join(buf) + "\n"
-        return
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(["_step", "_timestamp", *(_csv_cell(c) for c in cols)])  # keys too
-    for n, (step, t, vals) in enumerate(rows, 1):
-        w.writerow([step, t, *(_csv_cell(vals.get(c)) for c in cols)])
-        if n % 1000 == 0:
-            yield out.getvalue()
-            out.seek(0)
-            out.truncate()
-    yield out.getvalue()

@@ -20,6 +20,9 @@ counts by its aggregates (``n``, ``vmin``/``vmax``, ``last_v``), and only the ch
 range ends or across a bucket edge are decoded.  When those would be more than
 ``MAX_POINTS`` points, the grid is coarsened to whole 64-step blocks at least as wide as
 a typical chunk (fewer buckets than asked, and the same exact statistics).  Only ``x = step``.
+A fork's series is its view (``store.lineage``): its parents' points up to the fork step
+then its own, read as a key's are (the chunk holding a fork step decoded), one run of its
+group as any other.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from wisp.server.query.filter import field_path
 from wisp.server.query.runs import parse_filter
 from wisp.server.series.buckets import ALIGN, bucket_index, bucket_starts, step_grid
 from wisp.server.series.read import MAX, read_spans
+from wisp.server.store import lineage
 from wisp.server.store import schema as S
 
 __all__ = ["MAX_RUNS", "group_fields", "group_runs", "grouped_series"]
@@ -184,28 +188,80 @@ def _fold_points(kid: Any, st: Any, vals: Any, bucket: Any) -> Cells:
     )
 
 
+def _virtual_points(
+    dialect: Any, conn: Any, rows: list[tuple[int, int, int, int, int]]
+) -> tuple[Any, Any, Any]:
+    """(id, step, value) of chunk rows ``(id, key id, s0, lo, hi)``: each chunk ``(key id,
+    s0)`` decoded once, its points in ``[lo, hi]`` (within the chunk) given the row's id."""
+    import numpy as np
+
+    if not rows:
+        z = np.zeros(0, np.int64)
+        return z, z, np.zeros(0, np.float64)
+    spans = sorted({(k, c, c) for _v, k, c, _lo, _hi in rows})
+    kid, st, vals = read_spans(dialect, conn, spans)
+    out_id, out_st, out_v = [], [], []
+    for vid, k, _c, lo, hi in rows:
+        a, b = np.searchsorted(kid, k, "left"), np.searchsorted(kid, k, "right")
+        i, j = a + np.searchsorted(st[a:b], lo, "left"), a + np.searchsorted(st[a:b], hi, "right")
+        out_id.append(np.full(j - i, vid, np.int64))
+        out_st.append(st[i:j])
+        out_v.append(vals[i:j])
+    return np.concatenate(out_id), np.concatenate(out_st), np.concatenate(out_v)
+
+
 def _cells(
-    dialect: Any, conn: Any, kids: list[int], lo: float | None, hi: float | None, buckets: int
+    dialect: Any,
+    conn: Any,
+    kids: list[int],
+    lo: float | None,
+    hi: float | None,
+    buckets: int,
+    views: list[tuple[int, int, int, int]] | None = None,
 ) -> tuple[dict[str, int], Cells] | None:
     """The grid of ``kids`` in ``[lo, hi]`` and their cells, or None when there is no point.
 
     Read as the per-run series reads a key (:func:`series.buckets._step_series`): the chunks'
     aggregates in one query; a chunk inside one bucket by them, the ones at the range ends
-    or across a bucket edge decoded (runs of consecutive ones in one span each)."""
+    or across a bucket edge decoded (runs of consecutive ones in one span each).  ``views``
+    are the parts of forks' views ``(id, key id, first step, last step)``, read the same way
+    under their id (below 0: not a key id; a fork's parts share one)."""
     import numpy as np
 
     a = 0 if lo is None else max(0, math.ceil(lo))
     b = MAX if hi is None else min(MAX, math.floor(hi))
-    if a > b or not kids:
+    if a > b or not (kids or views):
         return None
-    rows = [r for r in dialect.fetch_chunks(conn, [(k, a, b) for k in kids], "agg") if r[2] >= a]
+    got = dialect.fetch_chunks(conn, [(k, a, b) for k in kids], "agg") if kids else []
+    rows = [(*r, r[0], a, b) for r in got if r[2] >= a]
+    for vid, k, v_a, v_b in views or ():
+        va, vb = max(a, v_a), min(b, v_b)
+        if va <= vb:
+            got = dialect.fetch_chunks(conn, [(k, va, vb)], "agg")
+            rows += [(vid, *r[1:], k, va, vb) for r in got if r[2] >= va]
     if not rows:
         return None
     kid, s0, s1, n = (np.array([r[i] for r in rows], np.int64) for i in range(4))
     # None (no finite value) becomes NaN
     vmin, vmax, last_v = (np.array([r[i] for r in rows], np.float64) for i in (4, 5, 7))
-    inner = (s0 >= a) & (s1 <= b)
-    e_kid, e_st, e_v = read_spans(dialect, conn, _spans(kid, s0, ~inner))
+    real, ra, rb = (np.array([r[i] for r in rows], np.int64) for i in (-3, -2, -1))
+    inner = (s0 >= ra) & (s1 <= rb)
+    plain = kid >= 0
+
+    def decode(sel: Any) -> tuple[Any, Any, Any]:
+        """The points of the chunk rows ``sel`` within their rows' ranges."""
+        p_kid, p_st, p_v = read_spans(dialect, conn, _spans(kid, s0, sel & plain))
+        idx = np.flatnonzero(sel & ~plain).tolist()
+        v_rows = [
+            (int(kid[i]), int(real[i]), int(s0[i]), int(max(s0[i], ra[i])), int(min(s1[i], rb[i])))
+            for i in idx
+        ]
+        v_kid, v_st, v_v = _virtual_points(dialect, conn, v_rows)
+        if not len(v_st):
+            return p_kid, p_st, p_v
+        return np.r_[p_kid, v_kid], np.r_[p_st, v_st], np.r_[p_v, v_v]
+
+    e_kid, e_st, e_v = decode(~inner)
     keep = (e_st >= a) & (e_st <= b)
     e_kid, e_st, e_v = e_kid[keep], e_st[keep], e_v[keep]
     ends = [int(e_st.min()), int(e_st.max())] if len(e_st) else []
@@ -225,8 +281,8 @@ def _cells(
         whole = inner & (bucket(s0) == bucket(s1))
     grid = {"origin": origin, "width": width, "first": s_lo, "last": s_hi}
     split = inner & ~whole
-    p_kid, p_st, p_v = read_spans(dialect, conn, _spans(kid, s0, split))
-    if len(e_st):
+    p_kid, p_st, p_v = decode(split)
+    if len(e_st) or not plain.all():
         p_kid, p_st, p_v = (np.concatenate(x) for x in ((p_kid, e_kid), (p_st, e_st), (p_v, e_v)))
         order = np.lexsort((p_st, p_kid))
         p_kid, p_st, p_v = p_kid[order], p_st[order], p_v[order]
@@ -352,9 +408,19 @@ def grouped_series(
     # per key: the runs of each group having the key, and each group's cells
     per_key: dict[str, tuple[list[int], list[Cells]]] = {}
     with store.engine.connect() as conn:
+        forks = _fork_views(conn, all_runs)
         for key in keys:
             ids = _key_ids(conn, all_runs, key)
-            got = _cells(store.dialect, conn, sorted(ids), lo, hi, buckets)
+            views = []
+            for i, (rid, segs) in enumerate(forks.items()):  # a fork: its view's parts
+                ids = {k: r for k, r in ids.items() if r != rid}
+                for seg, s_a, s_b in segs:
+                    got_k = _key_ids(conn, [seg], key)
+                    if got_k:
+                        views.append((-1 - i, next(iter(got_k)), s_a, s_b))
+                        ids[-1 - i] = rid
+            kids = sorted(k for k in ids if k >= 0)
+            got = _cells(store.dialect, conn, kids, lo, hi, buckets, views)
             if got is None:
                 continue
             grids[key], c = got
@@ -394,6 +460,20 @@ def grouped_series(
         "grids": [{"key": k, **grids[k]} for k in keys if k in grids],
         "groups": out_groups,
     }
+
+
+def _fork_views(conn: Any, runs: list[str]) -> dict[str, list[tuple[str, int, int]]]:
+    """run -> its view's segments (``store.lineage.view_segments``), for the forks of ``runs``
+    whose parent is on this server (one query for the runs that are not forks)."""
+    lin = lineage.run_lineage.c
+    out: dict[str, list[tuple[str, int, int]]] = {}
+    for i in range(0, len(runs), _CHUNK):
+        q = select(lin.run_id).where(lin.run_id.in_(runs[i : i + _CHUNK]))
+        for (rid,) in conn.execute(q):
+            segs = lineage.view_segments(conn, rid)
+            if len(segs) > 1:
+                out[rid] = segs
+    return out
 
 
 def _label(v: Any) -> str:

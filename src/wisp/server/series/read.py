@@ -18,7 +18,7 @@ from wisp.server.series.chunks import decode_many
 if TYPE_CHECKING:
     from wisp.server.store.dialect import Dialect
 
-__all__ = ["read_chunks", "read_points", "read_spans"]
+__all__ = ["last_at", "read_chunks", "read_points", "read_spans"]
 
 MAX = (1 << 63) - 1
 
@@ -81,3 +81,20 @@ def read_spans(
         np.fromiter((r[3] for r in rows), np.int64, len(rows)),
     )
     return kid, steps, values
+
+
+def last_at(
+    dialect: Dialect, conn: Connection, key_id: int, step: int
+) -> tuple[int, float, float] | None:
+    """(step, time, value) of the last point of ``key_id`` at or before ``step`` in the chunk
+    holding ``step`` or the one before it (one chunk read), or None."""
+    from wisp.server.series.chunks import decode
+
+    rows = [r for r in dialect.fetch_chunks(conn, [(key_id, step, step)], "merge") if r[1] <= step]
+    if not rows:
+        return None
+    st, tm, vs = decode(bytes(rows[-1][4]))
+    at = st <= step
+    if not at.any():
+        return None
+    return int(st[at][-1]), float(tm[at][-1]), float(vs[at][-1])

@@ -45,13 +45,14 @@ __all__ = [
     "MAX_DEPTH",
     "describe",
     "forget",
-    "fork_points",
     "on_record",
+    "project_forks",
     "record_fork",
     "restore",
     "run_lineage",
     "set_aside",
     "set_aside_after",
+    "shadow_of",
     "view_segments",
     "view_summary",
 ]
@@ -224,32 +225,6 @@ def set_aside_after(conn: Connection, dialect: Any, run_id: str, step: int, now:
     return shadow
 
 
-def fork_points(
-    conn: Connection, dialect: Any, segs: list[tuple[str, int, int]], key: str, a: int, b: int
-) -> tuple[Any, Any] | None:
-    """(steps, values) of ``key`` over a fork's view ``segs`` within ``[a, b]``, in step
-    order (the parent's chunks are decoded: their aggregates run past the fork step); None
-    when no segment has the key."""
-    import numpy as np
-
-    from wisp.server.series.read import read_chunks
-
-    mk = S.metric_keys.c
-    steps, values = [], []
-    for run_key, lo, hi in segs:
-        lo, hi = max(lo, a), min(hi, b)
-        if lo > hi:
-            continue
-        kid = conn.execute(select(mk.id).where(mk.run_id == run_key, mk.key == key)).scalar()
-        if kid is not None:
-            _k, st, _t, vs = read_chunks(dialect, conn, [int(kid)], lo, hi)
-            steps.append(st)
-            values.append(vs)
-    if not steps:
-        return None
-    return np.concatenate(steps), np.concatenate(values)
-
-
 def describe(conn: Connection, run_id: str, readable: Any) -> dict[str, Any] | None:
     """``{"parent", "forks", "set_aside"}`` of run key ``run_id`` (None: no such run); forks
     only in ``readable`` projects (None: every project)."""
@@ -295,6 +270,39 @@ def describe(conn: Connection, run_id: str, readable: Any) -> dict[str, Any] | N
     return {"parent": parent, "forks": forks, "set_aside": aside}
 
 
+def shadow_of(conn: Connection, run_id: str, rewind: int) -> str | None:
+    """The key holding what rewind ``rewind`` of run key ``run_id`` set aside (None: no such
+    rewind, or restored already); read it as a run key (``series.history.export_history``)."""
+    sa = set_aside.c
+    q = select(sa.shadow_id).where(sa.run_id == run_id, sa.rewind == rewind)
+    got = conn.execute(q).scalar()
+    return None if got is None else str(got)
+
+
+def project_forks(conn: Connection, project: str, readable: Any = None) -> list[dict[str, Any]]:
+    """``[{"key", "parent_key", "step"}]``: the runs of ``project`` forked from a run on this
+    server in a ``readable`` project (None: any), oldest fork first (the runs table groups
+    forks under their parents)."""
+    lin = run_lineage.c
+    fork, par = S.runs.alias("fork"), S.runs.alias("par")
+    q = (
+        select(fork.c.id, par.c.id, lin.step, par.c.project)
+        .select_from(
+            run_lineage.join(fork, fork.c.id == lin.run_id).join(
+                par,
+                (par.c.project == lin.parent_project) & (par.c.given_id == lin.parent_given_id),
+            )
+        )
+        .where(fork.c.project == project)
+        .order_by(fork.c.created_at, fork.c.id)
+    )
+    return [
+        {"key": k, "parent_key": p, "step": int(s)}
+        for k, p, s, pp in conn.execute(q)
+        if readable is None or pp in readable
+    ]
+
+
 def forget(conn: Connection, run_id: str) -> None:
     """Delete run ``run_id``'s lineage: its fork record and what its rewinds set aside (its
     forks keep theirs, and read their own points only once it is gone)."""
@@ -318,7 +326,7 @@ def view_summary(
     chunk per key read); any other run's summary as it is."""
     import math
 
-    from wisp.server.series.chunks import decode
+    from wisp.server.series.read import last_at
 
     segs = view_segments(conn, run_id)
     if len(segs) < 2:
@@ -329,14 +337,9 @@ def view_summary(
         for kid, key in conn.execute(select(mk.id, mk.key).where(mk.run_id == seg_run)):
             if key in summary or key.startswith(SYSTEM_KEY_PREFIX):
                 continue
-            rows = [r for r in dialect.fetch_chunks(conn, [(kid, hi, hi)], "merge") if r[1] <= hi]
-            if not rows:
-                continue
-            st, _tm, vs = decode(bytes(rows[-1][4]))
-            at = st <= hi
-            if at.any():
-                v = float(vs[at][-1])
-                out[key] = v if math.isfinite(v) else None
+            got = last_at(dialect, conn, kid, hi)
+            if got is not None:
+                out[key] = got[2] if math.isfinite(got[2]) else None
     return {**out, **summary}
 
 

@@ -37,7 +37,8 @@ from wisp.server.http.routes import RAW, In, endpoint
 from wisp.server.query.filter import TREE_VERSION
 from wisp.server.query.runs import filter_tree, list_runs
 from wisp.server.schemas import runs as T
-from wisp.server.series.buckets import export_history, series_json
+from wisp.server.series.buckets import series_json
+from wisp.server.series.history import export_history
 from wisp.server.settings import ServerSettings
 from wisp.server.store.facade import Store
 from wisp.server.store.ingest import check_project, prepare_batch, run_put_cols
