@@ -27,6 +27,7 @@ from sqlalchemy import and_, case, delete, func, select, update
 from sqlalchemy.engine import Connection
 
 from wisp.server.http.problem import Problem
+from wisp.server.query.measures import Measures, no_measures
 from wisp.server.query.runs import parse_filter
 from wisp.server.store import schema as S
 
@@ -99,7 +100,7 @@ class AutomationStore:
         self, project: str, name: str, when: str, url: str, secret: str | None, owner: int | None
     ) -> dict[str, Any]:
         try:
-            parse_filter(self.store, when)  # a bad expression is a 422 naming ``when``
+            parse_filter(self.store, when, no_measures)  # a bad one is a 422 naming ``when``
         except Problem as p:
             raise Problem(422, "invalid", p.message.replace("filter:", "when:"), "when") from None
         row = {
@@ -217,18 +218,19 @@ class AutomationStore:
             mine = [a for a in autos if a._mapping["project"] == project]
             for i in range(0, len(keys), _CHUNK):
                 if mine:
-                    queued += self._evaluate_chunk(mine, keys[i : i + _CHUNK])
+                    queued += self._evaluate_chunk(mine, project, keys[i : i + _CHUNK])
         return queued
 
-    def _evaluate_chunk(self, autos: list[Any], keys: list[str]) -> int:
+    def _evaluate_chunk(self, autos: list[Any], project: str, keys: list[str]) -> int:
         """Read which runs match each automation (no write when nothing changed), then
         record the edges: fire the new matches, re-arm the runs that stopped matching."""
         rises: list[tuple[Any, set[str]]] = []
         falls: list[tuple[str, list[str]]] = []
         conds, valid = [], []
+        measures = Measures(self.store, project, keys)  # change() and zscore(), computed once
         for auto in autos:
             try:
-                conds.append(parse_filter(self.store, auto._mapping["when_expr"]))
+                conds.append(parse_filter(self.store, auto._mapping["when_expr"], measures))
                 valid.append(auto)
             except Problem:
                 continue  # valid when stored; a grammar change must not stop the others

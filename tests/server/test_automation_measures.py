@@ -1,0 +1,92 @@
+"""``change(summary.x, N steps)`` and ``zscore(summary.x)`` triggers on real servers (SQLite and
+PostgreSQL): each fires once, signed, for the run it describes; the runs list refuses them."""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.server.test_automations import Receiver, add, call, put_run, records, summary, wait_for
+from wisp._protocol import RecordType
+from wisp.server.query.filter import parse
+from wisp.testing import Server
+
+
+@pytest.fixture
+def rx() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def srv(db_url: str, tmp_path: Path) -> Iterator[Server]:
+    with Server(tmp_path / "srv", db=db_url, key_scope="admin") as s:
+        yield s
+
+
+def history(srv: Server, run: str, seq: int, rows: list[tuple[int, float]]) -> None:
+    """History rows ``(step, loss)`` as one record."""
+    data = {"rows": [[step, 1000.0 + step, {"loss": v}] for step, v in rows]}
+    records(srv, run, seq, RecordType.HISTORY, data)
+
+
+def test_the_grammar_parses_measures_and_names_bad_ones() -> None:
+    """Measures parse to fields with ``measure`` (and the window), and malformed ones are 422s
+    that say what is expected."""
+    tree = parse("change(summary.loss, 100 steps) > 0.5")
+    assert tree is not None and tree["field"]["measure"] == "change"
+    assert tree["field"]["steps"] == 100
+    assert parse("zscore(config.lr) <= -3")["field"]["path"] == ["config", "lr"]  # type: ignore[index]
+    for src, says in [
+        ("change(summary.loss) > 1", "takes a window"),
+        ("change(config.lr, 3) > 1", "takes summary.<key>"),
+        ("change(summary.loss, 1.5 steps) > 1", "whole number of steps"),
+        ("zscore(state) > 1", "summary.<key> or config.<key>"),
+        ('zscore(summary.a) = "x"', "compares with a number"),
+    ]:
+        with pytest.raises(Exception, match="filter:") as e:
+            parse(src)
+        assert says in str(e.value)
+
+
+def test_change_over_a_window_fires_once_for_the_run_that_rose(srv: Server, rx: Receiver) -> None:
+    """``change(summary.loss, 10 steps) > 0.5`` stays quiet while the loss creeps up and fires
+    once, signed, when it jumps; a flat run never fires; the runs list refuses the measure."""
+    auto = add(srv, "change(summary.loss, 10 steps) > 0.5", rx.url)
+    put_run(srv, "up")
+    put_run(srv, "flat")
+    history(srv, "up", 0, [(s, 0.01 * s) for s in range(20)])
+    history(srv, "flat", 0, [(s, 1.0) for s in range(40)])
+    time.sleep(2.5)
+    assert not rx.got
+    history(srv, "up", 1, [(s, 1.0 + 0.01 * s) for s in range(20, 30)])
+    wait_for(lambda: rx.got)
+    history(srv, "up", 2, [(s, 2.0) for s in range(30, 32)])  # still true: no second event
+    time.sleep(2.5)
+    (event,) = rx.events()
+    assert (event["automation"]["id"], event["run"]["id"]) == (auto["id"], "up")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        call(srv, "GET", "/projects/p/runs?filter=change(summary.loss%2C%2010%20steps)%20%3E%201")
+    assert refused.value.code == 422
+    assert "automation triggers only" in str(refused.value.__notes__)
+
+
+def test_zscore_over_the_projects_runs_fires_for_the_outlier(srv: Server, rx: Receiver) -> None:
+    """``zscore(summary.acc) > 1.5`` over five runs fires once, for the one far above the rest."""
+    add(srv, "zscore(summary.acc) > 1.5", rx.url)
+    for i, acc in enumerate([0.5, 0.51, 0.49, 0.5]):
+        put_run(srv, f"r{i}")
+        summary(srv, f"r{i}", {"acc": acc}, 0)
+    time.sleep(2.5)
+    assert not rx.got
+    put_run(srv, "best")
+    summary(srv, "best", {"acc": 0.9}, 0)
+    wait_for(lambda: rx.got)
+    time.sleep(2.5)
+    (event,) = rx.events()
+    assert event["run"]["id"] == "best"
