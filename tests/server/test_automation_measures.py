@@ -90,3 +90,41 @@ def test_zscore_over_the_projects_runs_fires_for_the_outlier(srv: Server, rx: Re
     time.sleep(2.5)
     (event,) = rx.events()
     assert event["run"]["id"] == "best"
+
+
+def publish(srv: Server, name: str, n: int, aliases: list[str]) -> dict[str, object]:
+    """Publish version content ``n`` of artifact ``name`` (a reference entry: no upload)."""
+    manifest = {"version": 1, "entries": {"w.bin": {"ref": f"https://example.com/{n}"}}}
+    body = {"type": "model", "manifest": manifest, "aliases": aliases}
+    got: dict[str, object] = call(srv, "POST", f"/projects/p/artifacts/{name}/versions", body)
+    return got
+
+
+def test_artifact_new_version_and_alias_moves_fire_once_each(srv: Server, rx: Receiver) -> None:
+    """``artifact.event = version and artifact.name = model`` fires once per new version;
+    ``artifact.alias = production`` fires when the alias is added and each time it moves,
+    not when it is set again to the version it names; both signed, with the artifact in the
+    payload; a trigger naming run and artifact fields is refused."""
+    new = add(srv, "artifact.event = version and artifact.name = model", rx.url)
+    prod = add(srv, "artifact.alias = production", rx.url)
+    publish(srv, "model", 0, [])
+    publish(srv, "other", 0, [])
+    publish(srv, "model", 0, ["production"])  # the same content: no version, alias added
+    publish(srv, "model", 1, [])
+    alias = "/projects/p/artifacts/model/aliases/production"
+    call(srv, "PUT", alias, {"version": "v1"})  # moved
+    call(srv, "PUT", alias, {"version": "v1"})  # names it already: no event
+    wait_for(lambda: len(rx.got) >= 4)
+    time.sleep(2.5)
+    events = rx.events()
+    got = sorted(
+        (e["automation"]["id"], e["artifact"]["version"], e["artifact"]["alias"]) for e in events
+    )
+    want = [(new["id"], "v0", None), (new["id"], "v1", None)]
+    want += [(prod["id"], "v0", "production"), (prod["id"], "v1", "production")]
+    assert got == sorted(want)
+    assert all(e["event"] == "artifact" and e["run"] is None and e["text"] for e in events)
+    assert {h["x-wisp-event"] for h, _ in rx.got} == {"artifact"}
+    with pytest.raises(urllib.error.HTTPError) as mixed:
+        add(srv, "artifact.alias = production and summary.loss > 1", rx.url)
+    assert mixed.value.code == 422

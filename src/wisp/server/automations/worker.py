@@ -99,6 +99,7 @@ class AutomationWorker:
             changed: dict[str, str] = dict(self.autos.changed_since(self._since - _SLACK))
             changed.update(crashed)
             self.autos.evaluate(list(changed.items()))
+            self.autos.evaluate_artifacts(self._since - _SLACK)
         self._since = start
         if self.deliver:
             for did in self.autos.due(50):

@@ -16,6 +16,7 @@ Grammar (keywords case-insensitive)::
     op    := "=" | "==" | "!=" | "<" | "<=" | ">" | ">=" | "contains"
     field := state | name | id | notes | group | job_type | tags | created_at | finished_at
              | duration | stalled | config.<path> | summary.<path>
+             | artifact.(event | name | type | version | alias | project)   (automations only)
              (path: dotted, parts may be "quoted")
     value := number | duration | "string" | 'string' | true | false | null | nan | inf | bare-word
     duration := number ("s" | "m" | "h" | "d")      (seconds, minutes, hours, days: a number of s)
@@ -32,6 +33,11 @@ minus its value 100 steps before (no value with fewer steps of history, or a non
 ``zscore(summary.acc)`` is ``(value - mean) / std`` over the project's runs that have a finite
 value (population standard deviation; no value for fewer than two runs or a zero spread).
 The runs list refuses them (422): its filter is evaluated by the dashboard over loaded rows.
+
+``artifact.*`` fields describe an *artifact event* (``server.query.artifact_events``): an
+automation whose trigger names them reacts to artifact changes instead of runs
+(``artifact.event = version and artifact.name = model``, ``artifact.alias = production``);
+such a trigger names no run fields, and the runs list refuses them.
 
 Expression tree, format version 1 (``TREE_VERSION``); an empty filter is ``null``::
 
@@ -63,6 +69,7 @@ from typing import Any
 from wisp.server.http.problem import Problem
 
 __all__ = [
+    "ARTIFACT_FIELDS",
     "COLUMNS",
     "MAX_DEPTH",
     "MAX_LENGTH",
@@ -102,6 +109,7 @@ _UNIT = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _NONFINITE = {"nan": "NaN", "inf": "Infinity", "infinity": "Infinity"}  # as clean_json stores them
 _KEYWORDS = {"and", "or", "not", "contains", "exists", "in"}
 MEASURES = ("change", "zscore")
+ARTIFACT_FIELDS = ("event", "name", "type", "version", "alias", "project")
 MAX_WINDOW = 10**9  # steps of a change() window
 _CMP = {"=": "=", "==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
@@ -138,10 +146,12 @@ def field_path(name: str) -> list[str]:
         if any(not p or '"' in p for p in path) or len(path) > MAX_KEY_DEPTH:
             raise bad(f"bad key path in {name!r}")
         return [head, *path]
+    if head == "artifact" and rest in ARTIFACT_FIELDS:
+        return [head, rest]
     if name not in COLUMNS:
         raise bad(
             f"unknown field {name!r}: expected one of {', '.join(COLUMNS)}, "
-            "config.<key> or summary.<key>"
+            "config.<key>, summary.<key> or (automations) artifact.<field>"
         )
     return [name]
 

@@ -55,6 +55,8 @@ class _Field:
         self.path: list[str] = []
         r = S.runs.c
         path = field_path(name)
+        if path[0] == "artifact":
+            raise _bad(f"{name} describes artifact events: automation triggers only")
         if len(path) > 1:
             self.json = r.config if path[0] == "config" else r.summary
             self.path = path[1:]

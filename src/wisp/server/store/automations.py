@@ -27,6 +27,8 @@ from sqlalchemy import and_, case, delete, func, select, update
 from sqlalchemy.engine import Connection
 
 from wisp.server.http.problem import Problem
+from wisp.server.query.artifact_events import artifact_condition, trigger_kind
+from wisp.server.query.filter import parse
 from wisp.server.query.measures import Measures, no_measures
 from wisp.server.query.runs import parse_filter
 from wisp.server.store import schema as S
@@ -99,8 +101,12 @@ class AutomationStore:
     def create(
         self, project: str, name: str, when: str, url: str, secret: str | None, owner: int | None
     ) -> dict[str, Any]:
-        try:
-            parse_filter(self.store, when, no_measures)  # a bad one is a 422 naming ``when``
+        try:  # a bad one is a 422 naming ``when``
+            tree = parse(when)
+            if trigger_kind(tree) == "artifact":
+                artifact_condition(tree)
+            else:
+                parse_filter(self.store, when, no_measures)
         except Problem as p:
             raise Problem(422, "invalid", p.message.replace("filter:", "when:"), "when") from None
         row = {
@@ -171,7 +177,7 @@ class AutomationStore:
         """Queue a sample payload (event ``test``, no run) to the automation's webhook."""
         with self.db.tx() as conn:
             auto = self._row(conn, project, automation_id)
-            did = self._enqueue(conn, auto, None, "test")
+            did = self._enqueue(conn, auto, "test")
             return _delivery(conn.execute(select(S.deliveries).where(_D.id == did)).one())
 
     # -- detection ----------------------------------------------------------------------------
@@ -266,7 +272,7 @@ class AutomationStore:
                     run = row._mapping["id"]
                     edge = {"automation_id": auto._mapping["id"], "run_id": run, "fired_at": now}
                     if conn.execute(self._fire, edge).first() is not None:  # not another's
-                        self._enqueue(conn, auto, row, "run", limited=budget <= 0)
+                        self._enqueue(conn, auto, "run", run=row, limited=budget <= 0)
                         budget -= 1
                         queued += 1
         return queued
@@ -274,12 +280,57 @@ class AutomationStore:
     def _recent(self, conn: Connection, automation_id: str, now: float) -> int:
         """Run events the automation queued in the last minute (its rate limit)."""
         q = select(func.count()).where(
-            _D.automation_id == automation_id, _D.event == "run", _D.created_at > now - 60.0
+            _D.automation_id == automation_id, _D.event != "test", _D.created_at > now - 60.0
         )
         return int(conn.execute(q).scalar_one())
 
+    def evaluate_artifacts(self, since: float) -> int:
+        """Fire the active artifact automations for the artifact events written after
+        ``since``: once per event and automation (``automation_fired`` holds
+        ``artifact:<event id>``, so a re-read or another process does not fire it again)."""
+        e = S.artifact_events.c
+        with self.db.read() as conn:
+            events = list(conn.execute(select(e.id, e.project).where(e.created_at > since)))
+            if not events:
+                return 0
+            projects = sorted({p for _, p in events})
+            q = select(S.automations).where(_A.paused == 0, _A.project.in_(projects))
+            autos = []
+            for auto in conn.execute(q):
+                try:
+                    tree = parse(auto._mapping["when_expr"])
+                    if trigger_kind(tree) == "artifact":
+                        autos.append((auto, artifact_condition(tree)))
+                except Problem:
+                    continue
+            hits = []
+            for auto, cond in autos:
+                mine = [i for i, p in events if p == auto._mapping["project"]]
+                for k in range(0, len(mine), _CHUNK):
+                    sel = select(S.artifact_events).where(e.id.in_(mine[k : k + _CHUNK]), cond)
+                    hits += [(auto, ev) for ev in conn.execute(sel.order_by(e.id))]
+        queued = 0
+        if hits:
+            with self.db.tx() as conn:
+                now = self.db.clock()
+                for auto, ev in hits:
+                    aid = auto._mapping["id"]
+                    edge = {"automation_id": aid, "run_id": f"artifact:{ev.id}", "fired_at": now}
+                    if conn.execute(self._fire, edge).first() is not None:
+                        limited = self._recent(conn, aid, now) >= RATE_PER_MINUTE
+                        self._enqueue(conn, auto, "artifact", artifact=ev, limited=limited)
+                        queued += 1
+        return queued
+
     def _enqueue(
-        self, conn: Connection, auto: Any, run: Any, event: str, limited: bool = False
+        self,
+        conn: Connection,
+        auto: Any,
+        event: str,
+        *,
+        run: Any = None,
+        artifact: Any = None,
+        limited: bool = False,
     ) -> int:
         a = auto._mapping
         now = self.db.clock()
@@ -295,7 +346,21 @@ class AutomationStore:
             "fired_at": now,
             "run": None,
         }
-        if run is None:
+        if artifact is not None:
+            ev = dict(artifact._mapping)
+            ev["event"] = ev.pop("kind")
+            ev.pop("id")
+            payload["artifact"] = ev
+            what = (
+                f"new version {ev['version']}"
+                if ev["event"] == "version"
+                else f"alias {ev['alias']!r} now names {ev['version']}"
+            )
+            payload["text"] = (
+                f"wisp: artifact {ev['name']!r} ({ev['type']}) of project {ev['project']}: "
+                f"{what}: {a['name']} [{a['when_expr']}]"
+            )
+        elif run is None:
             payload["text"] = f"wisp: test of automation {a['name']!r} (project {a['project']})"
         else:
             info = self.store.run_dict(run)
