@@ -49,7 +49,7 @@ function section(project: string, a: Automation, signal: AbortSignal): HTMLEleme
     "section",
     { class: "automation", id: `automation-${a.id}` },
     h("h2", {}, a.name, " ", h("span", { class: "muted" }, `(${state}${a.signed ? ", signed" : ""})`)),
-    h("p", {}, h("code", {}, a.when), " → ", h("span", { class: "muted" }, a.webhook)),
+    h("p", {}, h("code", {}, a.when), " → ", h("span", { class: "muted" }, a.webhook ?? `e-mail ${a.email ?? ""}`)),
     log,
   );
 }

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import and_, case, delete, func, select, update
@@ -33,7 +34,7 @@ from wisp.server.query.measures import Measures, no_measures
 from wisp.server.query.runs import parse_filter
 from wisp.server.store import schema as S
 
-__all__ = ["MAX_ATTEMPTS", "PAYLOAD_VERSION", "AutomationStore", "backoff"]
+__all__ = ["MAX_ATTEMPTS", "PAYLOAD_VERSION", "AutomationStore", "Claimed", "backoff"]
 
 PAYLOAD_VERSION = 1
 MAX_ATTEMPTS = 8  # then the delivery is ``failed``
@@ -58,8 +59,9 @@ def _public(row: Any) -> dict[str, Any]:
         "project": m["project"],
         "name": m["name"],
         "when": m["when_expr"],
-        "webhook": m["url"],
-        "signed": bool(m["secret"]),
+        "webhook": m["url"] or None,
+        "email": m["email"],
+        "signed": bool(m["secret"] or m["secret_enc"]),
         "paused": bool(m["paused"]),
         "created_at": m["created_at"],
     }
@@ -85,11 +87,26 @@ def _delivery(row: Any) -> dict[str, Any]:
     }
 
 
-class AutomationStore:
-    """Automations and deliveries of one server database (``store``: the Store facade)."""
+@dataclass
+class Claimed:
+    """A delivery leased to this process: what to send and where."""
 
-    def __init__(self, store: Any) -> None:
+    url: str  # the webhook ("" for an e-mail action)
+    email: str | None  # comma-separated recipients of an e-mail action
+    secret: str | None  # plain or encrypted (``sealed``)
+    sealed: bool
+    body: bytes
+    attempt: int
+    event: str
+
+
+class AutomationStore:
+    """Automations and deliveries of one server database (``store``: the Store facade;
+    ``sealer``: encrypts secrets, ``server.automations.secrets``)."""
+
+    def __init__(self, store: Any, sealer: Any = None) -> None:
         self.store = store
+        self.sealer = sealer
         self.db = store.db
         # RETURNING says whether this insert made the row (rowcount is -1 here on psycopg)
         self._fire = (
@@ -99,8 +116,16 @@ class AutomationStore:
     # -- the automations ----------------------------------------------------------------------
 
     def create(
-        self, project: str, name: str, when: str, url: str, secret: str | None, owner: int | None
+        self,
+        project: str,
+        name: str,
+        when: str,
+        url: str,
+        secret: str | None,
+        owner: int | None,
+        email: str | None = None,
     ) -> dict[str, Any]:
+        """Add an automation: a webhook ``url`` (may be "" when ``email`` names recipients)."""
         try:  # a bad one is a 422 naming ``when``
             tree = parse(when)
             if trigger_kind(tree) == "artifact":
@@ -115,7 +140,9 @@ class AutomationStore:
             "name": name or when,
             "when_expr": when,
             "url": url,
-            "secret": secret or None,
+            "email": email or None,
+            "secret": None,
+            "secret_enc": self.sealer.seal(secret) if secret else None,
             "paused": 0,
             "owner_id": owner,
             "created_at": self.db.clock(),
@@ -398,9 +425,9 @@ class AutomationStore:
         with self.db.read() as conn:
             return [int(i) for i in conn.execute(q).scalars()]
 
-    def claim(self, delivery_id: int) -> tuple[str, str | None, bytes, int, str] | None:
-        """Lease the delivery for this process: ``(url, secret, body, attempt, event)``, or
-        None when another process claimed it first (or it is no longer due)."""
+    def claim(self, delivery_id: int) -> Claimed | None:
+        """Lease the delivery for this process, or None when another process claimed it
+        first (or it is no longer due)."""
         now = self.db.clock()
         with self.db.tx() as conn:
             res = conn.execute(
@@ -416,7 +443,7 @@ class AutomationStore:
             if res.rowcount != 1:
                 return None
             q = (
-                select(_A.url, _A.secret, _D.body, _D.attempts, _D.event)
+                select(_A.url, _A.email, _A.secret, _A.secret_enc, _D.body, _D.attempts, _D.event)
                 .select_from(S.deliveries.join(S.automations, _A.id == _D.automation_id))
                 .where(_D.id == delivery_id)
             )
@@ -426,7 +453,16 @@ class AutomationStore:
                     update(S.deliveries).where(_D.id == delivery_id).values(status="cancelled")
                 )
                 return None
-            return str(got[0]), got[1], str(got[2]).encode(), int(got[3]), str(got[4])
+            m = got._mapping
+            return Claimed(
+                url=str(m["url"]),
+                email=m["email"],
+                secret=m["secret_enc"] or m["secret"],
+                sealed=m["secret_enc"] is not None,
+                body=str(m["body"]).encode(),
+                attempt=int(m["attempts"]),
+                event=str(m["event"]),
+            )
 
     def finish(self, delivery_id: int, attempt: int, code: int | None, error: str | None) -> None:
         """Record a send: ``sent`` on a 2xx, else retried after :func:`backoff` (``failed``

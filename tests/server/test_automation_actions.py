@@ -1,0 +1,137 @@
+"""Automation secrets and actions on real servers (SQLite and PostgreSQL): secrets are stored
+Fernet-encrypted under a 0600 key file and still sign; plain secrets of an older server are
+encrypted at startup; the e-mail action reaches a loopback SMTP server (aiosmtpd) once."""
+
+from __future__ import annotations
+
+import json
+import stat
+import time
+from collections.abc import Iterator
+from email import message_from_bytes
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.server.test_automations import (
+    SECRET,
+    Receiver,
+    add,
+    call,
+    put_run,
+    summary,
+    wait_for,
+)
+from wisp.testing import Server, free_port
+
+
+@pytest.fixture
+def rx() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def stored(db_url: str, sql: str) -> list[Any]:
+    engine = create_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            res = conn.execute(text(sql))
+            return list(res) if res.returns_rows else []
+    finally:
+        engine.dispose()
+
+
+def test_secrets_are_stored_encrypted_and_still_sign(
+    db_url: str, tmp_path: Path, rx: Receiver
+) -> None:
+    """The database holds a Fernet token, not the secret; the key file is made 0600 in the
+    server's data dir; the webhook still gets a valid signature; answers never show it."""
+    with Server(tmp_path / "srv", db=db_url, key_scope="admin") as srv:
+        auto = add(srv, "summary.loss > 10", rx.url)
+        put_run(srv, "r1")
+        summary(srv, "r1", {"loss": 11}, 0)
+        wait_for(lambda: rx.got)
+        assert rx.events()[0]["automation"]["id"] == auto["id"]  # signature checked
+        assert SECRET not in json.dumps(call(srv, "GET", "/projects/p/automations"))
+    ((plain, token),) = stored(db_url, "SELECT secret, secret_enc FROM automations")
+    assert plain is None and token.startswith("gAAAA") and SECRET not in token
+    key = tmp_path / "srv" / "secrets.key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+
+
+def test_plain_secrets_of_an_older_server_are_encrypted_at_startup(
+    db_url: str, tmp_path: Path, rx: Receiver
+) -> None:
+    """A plain secret in the table (as the server before 0016 stored it) is encrypted when
+    the server starts, and deliveries keep signing with it."""
+    srv = Server(tmp_path / "srv", db=db_url, key_scope="admin")
+    with srv:
+        auto = add(srv, "summary.loss > 10", rx.url)
+    stored(db_url, f"UPDATE automations SET secret = '{SECRET}', secret_enc = NULL")
+    with srv.start():
+        wait_for(lambda: stored(db_url, "SELECT 1 FROM automations WHERE secret IS NULL"))
+        put_run(srv, "r1")
+        summary(srv, "r1", {"loss": 11}, 0)
+        wait_for(lambda: rx.got)
+        assert rx.events()[0]["automation"]["id"] == auto["id"]
+        srv.stop()
+    ((plain, token),) = stored(db_url, "SELECT secret, secret_enc FROM automations")
+    assert plain is None and token
+
+
+class Mailbox:
+    """A loopback SMTP server (aiosmtpd) that keeps every message."""
+
+    def __init__(self) -> None:
+        from aiosmtpd.controller import Controller
+
+        self.got: list[tuple[list[str], bytes]] = []
+        outer = self
+
+        class Handler:
+            async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+                outer.got.append((list(envelope.rcpt_tos), bytes(envelope.content)))
+                return "250 OK"
+
+        self.port = free_port()
+        self.controller = Controller(Handler(), hostname="127.0.0.1", port=self.port)
+        self.controller.start()
+
+    def close(self) -> None:
+        self.controller.stop()
+
+
+def test_the_email_action_sends_through_the_configured_smtp_server(
+    db_url: str, tmp_path: Path
+) -> None:
+    """An automation with ``email`` instead of a webhook mails the event once to its
+    recipients through ``--smtp-url``; without an SMTP server such an automation is a 422."""
+    box = Mailbox()
+    smtp = ["--smtp-url", f"smtp://127.0.0.1:{box.port}", "--smtp-from", "wisp@example.com"]
+    try:
+        with Server(tmp_path / "srv", db=db_url, key_scope="admin", args=smtp) as srv:
+            body = {"when": "summary.loss > 10", "email": "a@example.com, b@example.com"}
+            auto = call(srv, "POST", "/projects/p/automations", {**body, "name": "too high"})
+            assert (auto["email"], auto["webhook"]) == ("a@example.com, b@example.com", None)
+            put_run(srv, "r1")
+            summary(srv, "r1", {"loss": 11}, 0)
+            wait_for(lambda: box.got)
+            time.sleep(2.5)
+            ((rcpt, raw),) = box.got
+            assert sorted(rcpt) == ["a@example.com", "b@example.com"]
+            msg = message_from_bytes(raw)
+            assert msg["Subject"] == "wisp: too high" and msg["From"] == "wisp@example.com"
+            assert "summary.loss > 10" in msg.get_payload()
+            log = call(srv, "GET", f"/projects/p/automations/{auto['id']}/deliveries")
+            assert [(d["status"], d["response_code"]) for d in log["deliveries"]] == [("sent", 250)]
+        with Server(tmp_path / "bare", db=db_url, key=srv.key) as bare:
+            import urllib.error
+
+            with pytest.raises(urllib.error.HTTPError) as e:
+                call(bare, "POST", "/projects/p/automations", body)
+            assert e.value.code == 422 and "SMTP" in str(e.value.__notes__)
+    finally:
+        box.close()
