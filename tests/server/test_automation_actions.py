@@ -135,3 +135,47 @@ def test_the_email_action_sends_through_the_configured_smtp_server(
             assert e.value.code == 422 and "SMTP" in str(e.value.__notes__)
     finally:
         box.close()
+
+
+def test_online_alerts_are_delivered_by_the_server_once(
+    db_url: str, tmp_path: Path, rx: Receiver
+) -> None:
+    """``wisp.alert()`` in an online run reaches the webhook of the project's alert automation
+    once, signed, through the server's delivery log; an INFO alert does not match
+    ``alert.level = ERROR``; the process itself posts nothing to its ``alert_webhook``."""
+    import os
+    import subprocess
+    import sys
+
+    direct = Receiver()
+    try:
+        with Server(tmp_path / "srv", db=db_url, key_scope="admin") as srv:
+            auto = add(srv, "alert.level = ERROR", rx.url)
+            script = (
+                "import wisp\n"
+                "run = wisp.init(project='p', id='train')\n"
+                "run.log({'loss': 1.0})\n"
+                "wisp.alert('diverged', 'loss is NaN', level='ERROR')\n"
+                "wisp.alert('fyi', 'epoch done', level='INFO')\n"
+                "run.finish()\n"
+            )
+            env = {
+                **os.environ,
+                "WISP_SERVER_URL": srv.url,
+                "WISP_API_KEY": srv.key,
+                "WISP_MODE": "online",
+                "WISP_ALERT_WEBHOOK": direct.url,
+                "WISP_DIR": str(tmp_path / "client"),
+            }
+            subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, check=True)
+            wait_for(lambda: rx.got)
+            time.sleep(2.5)
+            (event,) = rx.events()
+            assert (event["event"], event["run"]["id"]) == ("alert", "train")
+            assert (event["alert"]["title"], event["alert"]["level"]) == ("diverged", "ERROR")
+            assert event["text"].endswith("[ERROR] diverged: loss is NaN")
+            log = call(srv, "GET", f"/projects/p/automations/{auto['id']}/deliveries")
+            assert [(d["event"], d["status"]) for d in log["deliveries"]] == [("alert", "sent")]
+        assert direct.got == []
+    finally:
+        direct.close()

@@ -36,12 +36,16 @@ def history(srv: Server, run: str, seq: int, rows: list[tuple[int, float]]) -> N
 
 
 def test_the_grammar_parses_measures_and_names_bad_ones() -> None:
-    """Measures parse to fields with ``measure`` (and the window), and malformed ones are 422s
-    that say what is expected."""
-    tree = parse("change(summary.loss, 100 steps) > 0.5")
+    """Measures parse to fields with ``measure`` (and the window) in triggers, malformed ones
+    are 422s that say what is expected, and runs filters refuse measures and event fields."""
+    tree = parse("change(summary.loss, 100 steps) > 0.5", triggers=True)
     assert tree is not None and tree["field"]["measure"] == "change"
     assert tree["field"]["steps"] == 100
-    assert parse("zscore(config.lr) <= -3")["field"]["path"] == ["config", "lr"]  # type: ignore[index]
+    z = parse("zscore(config.lr) <= -3", triggers=True)
+    assert z is not None and z["field"]["path"] == ["config", "lr"]
+    for trigger_only in ("zscore(summary.a) > 1", "artifact.alias = prod", "alert.level = ERROR"):
+        with pytest.raises(Exception, match="automation triggers only"):
+            parse(trigger_only)  # a runs filter (the runs list, the local Api, reports)
     for src, says in [
         ("change(summary.loss) > 1", "takes a window"),
         ("change(config.lr, 3) > 1", "takes summary.<key>"),
@@ -50,7 +54,7 @@ def test_the_grammar_parses_measures_and_names_bad_ones() -> None:
         ('zscore(summary.a) = "x"', "compares with a number"),
     ]:
         with pytest.raises(Exception, match="filter:") as e:
-            parse(src)
+            parse(src, triggers=True)
         assert says in str(e.value)
 
 

@@ -2,7 +2,8 @@
 
 Every ``interval`` seconds it (1) stores ``crashed`` on running runs whose heartbeats stopped
 for the heartbeat timeout, (2) evaluates the active automations over the runs changed since
-its previous pass (``store.automations``: edge state and queue in the database), and
+its previous pass, the artifact events and the alerts of those runs (``store.automations``:
+edge state and queue in the database), and
 (3) claims the due deliveries and POSTs them from a small thread pool, so a slow webhook
 delays neither ingest (which never waits on this thread) nor the next pass.
 
@@ -77,6 +78,8 @@ class AutomationWorker:
         self._lock = threading.Lock()
         # a restart re-reads a while back: evaluation is idempotent (edge state in the DB)
         self._since = self.clock() - max(3600.0, store.heartbeat_timeout)
+        self._alert_after = 0  # alerts (events ids) at or below it were evaluated
+        self._alert_marks: list[tuple[float, int]] = []
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="wisp-automations", daemon=True)
@@ -105,6 +108,12 @@ class AutomationWorker:
             changed.update(crashed)
             self.autos.evaluate(list(changed.items()))
             self.autos.evaluate_artifacts(self._since - _SLACK)
+            top = self.autos.evaluate_alerts(list(changed.items()), self._alert_after)
+            # the alerts' watermark moves to what was read _SLACK ago: an event with a lower
+            # id committed after this read (PostgreSQL ids are not commit-ordered) is still read
+            self._alert_marks.append((start, top))
+            while self._alert_marks and self._alert_marks[0][0] < start - _SLACK:
+                self._alert_after = max(self._alert_after, self._alert_marks.pop(0)[1])
         self._since = start
         if self.deliver:
             for did in self.autos.due(50):

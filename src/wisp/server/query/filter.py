@@ -17,6 +17,7 @@ Grammar (keywords case-insensitive)::
     field := state | name | id | notes | group | job_type | tags | created_at | finished_at
              | duration | stalled | config.<path> | summary.<path>
              | artifact.(event | name | type | version | alias | project)   (automations only)
+             | alert.(title | text | level)                                 (automations only)
              (path: dotted, parts may be "quoted")
     value := number | duration | "string" | 'string' | true | false | null | nan | inf | bare-word
     duration := number ("s" | "m" | "h" | "d")      (seconds, minutes, hours, days: a number of s)
@@ -34,10 +35,11 @@ minus its value 100 steps before (no value with fewer steps of history, or a non
 value (population standard deviation; no value for fewer than two runs or a zero spread).
 The runs list refuses them (422): its filter is evaluated by the dashboard over loaded rows.
 
-``artifact.*`` fields describe an *artifact event* (``server.query.artifact_events``): an
+``artifact.*`` and ``alert.*`` fields describe an *event* (``server.query.events``): an
 automation whose trigger names them reacts to artifact changes instead of runs
 (``artifact.event = version and artifact.name = model``, ``artifact.alias = production``);
-such a trigger names no run fields, and the runs list refuses them.
+(``alert.level = ERROR``: a run's ``wisp.alert()``); such a trigger names no run fields, and
+the runs list refuses them.
 
 Expression tree, format version 1 (``TREE_VERSION``); an empty filter is ``null``::
 
@@ -69,6 +71,7 @@ from typing import Any
 from wisp.server.http.problem import Problem
 
 __all__ = [
+    "ALERT_FIELDS",
     "ARTIFACT_FIELDS",
     "COLUMNS",
     "MAX_DEPTH",
@@ -110,6 +113,7 @@ _NONFINITE = {"nan": "NaN", "inf": "Infinity", "infinity": "Infinity"}  # as cle
 _KEYWORDS = {"and", "or", "not", "contains", "exists", "in"}
 MEASURES = ("change", "zscore")
 ARTIFACT_FIELDS = ("event", "name", "type", "version", "alias", "project")
+ALERT_FIELDS = ("title", "text", "level")
 MAX_WINDOW = 10**9  # steps of a change() window
 _CMP = {"=": "=", "==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
@@ -146,19 +150,22 @@ def field_path(name: str) -> list[str]:
         if any(not p or '"' in p for p in path) or len(path) > MAX_KEY_DEPTH:
             raise bad(f"bad key path in {name!r}")
         return [head, *path]
-    if head == "artifact" and rest in ARTIFACT_FIELDS:
+    if (head == "artifact" and rest in ARTIFACT_FIELDS) or (
+        head == "alert" and rest in ALERT_FIELDS
+    ):
         return [head, rest]
     if name not in COLUMNS:
         raise bad(
             f"unknown field {name!r}: expected one of {', '.join(COLUMNS)}, "
-            "config.<key>, summary.<key> or (automations) artifact.<field>"
+            "config.<key>, summary.<key> or (automations) artifact.<field>, alert.<field>"
         )
     return [name]
 
 
 class _Parser:
-    def __init__(self, toks: list[tuple[str, str]]) -> None:
+    def __init__(self, toks: list[tuple[str, str]], triggers: bool) -> None:
         self.toks = toks
+        self.triggers = triggers
         self.i = 0
         self.depth = 0
 
@@ -215,6 +222,8 @@ class _Parser:
         if t[1].lower() in MEASURES and self.peek() == ("op", "("):
             return self.measure(t[1].lower())
         fld = {"name": t[1], "path": field_path(t[1])}
+        if fld["path"][0] in ("artifact", "alert") and not self.triggers:
+            raise _only_triggers(t[1])
         if self.kw("exists"):
             return {"exists": fld}
         if self.kw("contains"):
@@ -228,6 +237,8 @@ class _Parser:
 
     def measure(self, fn: str) -> dict[str, Any]:
         """``change(summary.x, N steps) op number`` / ``zscore(summary.x) op number``."""
+        if not self.triggers:
+            raise _only_triggers(f"{fn}()")
         self.take()  # "("
         kind, name = self.take()
         path = field_path(name) if kind == "word" else []
@@ -288,14 +299,22 @@ class _Parser:
         raise bad(f"expected a value, got {v!r}")
 
 
-def parse(src: str) -> dict[str, Any] | None:
-    """The expression tree of a filter (``None`` when empty); a 422 ``Problem`` names the fault."""
+def _only_triggers(what: str) -> Problem:
+    return bad(
+        f"{what} is for automation triggers only (wisp automation add --when); "
+        "a runs filter cannot use it"
+    )
+
+
+def parse(src: str, *, triggers: bool = False) -> dict[str, Any] | None:
+    """The expression tree of a filter (``None`` when empty); a 422 ``Problem`` names the fault.
+    ``triggers``: an automation's trigger, which may use measures and event fields."""
     if len(src) > MAX_LENGTH:
         raise bad(f"longer than {MAX_LENGTH} characters")
     toks = _tokens(src)
     if not toks:
         return None
-    p = _Parser(toks)
+    p = _Parser(toks, triggers)
     e = p.expr()
     extra = p.peek()
     if extra is not None:

@@ -55,8 +55,8 @@ class _Field:
         self.path: list[str] = []
         r = S.runs.c
         path = field_path(name)
-        if path[0] == "artifact":
-            raise _bad(f"{name} describes artifact events: automation triggers only")
+        if path[0] in ("artifact", "alert"):
+            raise _bad(f"{name} describes {path[0]} events: automation triggers only")
         if len(path) > 1:
             self.json = r.config if path[0] == "config" else r.summary
             self.path = path[1:]
@@ -189,7 +189,7 @@ def _sql(store: Any, tree: dict[str, Any] | None, measure: Measure | None = None
 def parse_filter(store: Any, src: str, measure: Measure | None = None) -> Any:
     """The SQL condition for a filter expression (a ``Problem`` names what is wrong);
     ``measure``: see ``_sql`` (automations pass it, the runs list does not)."""
-    return _sql(store, parse(src), measure)
+    return _sql(store, parse(src, triggers=measure is not None), measure)
 
 
 def filter_tree(store: Any, src: str) -> dict[str, Any] | None:

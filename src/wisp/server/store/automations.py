@@ -27,8 +27,9 @@ from typing import Any
 from sqlalchemy import and_, case, delete, func, select, update
 from sqlalchemy.engine import Connection
 
+from wisp._protocol import RecordType
 from wisp.server.http.problem import Problem
-from wisp.server.query.artifact_events import artifact_condition, trigger_kind
+from wisp.server.query.events import alert_matches, artifact_condition, trigger_kind
 from wisp.server.query.filter import parse
 from wisp.server.query.measures import Measures, no_measures
 from wisp.server.query.runs import parse_filter
@@ -41,6 +42,8 @@ MAX_ATTEMPTS = 8  # then the delivery is ``failed``
 RATE_PER_MINUTE = 30  # run events an automation sends a minute; more are logged ``limited``
 LEASE_S = 60.0  # a claimed delivery is another process's again after this (> the HTTP timeout)
 _CHUNK = 500  # run ids per IN (...) list
+_ALERT = int(RecordType.ALERT)  # events.type of the alerts runs send (wisp.alert())
+_CLOCK_SKEW = 60.0  # an alert's (client) time may be this much behind the server's
 _A = S.automations.c
 _D = S.deliveries.c
 _F = S.automation_fired.c
@@ -127,9 +130,12 @@ class AutomationStore:
     ) -> dict[str, Any]:
         """Add an automation: a webhook ``url`` (may be "" when ``email`` names recipients)."""
         try:  # a bad one is a 422 naming ``when``
-            tree = parse(when)
-            if trigger_kind(tree) == "artifact":
+            tree = parse(when, triggers=True)
+            kind = trigger_kind(tree)
+            if kind == "artifact":
                 artifact_condition(tree)
+            elif kind == "alert":
+                alert_matches(tree, {"title": "", "text": "", "level": ""})  # value types
             else:
                 parse_filter(self.store, when, no_measures)
         except Problem as p:
@@ -325,7 +331,7 @@ class AutomationStore:
             autos = []
             for auto in conn.execute(q):
                 try:
-                    tree = parse(auto._mapping["when_expr"])
+                    tree = parse(auto._mapping["when_expr"], triggers=True)
                     if trigger_kind(tree) == "artifact":
                         autos.append((auto, artifact_condition(tree)))
                 except Problem:
@@ -349,6 +355,62 @@ class AutomationStore:
                         queued += 1
         return queued
 
+    def evaluate_alerts(self, runs: list[tuple[str, str]], after: int) -> int:
+        """Fire the active alert automations for the alerts (``wisp.alert()``, ALERT records
+        in ``events``, id above ``after``) of these changed ``(run key, project)``: once per
+        alert and automation (``automation_fired`` holds ``alert:<event id>``), and not for an
+        alert sent before the automation existed.  Returns the highest event id read."""
+        ev = S.events.c
+        project_of = dict(runs)
+        with self.db.read() as conn:
+            q = select(S.automations).where(
+                _A.paused == 0, _A.project.in_(set(project_of.values()))
+            )
+            autos = []
+            for auto in conn.execute(q):
+                try:
+                    tree = parse(auto._mapping["when_expr"], triggers=True)
+                    if trigger_kind(tree) == "alert":
+                        autos.append((auto, tree))
+                except Problem:
+                    continue
+            rows: list[Any] = []
+            keys = sorted(project_of)
+            for i in range(0, len(keys), _CHUNK):
+                rows += conn.execute(
+                    select(ev.id, ev.run_id, ev.data).where(
+                        ev.type == _ALERT, ev.run_id.in_(keys[i : i + _CHUNK]), ev.id > after
+                    )
+                ).all()
+        top = max([after, *(int(r[0]) for r in rows)])
+        hits = []
+        for eid, run, data in rows:
+            try:
+                alert = json.loads(data)
+            except ValueError:
+                continue
+            if not isinstance(alert, dict) or alert.get("sent") is False:
+                continue
+            ts = alert.get("ts") if isinstance(alert.get("ts"), (int, float)) else 0.0
+            for auto, tree in autos:
+                m = auto._mapping
+                fresh = ts >= m["created_at"] - _CLOCK_SKEW
+                if m["project"] == project_of[run] and fresh and alert_matches(tree, alert):
+                    hits.append((auto, run, eid, alert))
+        if hits:
+            with self.db.tx() as conn:
+                now = self.db.clock()
+                found = conn.execute(select(S.runs).where(_R.id.in_({h[1] for h in hits})))
+                rrows = {r._mapping["id"]: r for r in found}
+                for auto, run, eid, alert in hits:
+                    aid = auto._mapping["id"]
+                    edge = {"automation_id": aid, "run_id": f"alert:{eid}", "fired_at": now}
+                    if run in rrows and conn.execute(self._fire, edge).first() is not None:
+                        limited = self._recent(conn, aid, now) >= RATE_PER_MINUTE
+                        row = rrows[run]
+                        self._enqueue(conn, auto, "alert", run=row, alert=alert, limited=limited)
+        return top
+
     def _enqueue(
         self,
         conn: Connection,
@@ -357,6 +419,7 @@ class AutomationStore:
         *,
         run: Any = None,
         artifact: Any = None,
+        alert: dict[str, Any] | None = None,
         limited: bool = False,
     ) -> int:
         a = auto._mapping
@@ -395,9 +458,14 @@ class AutomationStore:
                 k: info[k]
                 for k in ("id", "key", "project", "name", "state", "summary", "heartbeat_at")
             }
+            about = f"{a['name']} [{a['when_expr']}] (state {info['state']})"
+            if alert is not None:
+                payload["alert"] = {
+                    k: alert.get(k) for k in ("title", "text", "level", "ts", "step")
+                }
+                about = f"[{alert.get('level')}] {alert.get('title')}: {alert.get('text')}"
             payload["text"] = (
-                f"wisp: run {info['name']!r} ({info['id']}) of project {a['project']}: "
-                f"{a['name']} [{a['when_expr']}] (state {info['state']})"
+                f"wisp: run {info['name']!r} ({info['id']}) of project {a['project']}: {about}"
             )
         row = {
             "automation_id": a["id"],

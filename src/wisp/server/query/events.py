@@ -1,11 +1,13 @@
-"""Triggers on artifact events: the filter language over ``artifact.*`` fields, compiled to SQL over
-``artifact_events`` (one row per new version, per alias added or moved; ``store.artifacts``).
+"""Triggers on events: the filter language over ``artifact.*`` fields, compiled to SQL over
+``artifact_events`` (one row per new version, per alias added or moved; ``store.artifacts``),
+and over ``alert.*`` fields, matched in Python against the alerts runs send (``wisp.alert()``,
+ALERT records: ``alert.title``, ``alert.text``, ``alert.level``).
 
 Fields: ``artifact.event`` (``version`` | ``alias``), ``artifact.name``, ``artifact.type``,
 ``artifact.version`` (``v3``), ``artifact.alias`` (the alias that was added or moved; none for
 a ``version`` event) and ``artifact.project``.  They compare as text (``=``, ``!=``, ``<``, ...,
-``in (...)``, ``contains``, ``exists``).  A trigger is either about runs or about artifact
-events: one that names both is refused.
+``in (...)``, ``contains``, ``exists``); so do ``alert.*`` fields.  A trigger is about runs,
+artifact events or alerts: one that names fields of two of them is refused.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from sqlalchemy import Text, and_, cast, false, func, not_, or_
 from wisp.server.query.filter import bad
 from wisp.server.store import schema as S
 
-__all__ = ["artifact_condition", "trigger_kind"]
+__all__ = ["alert_matches", "artifact_condition", "trigger_kind"]
 
 _OPS = {"=": "__eq__", "!=": "__ne__", "<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__"}
 _COLUMN = {"event": "kind"}  # artifact.event is the ``kind`` column
+_EVENTS = ("artifact", "alert")
 
 
 def _fields(tree: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
@@ -43,11 +46,32 @@ def _fields(tree: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
 
 
 def trigger_kind(tree: dict[str, Any] | None) -> str:
-    """``artifact`` when the trigger names ``artifact.*`` fields, else ``run``; 422 when mixed."""
-    heads = {f["path"][0] == "artifact" for f in _fields(tree)}
-    if heads == {True, False}:
-        raise bad("a trigger is about runs or about artifact events, not both")
-    return "artifact" if heads == {True} else "run"
+    """``artifact`` or ``alert`` when the trigger names such fields, else ``run``; 422 when
+    it names fields of two kinds."""
+    kinds = {f["path"][0] if f["path"][0] in _EVENTS else "run" for f in _fields(tree)}
+    if len(kinds) > 1:
+        raise bad("a trigger is about runs, artifact events or alerts: one of them")
+    return kinds.pop() if kinds else "run"
+
+
+def alert_matches(tree: dict[str, Any] | None, alert: dict[str, Any]) -> bool:
+    """Whether an alert (``title``, ``text``, ``level``) matches an alert trigger's tree."""
+    if tree is None:
+        return True
+    for op, combine in (("or", any), ("and", all)):
+        if op in tree:
+            return combine(alert_matches(t, alert) for t in tree[op])
+    if "not" in tree:
+        return not alert_matches(tree["not"], alert)
+    leaf = tree.get("exists") or tree.get("contains") or tree["field"]
+    have = alert.get(leaf["path"][1])
+    if not isinstance(have, str):
+        return False
+    if "exists" in tree:
+        return True
+    if "contains" in tree:
+        return _text(tree["value"]) in have
+    return bool(getattr(have, _OPS[tree["cmp"]])(_text(tree["value"])))
 
 
 def _col(field: dict[str, Any]) -> Any:
