@@ -179,3 +179,20 @@ def test_online_alerts_are_delivered_by_the_server_once(
         assert direct.got == []
     finally:
         direct.close()
+
+
+def test_the_sealer_keeps_one_key_and_refuses_tokens_of_another(tmp_path: Path) -> None:
+    """The key file is made once (0600) and reused; ``$WISP_SERVER_SECRETS_KEY`` wins over it;
+    a token sealed with another key is a ``SecretError`` that names where the key comes from."""
+    from cryptography.fernet import Fernet
+
+    from wisp.server.automations.secrets import Sealer, SecretError
+
+    path = tmp_path / "data" / "secrets.key"
+    token = Sealer(path).seal("s3cret")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert Sealer(path).open(token) == "s3cret"  # a new process: the same key
+    other = Sealer(path, key=Fernet.generate_key().decode())
+    with pytest.raises(SecretError, match="cannot be decrypted") as e:
+        other.open(token)
+    assert str(path) in str(e.value)

@@ -69,12 +69,8 @@ class Sealer:
             try:
                 from cryptography.fernet import Fernet
             except ImportError:
-                raise Problem(
-                    422,
-                    "invalid",
-                    f"secret: the server stores secrets encrypted and needs "
-                    f"{install_hint('server', EXTRA)}",
-                    "secret",
+                raise SecretError(
+                    f"the server stores secrets encrypted and needs {install_hint('server', EXTRA)}"
                 ) from None
             if self.key:
                 key = self.key.encode()
@@ -84,13 +80,20 @@ class Sealer:
         return self._fernet
 
     def seal(self, secret: str) -> str:
-        return str(self.fernet().encrypt(secret.encode()).decode())
+        """The token of ``secret`` (a 422 naming ``secret`` without ``cryptography``)."""
+        try:
+            fernet = self.fernet()
+        except SecretError as e:
+            raise Problem(422, "invalid", f"secret: {e}", "secret") from None
+        return str(fernet.encrypt(secret.encode()).decode())
 
     def open(self, token: str) -> str:
+        """The secret of a token (``SecretError`` when this server cannot decrypt it)."""
+        fernet = self.fernet()
         from cryptography.fernet import InvalidToken
 
         try:
-            return str(self.fernet().decrypt(token.encode()).decode())
+            return str(fernet.decrypt(token.encode()).decode())
         except InvalidToken:
             raise SecretError(
                 "the secret cannot be decrypted with this server's key "

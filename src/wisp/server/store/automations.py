@@ -363,9 +363,8 @@ class AutomationStore:
         ev = S.events.c
         project_of = dict(runs)
         with self.db.read() as conn:
-            q = select(S.automations).where(
-                _A.paused == 0, _A.project.in_(set(project_of.values()))
-            )
+            projects = sorted(set(project_of.values()))
+            q = select(S.automations).where(_A.paused == 0, _A.project.in_(projects))
             autos = []
             for auto in conn.execute(q):
                 try:
@@ -375,7 +374,7 @@ class AutomationStore:
                 except Problem:
                     continue
             rows: list[Any] = []
-            keys = sorted(project_of)
+            keys = sorted(project_of) if autos else []  # none: no read (old alerts stay unfired)
             for i in range(0, len(keys), _CHUNK):
                 rows += conn.execute(
                     select(ev.id, ev.run_id, ev.data).where(
