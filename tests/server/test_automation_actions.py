@@ -107,14 +107,19 @@ class Mailbox:
 def test_the_email_action_sends_through_the_configured_smtp_server(
     db_url: str, tmp_path: Path
 ) -> None:
-    """An automation with ``email`` instead of a webhook mails the event once to its
-    recipients through ``--smtp-url``; without an SMTP server such an automation is a 422."""
+    """An automation with ``email`` instead of a webhook (added with ``wisp.Api``) mails the
+    event once to its recipients through ``--smtp-url``; without an SMTP server such an automation is a 422."""
     box = Mailbox()
     smtp = ["--smtp-url", f"smtp://127.0.0.1:{box.port}", "--smtp-from", "wisp@example.com"]
     try:
         with Server(tmp_path / "srv", db=db_url, key_scope="admin", args=smtp) as srv:
-            body = {"when": "summary.loss > 10", "email": "a@example.com, b@example.com"}
-            auto = call(srv, "POST", "/projects/p/automations", {**body, "name": "too high"})
+            import wisp
+
+            with wisp.Api(srv.url, srv.key) as api:
+                auto = api.automations.add(
+                    "p", "summary.loss > 10", email="a@example.com, b@example.com", name="too high"
+                )
+            body = {"when": "summary.loss > 10", "email": "a@example.com"}
             assert (auto["email"], auto["webhook"]) == ("a@example.com, b@example.com", None)
             put_run(srv, "r1")
             summary(srv, "r1", {"loss": 11}, 0)
