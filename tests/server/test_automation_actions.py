@@ -108,7 +108,8 @@ def test_the_email_action_sends_through_the_configured_smtp_server(
     db_url: str, tmp_path: Path
 ) -> None:
     """An automation with ``email`` instead of a webhook (added with ``wisp.Api``) mails the
-    event once to its recipients through ``--smtp-url``; without an SMTP server such an automation is a 422."""
+    event once to its recipients through ``--smtp-url``; without an SMTP server such an
+    automation is a 422."""
     box = Mailbox()
     smtp = ["--smtp-url", f"smtp://127.0.0.1:{box.port}", "--smtp-from", "wisp@example.com"]
     try:
