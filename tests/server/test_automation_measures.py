@@ -1,5 +1,6 @@
-"""``change(summary.x, N steps)`` and ``zscore(summary.x)`` triggers on real servers (SQLite and
-PostgreSQL): each fires once, signed, for the run it describes; the runs list refuses them."""
+"""``change(summary.x, N steps)``, ``zscore(summary.x)`` and artifact-event triggers on real servers
+(SQLite and PostgreSQL): each fires once, signed, for the run or artifact change it describes,
+across a restart too; runs filters refuse them."""
 
 from __future__ import annotations
 
@@ -132,3 +133,27 @@ def test_artifact_new_version_and_alias_moves_fire_once_each(srv: Server, rx: Re
     with pytest.raises(urllib.error.HTTPError) as mixed:
         add(srv, "artifact.alias = production and summary.loss > 1", rx.url)
     assert mixed.value.code == 422
+
+
+def test_an_artifact_event_detected_before_a_kill_is_delivered_once_after(
+    db_url: str, tmp_path: Path, rx: Receiver
+) -> None:
+    """A process that queued an artifact event but sends nothing (``--no-deliver``) is killed;
+    the next process on the database sends it, once."""
+    import signal
+
+    s = Server(tmp_path / "srv", db=db_url, key_scope="admin", args=["--no-deliver"]).start()
+    auto = add(s, "artifact.alias = production", rx.url)
+    publish(s, "model", 0, ["production"])
+    path = f"/projects/p/automations/{auto['id']}/deliveries"
+    wait_for(lambda: call(s, "GET", path)["deliveries"])
+    assert s.proc is not None
+    s.proc.send_signal(signal.SIGKILL)
+    s.proc.wait()
+    s.stop()
+    s.args = []
+    with s.start():
+        wait_for(lambda: rx.got)
+        time.sleep(3)
+        (event,) = rx.events()
+        assert (event["artifact"]["alias"], event["artifact"]["version"]) == ("production", "v0")
