@@ -2,10 +2,10 @@
 
 A real ``wisp server`` (``wisp.testing.Server``) per case, on SQLite (and PostgreSQL with
 ``--backends sqlite,postgresql``). 4 runs upload history batches (50 rows x 10 keys) plus a
-summary record each, from 2 client threads; the automations (thresholds, NaN, state, stalled
-over summary keys that never match, so only evaluation is measured) are evaluated by the
-server's worker over the changed runs, off the request path. Prints points/s per case and
-the ratio (the issue's bar: within 10 %).
+summary record each, from 2 client threads; the automations (thresholds, NaN, state, stalled,
+change over a window, z-score, artifact and alert events, none of which ever matches, so
+only evaluation is measured) are evaluated by the server's worker over the changed runs, off
+the request path. Prints points/s per case and the ratio (the issue's bar: within 10 %).
 
 Usage: python benchmarks/bench_automations.py [--batches 200] [--backends sqlite]
 """
@@ -30,6 +30,10 @@ WHENS = [
     "state = crashed",
     "stalled > 1d",
     "summary.acc >= 2 and config.lr < 0",
+    "change(summary.k0, 100 steps) > 1e9",  # two chunk reads per changed run and pass
+    "zscore(summary.loss) > 1e9",  # one read of the project's runs per pass
+    "artifact.alias = production",
+    "alert.level = ERROR",
 ]
 
 

@@ -118,6 +118,8 @@ OTHER_ENV = frozenset(
         "WISP_PASSWORD",
         "WISP_SERVER_DB_POOL",
         "WISP_SERVER_SETTINGS_JSON",
+        "WISP_SERVER_SECRETS_KEY",  # automations (docs/automations.md)
+        "WISP_SERVER_SMTP_PASSWORD",
         "WISP_MCP_MAX_BYTES",  # wisp mcp (docs/agents.md)
     }
 )

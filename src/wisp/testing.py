@@ -65,6 +65,7 @@ def _clean_env(base: Path) -> dict[str, str]:
         if not k.startswith("WISP_") or k == "WISP_SERVER_DB_POOL"
     }
     env["WISP_CONFIG"] = str(base / "wisp-config.json")
+    env["WISP_SERVER_DIR"] = str(base)  # its data dir (the secrets key), not the caller's
     return env
 
 

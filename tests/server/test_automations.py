@@ -344,8 +344,9 @@ def test_two_server_processes_deliver_each_event_once(tmp_path: Path, receiver: 
     from wisp.testing import temporary_postgres_database
 
     with temporary_postgres_database(PG_HOST) as url:
-        a = Server(tmp_path / "a", db=url, key_scope="admin").start()
-        b = Server(tmp_path / "b", db=url, key=a.key).start()
+        same_key = ["--secrets-key-file", str(tmp_path / "secrets.key")]  # both decrypt
+        a = Server(tmp_path / "a", db=url, key_scope="admin", args=same_key).start()
+        b = Server(tmp_path / "b", db=url, key=a.key, args=same_key).start()
         try:
             add(a, "summary.loss > 10", receiver.url)
             for i in range(10):

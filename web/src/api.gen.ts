@@ -1837,16 +1837,22 @@ export interface components {
         /** Automation */
         Automation: {
             created_at: number;
+            email: string | null;
             id: string;
             name: string;
             paused: boolean;
             project: string;
             signed: boolean;
-            webhook: string;
+            webhook: string | null;
             when: string;
         };
         /** AutomationBody */
         AutomationBody: {
+            /**
+             * @description comma-separated addresses to e-mail events to, through the server's SMTP server (instead of a webhook)
+             * @default
+             */
+            email?: string;
             /** @default  */
             name?: string;
             /**
@@ -1854,8 +1860,11 @@ export interface components {
              * @default
              */
             secret?: string;
-            /** @description http(s) URL to POST events to */
-            webhook: string;
+            /**
+             * @description http(s) URL to POST events to (or give email)
+             * @default
+             */
+            webhook?: string;
             /** @description runs filter expression; fires when it becomes true for a run */
             when: string;
         };
@@ -1888,7 +1897,7 @@ export interface components {
             automation_id: string;
             created_at: number;
             /** @enum {unknown} */
-            event: "run" | "test";
+            event: "alert" | "artifact" | "run" | "test";
             id: number;
             last_error: string | null;
             next_at: number;

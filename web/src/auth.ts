@@ -1,7 +1,7 @@
 // Signing in: a user name and password start a session (an HttpOnly cookie the server sets,
 // so images and media load with it); state-changing requests carry the session's CSRF token
 // (from the readable wisp_csrf cookie) in X-CSRF-Token.  An API key still works as before.
-import { ApiError, setApiKey } from "./api";
+import { ApiError, apiKey, setApiKey } from "./api";
 import { h } from "./util";
 
 export interface Me {
@@ -22,6 +22,8 @@ export function csrfToken(): string {
 export async function send<T>(method: string, path: string, body?: unknown): Promise<T> {
   // behind a single-sign-on proxy there is no session token: any value proves same-origin
   const headers: Record<string, string> = { Accept: "application/json", "X-CSRF-Token": csrfToken() || "sso" };
+  const key = apiKey(); // signed in with an API key instead of a session
+  if (key) headers.Authorization = `Bearer ${key}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "same-origin" });
   let doc: { error?: { message?: string; field?: string } } & Record<string, unknown> = {};

@@ -15,9 +15,9 @@ __all__ = ["Automations"]
 class Automations:
     """Add, list, pause, resume, test and remove automations; read their delivery logs.
 
-    Each automation is a dict: ``id``, ``project``, ``name``, ``when``, ``webhook``,
-    ``signed`` (a secret is set; the secret itself is never sent back), ``paused``,
-    ``created_at``.
+    Each automation is a dict: ``id``, ``project``, ``name``, ``when``, ``webhook`` (or
+    None), ``email`` (or None), ``signed`` (a secret is set; the secret itself is never sent
+    back), ``paused``, ``created_at``.
     """
 
     def __init__(self, http: HttpApi) -> None:
@@ -37,11 +37,20 @@ class Automations:
         return f"{project_path(project)}/automations/{q(automation_id)}"
 
     def add(
-        self, project: str, when: str, webhook: str, *, secret: str = "", name: str = ""
+        self,
+        project: str,
+        when: str,
+        webhook: str = "",
+        *,
+        secret: str = "",
+        name: str = "",
+        email: str = "",
     ) -> dict[str, Any]:
-        """A new automation: POST ``webhook`` when ``when`` (a runs filter) becomes true for a
-        run of ``project``; ``secret`` signs each payload (``X-Wisp-Signature-256``)."""
-        body = {"when": when, "webhook": webhook, "secret": secret, "name": name}
+        """A new automation: POST ``webhook`` (or e-mail ``email``, comma-separated
+        addresses, through the server's SMTP server) when ``when`` becomes true for a run of
+        ``project`` (or matches an artifact event); ``secret`` signs each payload
+        (``X-Wisp-Signature-256``)."""
+        body = {"when": when, "webhook": webhook, "secret": secret, "name": name, "email": email}
         return self._call("POST", f"{project_path(project)}/automations", body=body)
 
     def list(self, project: str) -> list[dict[str, Any]]:

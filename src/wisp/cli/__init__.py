@@ -122,6 +122,19 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="detect automation events but send no webhooks (another process delivers them)",
     )
+    sp.add_argument(
+        "--secrets-key-file",
+        default=None,
+        help="Fernet key encrypting webhook secrets (default <data dir>/secrets.key, made 0600)",
+    )
+    sp.add_argument(
+        "--smtp-url",
+        default=None,
+        help="SMTP server of e-mail automations: smtp[s]://[user@]host[:port] "
+        "(password in $WISP_SERVER_SMTP_PASSWORD)",
+    )
+    sp.add_argument("--smtp-from", default=None, help="sender address of automation e-mails")
+    sp.add_argument("--smtp-starttls", action="store_true", help="STARTTLS on the SMTP link")
     ksub = sp.add_subparsers(dest="keys_group", metavar="keys")
     kp = ksub.add_parser("keys", help="create, list or revoke API keys")
     kact = kp.add_subparsers(dest="keys_action", metavar="ACTION", required=True)

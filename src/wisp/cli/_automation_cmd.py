@@ -41,11 +41,18 @@ def cmd_automation(args: argparse.Namespace) -> int:
                 from wisp.cli._remote import key_from_file
 
                 secret = key_from_file(args.secret_file) or ""
-            row = autos.add(project, args.when, args.webhook, secret=secret, name=args.name)
+            row = autos.add(
+                project,
+                args.when,
+                args.webhook or "",
+                secret=secret,
+                name=args.name,
+                email=args.email or "",
+            )
             print(row["id"])
             return EXIT["ok"]
         if act == "ls":
-            cols = ["id", "name", "when", "webhook", "signed", "paused"]
+            cols = ["id", "name", "when", "webhook", "email", "signed", "paused"]
             return _print(autos.list(project), args.json, cols)
         if act == "deliveries":
             rows = autos.deliveries(project, args.id, args.limit)
@@ -72,7 +79,9 @@ def add_parser(add: Any, remote: argparse.ArgumentParser) -> None:
     act = sp.add_subparsers(dest="automation_command", metavar="ACTION", required=True)
     a = act.add_parser("add", parents=[remote], help="add one (prints its id)")
     a.add_argument("--when", required=True, help="runs filter, e.g. 'summary.loss > 10'")
-    a.add_argument("--webhook", required=True, help="http(s) URL to POST events to")
+    action = a.add_mutually_exclusive_group(required=True)
+    action.add_argument("--webhook", help="http(s) URL to POST events to")
+    action.add_argument("--email", help="addresses to e-mail events to (the server's SMTP)")
     a.add_argument("--secret", default=None, help="signs payloads (visible in ps: --secret-file)")
     a.add_argument("--secret-file", default=None, help="read the secret from a file ('-': stdin)")
     a.add_argument("--name", default="", help="a name shown in the payload's text")

@@ -120,6 +120,10 @@ def _serve(serve: Callable[..., Any], args: argparse.Namespace) -> None:
         key_rate=args.key_rate,
         ingest_concurrency=args.ingest_concurrency,
         no_deliver=args.no_deliver,
+        secrets_key_file=args.secrets_key_file,
+        smtp_url=args.smtp_url,
+        smtp_from=args.smtp_from,
+        smtp_starttls=args.smtp_starttls,
     )
 
 

@@ -5,11 +5,18 @@ An ALERT record (type 10, format version 1) holds::
     {"title": str, "text": str, "level": "INFO" | "WARN" | "ERROR",
      "ts": unix seconds, "step": int, "sent": bool}
 
-``sent`` says whether the alert goes to the webhook (``wait_duration`` can
-suppress repeats of a title).  When the ``alert_webhook`` setting (env
-``WISP_ALERT_WEBHOOK``) is set, the alert is POSTed there as JSON by a
-short-lived thread, so neither the training loop nor the writer waits on the
-network; the body is::
+``sent`` says whether the alert is delivered (``wait_duration`` can suppress
+repeats of a title).
+
+**Online** (``mode="online"``: the run streams to a server) the record is the
+whole of it: the server delivers the alerts it receives through the project's
+automations whose trigger is about alerts (``alert.level = ERROR``, one delivery
+path and one delivery log; docs/automations.md, "Alerts"), and the process posts
+nothing (an ``alert_webhook`` setting is not used: it warns once).
+
+**Offline**, when the ``alert_webhook`` setting (env ``WISP_ALERT_WEBHOOK``) is
+set, the alert is POSTed there as JSON by a short-lived thread, so neither the
+training loop nor the writer waits on the network; the body is::
 
     {"text": "[LEVEL] title: text", "title", "body", "level", "run_id",
      "run_name", "project", "ts"}
@@ -42,6 +49,7 @@ _lock = threading.Lock()
 #: (run id, title) -> time of the last alert sent, for ``wait_duration``
 _last_sent: dict[tuple[str, str], float] = {}
 WEBHOOK_TIMEOUT = 10.0
+_warned: list[bool] = []  # the online-run warning about alert_webhook was given
 
 
 class AlertLevel(str, enum.Enum):
@@ -152,6 +160,15 @@ def alert(
         },
     )
     url = run.settings.alert_webhook
+    if run.mode == "online":  # the server delivers it (its automations)
+        if url and not _warned:
+            _warned.append(True)
+            log.warning(
+                "wisp: alert_webhook is not used by online runs: the server delivers alerts "
+                "through the project's automations (wisp automation add --when "
+                "'alert.level exists' --webhook URL; docs/automations.md)"
+            )
+        return None
     if not (send and url):
         return None
     body = {

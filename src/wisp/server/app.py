@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, Response
@@ -79,11 +80,12 @@ def _lifespan(store: Store, settings: ServerSettings, mcp: Any) -> Any:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
+        from wisp.server.automations.secrets import Sealer, encrypt_plain
         from wisp.server.automations.worker import AutomationWorker
 
-        worker = AutomationWorker(
-            store, interval=settings.automation_interval, deliver=settings.deliver
-        )
+        sealer = Sealer(settings.secrets_key_file)
+        await run_in_threadpool(encrypt_plain, store, sealer)
+        worker = AutomationWorker(store, settings, sealer)
         worker.start()
         try:
             async with mcp(app):

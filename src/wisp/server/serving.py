@@ -56,6 +56,10 @@ def serve(
     key_rate: float | None = None,
     ingest_concurrency: int | None = None,
     no_deliver: bool = False,
+    secrets_key_file: str | None = None,
+    smtp_url: str | None = None,
+    smtp_from: str | None = None,
+    smtp_starttls: bool = False,
 ) -> None:
     """Run the tracking server (blocks).  ``--no-auth`` is refused on a non-loopback host.
 
@@ -111,6 +115,10 @@ def serve(
             raise UsageError(f"--{name.replace('_', '-')} must be >= 0, got {value}")
         setattr(settings, name, value)
     settings.deliver = not no_deliver
+    settings.secrets_key_file = secrets_key_file or ""
+    settings.smtp_url = smtp_url or ""
+    settings.smtp_from = smtp_from or ""
+    settings.smtp_starttls = smtp_starttls
     settings = settings.resolved()
     settings.trusted_proxy_networks()  # a malformed address fails here, not per request
     problem = port_problem(host, port)

@@ -117,6 +117,13 @@ class ServerSettings:
     # process sends webhooks (False: it only detects; another process delivers)
     automation_interval: float = 1.0
     deliver: bool = True
+    # webhook secrets are Fernet-encrypted with this key file (default <data dir>/secrets.key;
+    # $WISP_SERVER_SECRETS_KEY wins); e-mail actions go through this SMTP server
+    # (smtp[s]://[user@]host[:port], password in $WISP_SERVER_SMTP_PASSWORD), sent as smtp_from
+    secrets_key_file: str = ""
+    smtp_url: str = ""
+    smtp_from: str = ""
+    smtp_starttls: bool = False
     static_dir: str = field(default_factory=lambda: str(Path(__file__).with_name("static")))
     migrate: bool = True
     mcp_max_bytes: int = 64 * 1024  # the largest /mcp tool result before it is paged
@@ -144,4 +151,7 @@ class ServerSettings:
         base = default_data_dir()
         db = self.db or f"sqlite:///{base / 'wisp.db'}"
         media = self.media_dir or str(base / "media")
-        return ServerSettings(**{**self.__dict__, "db": db, "media_dir": media})
+        keys = self.secrets_key_file or str(base / "secrets.key")
+        return ServerSettings(
+            **{**self.__dict__, "db": db, "media_dir": media, "secrets_key_file": keys}
+        )

@@ -2,14 +2,16 @@
 
 Every ``interval`` seconds it (1) stores ``crashed`` on running runs whose heartbeats stopped
 for the heartbeat timeout, (2) evaluates the active automations over the runs changed since
-its previous pass (``store.automations``: edge state and queue in the database), and
+its previous pass, the artifact events and the alerts of those runs (``store.automations``:
+edge state and queue in the database), and
 (3) claims the due deliveries and POSTs them from a small thread pool, so a slow webhook
 delays neither ingest (which never waits on this thread) nor the next pass.
 
 A webhook request carries ``Content-Type: application/json``, ``X-Wisp-Event``,
 ``X-Wisp-Delivery`` (the delivery id: the same on every retry, for receivers to drop a
 repeat) and, when the automation has a secret, ``X-Wisp-Signature-256: sha256=<hex>``: the
-HMAC-SHA256 of the body with the secret (docs/automations.md).
+HMAC-SHA256 of the body with the secret (decrypted here: ``automations.secrets``). An e-mail
+action goes through the configured SMTP server instead (``automations.mail``; docs/automations.md).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from wisp.server.store.automations import AutomationStore
+from wisp.server.automations.mail import send_mail
+from wisp.server.automations.secrets import SecretError
+from wisp.server.store.automations import AutomationStore, Claimed
 
 __all__ = ["SEND_TIMEOUT", "AutomationWorker", "sign"]
 
@@ -60,11 +64,13 @@ def post(url: str, secret: str | None, body: bytes, delivery_id: int, event: str
 class AutomationWorker:
     """Run health, automation evaluation and webhook delivery for one process."""
 
-    def __init__(self, store: Any, *, interval: float = 1.0, deliver: bool = True) -> None:
-        self.autos = AutomationStore(store)
+    def __init__(self, store: Any, settings: Any, sealer: Any) -> None:
+        self.autos = AutomationStore(store, sealer)
+        self.sealer = sealer
+        self.settings = settings
         self.clock = store.clock
-        self.interval = interval
-        self.deliver = deliver
+        self.interval = settings.automation_interval
+        self.deliver = settings.deliver
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pool = ThreadPoolExecutor(4, thread_name_prefix="wisp-webhook")
@@ -72,6 +78,8 @@ class AutomationWorker:
         self._lock = threading.Lock()
         # a restart re-reads a while back: evaluation is idempotent (edge state in the DB)
         self._since = self.clock() - max(3600.0, store.heartbeat_timeout)
+        self._alert_after = 0  # alerts (events ids) at or below it were evaluated
+        self._alert_marks: list[tuple[float, int]] = []
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="wisp-automations", daemon=True)
@@ -99,6 +107,13 @@ class AutomationWorker:
             changed: dict[str, str] = dict(self.autos.changed_since(self._since - _SLACK))
             changed.update(crashed)
             self.autos.evaluate(list(changed.items()))
+            self.autos.evaluate_artifacts(self._since - _SLACK)
+            top = self.autos.evaluate_alerts(list(changed.items()), self._alert_after)
+            # the alerts' watermark moves to what was read _SLACK ago: an event with a lower
+            # id committed after this read (PostgreSQL ids are not commit-ordered) is still read
+            self._alert_marks.append((start, top))
+            while self._alert_marks and self._alert_marks[0][0] < start - _SLACK:
+                self._alert_after = max(self._alert_after, self._alert_marks.pop(0)[1])
         self._since = start
         if self.deliver:
             for did in self.autos.due(50):
@@ -108,21 +123,31 @@ class AutomationWorker:
                     self._sending.add(did)
                 self._pool.submit(self._send, did)
 
+    def _deliver(self, c: Claimed, delivery_id: int) -> int:
+        """Send one claimed delivery: an e-mail or a (signed) webhook POST; its status."""
+        if c.email:
+            st = self.settings
+            args = (st.smtp_url, st.smtp_from, st.smtp_starttls, c.email, c.body)
+            return send_mail(*args, delivery_id, c.event, SEND_TIMEOUT)
+        secret = self.sealer.open(c.secret) if c.sealed and c.secret else c.secret
+        return post(c.url, secret, c.body, delivery_id, c.event)
+
     def _send(self, delivery_id: int) -> None:
         try:
             got = self.autos.claim(delivery_id)
             if got is None:
                 return
-            url, secret, body, attempt, event = got
             code: int | None = None
             error: str | None = None
             try:
-                code = post(url, secret, body, delivery_id, event)
-                if not 200 <= code < 300:
+                code = self._deliver(got, delivery_id)
+                if not 200 <= code < 300 and code != 250:
                     error = f"HTTP {code}"
-            except (OSError, ValueError) as e:  # refused, timed out, bad URL
+            except SecretError as e:
+                error = str(e)
+            except (OSError, ValueError) as e:  # refused, timed out, bad URL, SMTP refusals
                 error = f"{type(e).__name__}: {e}"[:500]
-            self.autos.finish(delivery_id, attempt, code, error)
+            self.autos.finish(delivery_id, got.attempt, code, error)
         except SQLAlchemyError as e:
             log.warning("automations: delivery %s: %s", delivery_id, e)
         finally:

@@ -10,9 +10,14 @@ Grammar (keywords case-insensitive)::
     term  := fact ("and" fact)*
     fact  := "not" fact | "(" expr ")" | field op value | field "exists" | field "contains" value
              | field "in" "(" value ("," value)* ")"     (the tree of field = v1 or field = v2 ...)
+             | measure op number
+    measure := "change" "(" summary.<path> "," integer ["steps"] ")"
+             | "zscore" "(" (summary.<path> | config.<path>) ")"
     op    := "=" | "==" | "!=" | "<" | "<=" | ">" | ">=" | "contains"
     field := state | name | id | notes | group | job_type | tags | created_at | finished_at
              | duration | stalled | config.<path> | summary.<path>
+             | artifact.(event | name | type | version | alias | project)   (automations only)
+             | alert.(title | text | level)                                 (automations only)
              (path: dotted, parts may be "quoted")
     value := number | duration | "string" | 'string' | true | false | null | nan | inf | bare-word
     duration := number ("s" | "m" | "h" | "d")      (seconds, minutes, hours, days: a number of s)
@@ -22,6 +27,19 @@ logged none); no value for other states, so ``stalled > 30m`` holds for runs ali
 arriving) that stopped stepping.  ``nan`` and ``inf`` (bare words, any case) are the texts a
 non-finite summary or config value is stored as (``"NaN"``, ``"Infinity"``):
 ``summary.loss = nan``; ``"-Infinity"`` is written quoted.
+
+A *measure* is a number the server computes per run for automations only (``server.query
+.measures``): ``change(summary.loss, 100 steps)`` is the metric's value at its last logged step
+minus its value 100 steps before (no value with fewer steps of history, or a non-finite end);
+``zscore(summary.acc)`` is ``(value - mean) / std`` over the project's runs that have a finite
+value (population standard deviation; no value for fewer than two runs or a zero spread).
+The runs list refuses them (422): its filter is evaluated by the dashboard over loaded rows.
+
+``artifact.*`` and ``alert.*`` fields describe an *event* (``server.query.events``): an
+automation whose trigger names them reacts to artifact changes instead of runs
+(``artifact.event = version and artifact.name = model``, ``artifact.alias = production``);
+(``alert.level = ERROR``: a run's ``wisp.alert()``); such a trigger names no run fields, and
+the runs list refuses them.
 
 Expression tree, format version 1 (``TREE_VERSION``); an empty filter is ``null``::
 
@@ -33,6 +51,9 @@ Expression tree, format version 1 (``TREE_VERSION``); an empty filter is ``null`
     {"cmp": "=" | "!=" | "<" | "<=" | ">" | ">=", "field": field, "value": value}
 
     field := {"name": "config.a.b", "path": ["config", "a", "b"]}   (a column: a 1-part path)
+           | {"name": "change(summary.loss, 100 steps)", "path": ["summary", "loss"],
+              "measure": "change", "steps": 100}            (only in "cmp", with a number)
+           | {"name": "zscore(summary.acc)", "path": ["summary", "acc"], "measure": "zscore"}
     value := null | true | false | "text" | {"num": "<Python str() of the number>"}
 
 A number travels as the text Python gives it (``str(int)`` or ``str(float)``, ``inf`` for
@@ -50,9 +71,12 @@ from typing import Any
 from wisp.server.http.problem import Problem
 
 __all__ = [
+    "ALERT_FIELDS",
+    "ARTIFACT_FIELDS",
     "COLUMNS",
     "MAX_DEPTH",
     "MAX_LENGTH",
+    "MEASURES",
     "TREE_VERSION",
     "bad",
     "field_path",
@@ -87,6 +111,10 @@ _TOKEN = re.compile(
 _UNIT = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _NONFINITE = {"nan": "NaN", "inf": "Infinity", "infinity": "Infinity"}  # as clean_json stores them
 _KEYWORDS = {"and", "or", "not", "contains", "exists", "in"}
+MEASURES = ("change", "zscore")
+ARTIFACT_FIELDS = ("event", "name", "type", "version", "alias", "project")
+ALERT_FIELDS = ("title", "text", "level")
+MAX_WINDOW = 10**9  # steps of a change() window
 _CMP = {"=": "=", "==": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
@@ -122,17 +150,22 @@ def field_path(name: str) -> list[str]:
         if any(not p or '"' in p for p in path) or len(path) > MAX_KEY_DEPTH:
             raise bad(f"bad key path in {name!r}")
         return [head, *path]
+    if (head == "artifact" and rest in ARTIFACT_FIELDS) or (
+        head == "alert" and rest in ALERT_FIELDS
+    ):
+        return [head, rest]
     if name not in COLUMNS:
         raise bad(
             f"unknown field {name!r}: expected one of {', '.join(COLUMNS)}, "
-            "config.<key> or summary.<key>"
+            "config.<key>, summary.<key> or (automations) artifact.<field>, alert.<field>"
         )
     return [name]
 
 
 class _Parser:
-    def __init__(self, toks: list[tuple[str, str]]) -> None:
+    def __init__(self, toks: list[tuple[str, str]], triggers: bool) -> None:
         self.toks = toks
+        self.triggers = triggers
         self.i = 0
         self.depth = 0
 
@@ -186,7 +219,11 @@ class _Parser:
             return e
         if t[0] != "word" or t[1].lower() in _KEYWORDS:
             raise bad(f"expected a field name, got {t[1]!r}")
+        if t[1].lower() in MEASURES and self.peek() == ("op", "("):
+            return self.measure(t[1].lower())
         fld = {"name": t[1], "path": field_path(t[1])}
+        if fld["path"][0] in ("artifact", "alert") and not self.triggers:
+            raise _only_triggers(t[1])
         if self.kw("exists"):
             return {"exists": fld}
         if self.kw("contains"):
@@ -197,6 +234,39 @@ class _Parser:
         if op[0] != "op" or op[1] in "(),":
             raise bad(f"expected an operator after {t[1]!r}, got {op[1]!r}")
         return {"cmp": _CMP[op[1]], "field": fld, "value": self.value()}
+
+    def measure(self, fn: str) -> dict[str, Any]:
+        """``change(summary.x, N steps) op number`` / ``zscore(summary.x) op number``."""
+        if not self.triggers:
+            raise _only_triggers(f"{fn}()")
+        self.take()  # "("
+        kind, name = self.take()
+        path = field_path(name) if kind == "word" else []
+        if len(path) < 2 or (fn == "change" and path[0] != "summary"):
+            want = "summary.<key>" if fn == "change" else "summary.<key> or config.<key>"
+            raise bad(f"{fn}() takes {want}, got {name!r}")
+        fld: dict[str, Any] = {"name": "", "path": path, "measure": fn}
+        label = name
+        if fn == "change":
+            if self.take() != ("op", ","):
+                raise bad("change() takes a window: change(summary.<key>, <N> steps)")
+            kind, n = self.take()
+            if kind != "num" or not n.isdigit() or not 0 < int(n) <= MAX_WINDOW:
+                raise bad(f"change() window must be a whole number of steps, got {n!r}")
+            fld["steps"] = int(n)
+            if not self.kw("steps"):
+                self.kw("step")
+            label = f"{name}, {int(n)} steps"
+        if self.take() != ("op", ")"):
+            raise bad(f"expected ')' to close {fn}(")
+        fld["name"] = f"{fn}({label})"
+        op = self.take()
+        if op[0] != "op" or op[1] in "(),":
+            raise bad(f"expected an operator after {fld['name']}, got {op[1]!r}")
+        value = self.value()
+        if not isinstance(value, dict):
+            raise bad(f"{fld['name']} compares with a number")
+        return {"cmp": _CMP[op[1]], "field": fld, "value": value}
 
     def one_of(self, fld: dict[str, Any]) -> dict[str, Any]:
         """``field in (a, b, ...)``: the tree of ``field = a or field = b ...``."""
@@ -229,14 +299,22 @@ class _Parser:
         raise bad(f"expected a value, got {v!r}")
 
 
-def parse(src: str) -> dict[str, Any] | None:
-    """The expression tree of a filter (``None`` when empty); a 422 ``Problem`` names the fault."""
+def _only_triggers(what: str) -> Problem:
+    return bad(
+        f"{what} is for automation triggers only (wisp automation add --when); "
+        "a runs filter cannot use it"
+    )
+
+
+def parse(src: str, *, triggers: bool = False) -> dict[str, Any] | None:
+    """The expression tree of a filter (``None`` when empty); a 422 ``Problem`` names the fault.
+    ``triggers``: an automation's trigger, which may use measures and event fields."""
     if len(src) > MAX_LENGTH:
         raise bad(f"longer than {MAX_LENGTH} characters")
     toks = _tokens(src)
     if not toks:
         return None
-    p = _Parser(toks)
+    p = _Parser(toks, triggers)
     e = p.expr()
     extra = p.peek()
     if extra is not None:

@@ -8,6 +8,7 @@ only ever reach SQL as bound parameters.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import (
@@ -54,6 +55,8 @@ class _Field:
         self.path: list[str] = []
         r = S.runs.c
         path = field_path(name)
+        if path[0] in ("artifact", "alert"):
+            raise _bad(f"{name} describes {path[0]} events: automation triggers only")
         if len(path) > 1:
             self.json = r.config if path[0] == "config" else r.summary
             self.path = path[1:]
@@ -152,27 +155,41 @@ def _value(v: Any) -> Any:
     return number(v) if isinstance(v, dict) else v
 
 
-def _sql(store: Any, tree: dict[str, Any] | None) -> Any:
-    """The SQL condition of a filter's expression tree (``query.filter``); 422 when invalid."""
+Measure = Callable[[dict[str, Any]], Any]  # a measure field of the tree -> a numeric SQL value
+
+
+def _sql(store: Any, tree: dict[str, Any] | None, measure: Measure | None = None) -> Any:
+    """The SQL condition of a filter's expression tree (``query.filter``); 422 when invalid.
+    ``measure`` gives the SQL value of ``change()``/``zscore()`` (automations only: without
+    it they are refused)."""
     if tree is None:
         return true()
     if "or" in tree:
-        return or_(*(_sql(store, t) for t in tree["or"]))
+        return or_(*(_sql(store, t, measure) for t in tree["or"]))
     if "and" in tree:
-        return and_(*(_sql(store, t) for t in tree["and"]))
+        return and_(*(_sql(store, t, measure) for t in tree["and"]))
     if "not" in tree:
-        return not_(_sql(store, tree["not"]))
+        return not_(_sql(store, tree["not"], measure))
     if "exists" in tree:
         return field_ref(store, tree["exists"]["name"]).exists()
     if "contains" in tree:
         return _known(field_ref(store, tree["contains"]["name"]).contains(_value(tree["value"])))
+    if "measure" in tree["field"]:
+        if measure is None:
+            raise _bad(
+                f"{tree['field']['measure']}() is for automation triggers only "
+                "(wisp automation add --when); the runs list cannot filter on it"
+            )
+        got = measure(tree["field"])
+        return _known(getattr(got, _OPS[tree["cmp"]])(float(number(tree["value"]))))
     fld = field_ref(store, tree["field"]["name"])
     return _known(fld.compare(tree["cmp"], _value(tree["value"])))
 
 
-def parse_filter(store: Any, src: str) -> Any:
-    """The SQL condition for a filter expression (a ``Problem`` names what is wrong)."""
-    return _sql(store, parse(src))
+def parse_filter(store: Any, src: str, measure: Measure | None = None) -> Any:
+    """The SQL condition for a filter expression (a ``Problem`` names what is wrong);
+    ``measure``: see ``_sql`` (automations pass it, the runs list does not)."""
+    return _sql(store, parse(src, triggers=measure is not None), measure)
 
 
 def filter_tree(store: Any, src: str) -> dict[str, Any] | None:

@@ -34,8 +34,16 @@ class AutomationBody(msgspec.Struct, forbid_unknown_fields=True):
         ),
     ]
     webhook: Annotated[
-        str, Meta(min_length=8, max_length=2000, description="http(s) URL to POST events to")
-    ]
+        str, Meta(max_length=2000, description="http(s) URL to POST events to (or give email)")
+    ] = ""
+    email: Annotated[
+        str,
+        Meta(
+            max_length=2000,
+            description="comma-separated addresses to e-mail events to, through the server's "
+            "SMTP server (instead of a webhook)",
+        ),
+    ] = ""
     name: Annotated[str, Meta(max_length=200)] = ""
     secret: Annotated[
         str, Meta(max_length=500, description="signs payloads (HMAC-SHA256); never shown again")
@@ -51,7 +59,8 @@ class Automation(msgspec.Struct):
     project: str
     name: str
     when: str
-    webhook: str
+    webhook: str | None
+    email: str | None
     signed: bool
     paused: bool
     created_at: float
@@ -74,7 +83,7 @@ class Delivery(msgspec.Struct):
     id: int
     automation_id: str
     run_id: str | None
-    event: Literal["run", "test"]
+    event: Literal["run", "artifact", "alert", "test"]
     status: Status
     attempts: int
     response_code: int | None

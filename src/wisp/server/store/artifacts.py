@@ -242,7 +242,12 @@ class ArtifactStore:
             else:
                 vid = found[0]
             moved = (["latest"] if created else []) + [x for x in aliases if x != "latest"]
+            event = {"project": project, "name": name, "type": type_, "run_id": run_id}
+            if created:
+                self._event(conn, event, vid, "version", None)
             if moved:
+                for x in moved:
+                    self._event(conn, event, vid, "alias", x, art_id)
                 d.upsert(
                     conn,
                     artifact_aliases,
@@ -255,6 +260,27 @@ class ArtifactStore:
         got = self.version(project, name, f"v{self._index_of(vid)}", manifest=False)
         assert got is not None
         return got, created
+
+    def _event(
+        self,
+        conn: Any,
+        event: dict[str, Any],
+        vid: int,
+        kind: str,
+        alias: str | None,
+        art_id: int | None = None,
+    ) -> None:
+        """Write an artifact event for automations (``S.artifact_events``), in the change's own
+        transaction; an alias that already names ``vid`` is no event."""
+        if alias is not None:
+            al = artifact_aliases.c
+            q = select(al.version_id).where(al.artifact_id == art_id, al.alias == alias)
+            if conn.execute(q).scalar() == vid:
+                return
+        v = artifact_versions.c
+        index = conn.execute(select(v.version_index).where(v.id == vid)).scalar_one()
+        row = {**event, "kind": kind, "version": _vname(index), "alias": alias}
+        conn.execute(S.artifact_events.insert(), {**row, "created_at": self.db.clock()})
 
     def _edge(self, conn: Any, vid: int, run_id: str, kind: str) -> None:
         row = {"version_id": vid, "run_id": run_id, "kind": kind, "created_at": self.db.clock()}
@@ -380,7 +406,7 @@ class ArtifactStore:
         a, v = artifacts.c, artifact_versions.c
         d = self.db.dialect
         with self.db.tx() as conn:
-            q = select(a.id).where(a.project == project, a.name == name)
+            q = select(a.id, a.type).where(a.project == project, a.name == name)
             art = conn.execute(d.for_update(q)).first()
             if art is None:
                 return False
@@ -389,6 +415,8 @@ class ArtifactStore:
             ).scalar()
             if vid is None:
                 return False
+            event = {"project": project, "name": name, "type": art[1], "run_id": None}
+            self._event(conn, event, vid, "alias", alias, art[0])
             row = {"artifact_id": art[0], "alias": alias, "version_id": vid}
             d.upsert(conn, artifact_aliases, [row], ["artifact_id", "alias"])
         return True

@@ -21,22 +21,29 @@ from __future__ import annotations
 
 import json
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import and_, case, delete, func, select, update
 from sqlalchemy.engine import Connection
 
+from wisp._protocol import RecordType
 from wisp.server.http.problem import Problem
+from wisp.server.query.events import alert_matches, artifact_condition, trigger_kind
+from wisp.server.query.filter import parse
+from wisp.server.query.measures import Measures, no_measures
 from wisp.server.query.runs import parse_filter
 from wisp.server.store import schema as S
 
-__all__ = ["MAX_ATTEMPTS", "PAYLOAD_VERSION", "AutomationStore", "backoff"]
+__all__ = ["MAX_ATTEMPTS", "PAYLOAD_VERSION", "AutomationStore", "Claimed", "backoff"]
 
 PAYLOAD_VERSION = 1
 MAX_ATTEMPTS = 8  # then the delivery is ``failed``
 RATE_PER_MINUTE = 30  # run events an automation sends a minute; more are logged ``limited``
 LEASE_S = 60.0  # a claimed delivery is another process's again after this (> the HTTP timeout)
 _CHUNK = 500  # run ids per IN (...) list
+_ALERT = int(RecordType.ALERT)  # events.type of the alerts runs send (wisp.alert())
+_CLOCK_SKEW = 60.0  # an alert's (client) time may be this much behind the server's
 _A = S.automations.c
 _D = S.deliveries.c
 _F = S.automation_fired.c
@@ -55,8 +62,9 @@ def _public(row: Any) -> dict[str, Any]:
         "project": m["project"],
         "name": m["name"],
         "when": m["when_expr"],
-        "webhook": m["url"],
-        "signed": bool(m["secret"]),
+        "webhook": m["url"] or None,
+        "email": m["email"],
+        "signed": bool(m["secret"] or m["secret_enc"]),
         "paused": bool(m["paused"]),
         "created_at": m["created_at"],
     }
@@ -82,11 +90,26 @@ def _delivery(row: Any) -> dict[str, Any]:
     }
 
 
-class AutomationStore:
-    """Automations and deliveries of one server database (``store``: the Store facade)."""
+@dataclass
+class Claimed:
+    """A delivery leased to this process: what to send and where."""
 
-    def __init__(self, store: Any) -> None:
+    url: str  # the webhook ("" for an e-mail action)
+    email: str | None  # comma-separated recipients of an e-mail action
+    secret: str | None  # plain or encrypted (``sealed``)
+    sealed: bool
+    body: bytes
+    attempt: int
+    event: str
+
+
+class AutomationStore:
+    """Automations and deliveries of one server database (``store``: the Store facade;
+    ``sealer``: encrypts secrets, ``server.automations.secrets``)."""
+
+    def __init__(self, store: Any, sealer: Any = None) -> None:
         self.store = store
+        self.sealer = sealer
         self.db = store.db
         # RETURNING says whether this insert made the row (rowcount is -1 here on psycopg)
         self._fire = (
@@ -96,10 +119,25 @@ class AutomationStore:
     # -- the automations ----------------------------------------------------------------------
 
     def create(
-        self, project: str, name: str, when: str, url: str, secret: str | None, owner: int | None
+        self,
+        project: str,
+        name: str,
+        when: str,
+        url: str,
+        secret: str | None,
+        owner: int | None,
+        email: str | None = None,
     ) -> dict[str, Any]:
-        try:
-            parse_filter(self.store, when)  # a bad expression is a 422 naming ``when``
+        """Add an automation: a webhook ``url`` (may be "" when ``email`` names recipients)."""
+        try:  # a bad one is a 422 naming ``when``
+            tree = parse(when, triggers=True)
+            kind = trigger_kind(tree)
+            if kind == "artifact":
+                artifact_condition(tree)
+            elif kind == "alert":
+                alert_matches(tree, {"title": "", "text": "", "level": ""})  # value types
+            else:
+                parse_filter(self.store, when, no_measures)
         except Problem as p:
             raise Problem(422, "invalid", p.message.replace("filter:", "when:"), "when") from None
         row = {
@@ -108,7 +146,9 @@ class AutomationStore:
             "name": name or when,
             "when_expr": when,
             "url": url,
-            "secret": secret or None,
+            "email": email or None,
+            "secret": None,
+            "secret_enc": self.sealer.seal(secret) if secret else None,
             "paused": 0,
             "owner_id": owner,
             "created_at": self.db.clock(),
@@ -170,7 +210,7 @@ class AutomationStore:
         """Queue a sample payload (event ``test``, no run) to the automation's webhook."""
         with self.db.tx() as conn:
             auto = self._row(conn, project, automation_id)
-            did = self._enqueue(conn, auto, None, "test")
+            did = self._enqueue(conn, auto, "test")
             return _delivery(conn.execute(select(S.deliveries).where(_D.id == did)).one())
 
     # -- detection ----------------------------------------------------------------------------
@@ -217,18 +257,19 @@ class AutomationStore:
             mine = [a for a in autos if a._mapping["project"] == project]
             for i in range(0, len(keys), _CHUNK):
                 if mine:
-                    queued += self._evaluate_chunk(mine, keys[i : i + _CHUNK])
+                    queued += self._evaluate_chunk(mine, project, keys[i : i + _CHUNK])
         return queued
 
-    def _evaluate_chunk(self, autos: list[Any], keys: list[str]) -> int:
+    def _evaluate_chunk(self, autos: list[Any], project: str, keys: list[str]) -> int:
         """Read which runs match each automation (no write when nothing changed), then
         record the edges: fire the new matches, re-arm the runs that stopped matching."""
         rises: list[tuple[Any, set[str]]] = []
         falls: list[tuple[str, list[str]]] = []
         conds, valid = [], []
+        measures = Measures(self.store, project, keys)  # change() and zscore(), computed once
         for auto in autos:
             try:
-                conds.append(parse_filter(self.store, auto._mapping["when_expr"]))
+                conds.append(parse_filter(self.store, auto._mapping["when_expr"], measures))
                 valid.append(auto)
             except Problem:
                 continue  # valid when stored; a grammar change must not stop the others
@@ -264,7 +305,7 @@ class AutomationStore:
                     run = row._mapping["id"]
                     edge = {"automation_id": auto._mapping["id"], "run_id": run, "fired_at": now}
                     if conn.execute(self._fire, edge).first() is not None:  # not another's
-                        self._enqueue(conn, auto, row, "run", limited=budget <= 0)
+                        self._enqueue(conn, auto, "run", run=row, limited=budget <= 0)
                         budget -= 1
                         queued += 1
         return queued
@@ -272,12 +313,113 @@ class AutomationStore:
     def _recent(self, conn: Connection, automation_id: str, now: float) -> int:
         """Run events the automation queued in the last minute (its rate limit)."""
         q = select(func.count()).where(
-            _D.automation_id == automation_id, _D.event == "run", _D.created_at > now - 60.0
+            _D.automation_id == automation_id, _D.event != "test", _D.created_at > now - 60.0
         )
         return int(conn.execute(q).scalar_one())
 
+    def evaluate_artifacts(self, since: float) -> int:
+        """Fire the active artifact automations for the artifact events written after
+        ``since``: once per event and automation (``automation_fired`` holds
+        ``artifact:<event id>``, so a re-read or another process does not fire it again)."""
+        e = S.artifact_events.c
+        with self.db.read() as conn:
+            events = list(conn.execute(select(e.id, e.project).where(e.created_at > since)))
+            if not events:
+                return 0
+            projects = sorted({p for _, p in events})
+            q = select(S.automations).where(_A.paused == 0, _A.project.in_(projects))
+            autos = []
+            for auto in conn.execute(q):
+                try:
+                    tree = parse(auto._mapping["when_expr"], triggers=True)
+                    if trigger_kind(tree) == "artifact":
+                        autos.append((auto, artifact_condition(tree)))
+                except Problem:
+                    continue
+            hits = []
+            for auto, cond in autos:
+                mine = [i for i, p in events if p == auto._mapping["project"]]
+                for k in range(0, len(mine), _CHUNK):
+                    sel = select(S.artifact_events).where(e.id.in_(mine[k : k + _CHUNK]), cond)
+                    hits += [(auto, ev) for ev in conn.execute(sel.order_by(e.id))]
+        queued = 0
+        if hits:
+            with self.db.tx() as conn:
+                now = self.db.clock()
+                for auto, ev in hits:
+                    aid = auto._mapping["id"]
+                    edge = {"automation_id": aid, "run_id": f"artifact:{ev.id}", "fired_at": now}
+                    if conn.execute(self._fire, edge).first() is not None:
+                        limited = self._recent(conn, aid, now) >= RATE_PER_MINUTE
+                        self._enqueue(conn, auto, "artifact", artifact=ev, limited=limited)
+                        queued += 1
+        return queued
+
+    def evaluate_alerts(self, runs: list[tuple[str, str]], after: int) -> int:
+        """Fire the active alert automations for the alerts (``wisp.alert()``, ALERT records
+        in ``events``, id above ``after``) of these changed ``(run key, project)``: once per
+        alert and automation (``automation_fired`` holds ``alert:<event id>``), and not for an
+        alert sent before the automation existed.  Returns the highest event id read."""
+        ev = S.events.c
+        project_of = dict(runs)
+        with self.db.read() as conn:
+            projects = sorted(set(project_of.values()))
+            q = select(S.automations).where(_A.paused == 0, _A.project.in_(projects))
+            autos = []
+            for auto in conn.execute(q):
+                try:
+                    tree = parse(auto._mapping["when_expr"], triggers=True)
+                    if trigger_kind(tree) == "alert":
+                        autos.append((auto, tree))
+                except Problem:
+                    continue
+            rows: list[Any] = []
+            keys = sorted(project_of) if autos else []  # none: no read (old alerts stay unfired)
+            for i in range(0, len(keys), _CHUNK):
+                rows += conn.execute(
+                    select(ev.id, ev.run_id, ev.data).where(
+                        ev.type == _ALERT, ev.run_id.in_(keys[i : i + _CHUNK]), ev.id > after
+                    )
+                ).all()
+        top = max([after, *(int(r[0]) for r in rows)])
+        hits = []
+        for eid, run, data in rows:
+            try:
+                alert = json.loads(data)
+            except ValueError:
+                continue
+            if not isinstance(alert, dict) or alert.get("sent") is False:
+                continue
+            ts = alert.get("ts") if isinstance(alert.get("ts"), (int, float)) else 0.0
+            for auto, tree in autos:
+                m = auto._mapping
+                fresh = ts >= m["created_at"] - _CLOCK_SKEW
+                if m["project"] == project_of[run] and fresh and alert_matches(tree, alert):
+                    hits.append((auto, run, eid, alert))
+        if hits:
+            with self.db.tx() as conn:
+                now = self.db.clock()
+                found = conn.execute(select(S.runs).where(_R.id.in_({h[1] for h in hits})))
+                rrows = {r._mapping["id"]: r for r in found}
+                for auto, run, eid, alert in hits:
+                    aid = auto._mapping["id"]
+                    edge = {"automation_id": aid, "run_id": f"alert:{eid}", "fired_at": now}
+                    if run in rrows and conn.execute(self._fire, edge).first() is not None:
+                        limited = self._recent(conn, aid, now) >= RATE_PER_MINUTE
+                        row = rrows[run]
+                        self._enqueue(conn, auto, "alert", run=row, alert=alert, limited=limited)
+        return top
+
     def _enqueue(
-        self, conn: Connection, auto: Any, run: Any, event: str, limited: bool = False
+        self,
+        conn: Connection,
+        auto: Any,
+        event: str,
+        *,
+        run: Any = None,
+        artifact: Any = None,
+        alert: dict[str, Any] | None = None,
+        limited: bool = False,
     ) -> int:
         a = auto._mapping
         now = self.db.clock()
@@ -293,7 +435,21 @@ class AutomationStore:
             "fired_at": now,
             "run": None,
         }
-        if run is None:
+        if artifact is not None:
+            ev = dict(artifact._mapping)
+            ev["event"] = ev.pop("kind")
+            ev.pop("id")
+            payload["artifact"] = ev
+            what = (
+                f"new version {ev['version']}"
+                if ev["event"] == "version"
+                else f"alias {ev['alias']!r} now names {ev['version']}"
+            )
+            payload["text"] = (
+                f"wisp: artifact {ev['name']!r} ({ev['type']}) of project {ev['project']}: "
+                f"{what}: {a['name']} [{a['when_expr']}]"
+            )
+        elif run is None:
             payload["text"] = f"wisp: test of automation {a['name']!r} (project {a['project']})"
         else:
             info = self.store.run_dict(run)
@@ -301,9 +457,14 @@ class AutomationStore:
                 k: info[k]
                 for k in ("id", "key", "project", "name", "state", "summary", "heartbeat_at")
             }
+            about = f"{a['name']} [{a['when_expr']}] (state {info['state']})"
+            if alert is not None:
+                payload["alert"] = {
+                    k: alert.get(k) for k in ("title", "text", "level", "ts", "step")
+                }
+                about = f"[{alert.get('level')}] {alert.get('title')}: {alert.get('text')}"
             payload["text"] = (
-                f"wisp: run {info['name']!r} ({info['id']}) of project {a['project']}: "
-                f"{a['name']} [{a['when_expr']}] (state {info['state']})"
+                f"wisp: run {info['name']!r} ({info['id']}) of project {a['project']}: {about}"
             )
         row = {
             "automation_id": a["id"],
@@ -331,9 +492,9 @@ class AutomationStore:
         with self.db.read() as conn:
             return [int(i) for i in conn.execute(q).scalars()]
 
-    def claim(self, delivery_id: int) -> tuple[str, str | None, bytes, int, str] | None:
-        """Lease the delivery for this process: ``(url, secret, body, attempt, event)``, or
-        None when another process claimed it first (or it is no longer due)."""
+    def claim(self, delivery_id: int) -> Claimed | None:
+        """Lease the delivery for this process, or None when another process claimed it
+        first (or it is no longer due)."""
         now = self.db.clock()
         with self.db.tx() as conn:
             res = conn.execute(
@@ -349,7 +510,7 @@ class AutomationStore:
             if res.rowcount != 1:
                 return None
             q = (
-                select(_A.url, _A.secret, _D.body, _D.attempts, _D.event)
+                select(_A.url, _A.email, _A.secret, _A.secret_enc, _D.body, _D.attempts, _D.event)
                 .select_from(S.deliveries.join(S.automations, _A.id == _D.automation_id))
                 .where(_D.id == delivery_id)
             )
@@ -359,7 +520,16 @@ class AutomationStore:
                     update(S.deliveries).where(_D.id == delivery_id).values(status="cancelled")
                 )
                 return None
-            return str(got[0]), got[1], str(got[2]).encode(), int(got[3]), str(got[4])
+            m = got._mapping
+            return Claimed(
+                url=str(m["url"]),
+                email=m["email"],
+                secret=m["secret_enc"] or m["secret"],
+                sealed=m["secret_enc"] is not None,
+                body=str(m["body"]).encode(),
+                attempt=int(m["attempts"]),
+                event=str(m["event"]),
+            )
 
     def finish(self, delivery_id: int, attempt: int, code: int | None, error: str | None) -> None:
         """Record a send: ``sent`` on a 2xx, else retried after :func:`backoff` (``failed``

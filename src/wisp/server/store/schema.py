@@ -50,6 +50,11 @@ state) and ``deliveries`` (the durable webhook queue and delivery log, claimed w
 ``runs`` gain ``stepped_at`` (when the run last logged a step: ``stalled``) and an index on
 ``last_seen``.
 
+Alembic ``0016_automation_events`` adds ``artifact_events`` (the outbox of artifact changes
+automations react to: a new version, an alias added or moved) and ``automations.secret_enc``
+(the webhook secret, Fernet-encrypted; ``secret`` keeps a plain one only until the server
+encrypts it at startup) and ``automations.email`` (an e-mail action's recipients).
+
 Alembic ``0020_config_order``: ``runs.config_json``, the config as logged (plain JSON: it keeps
 the key order, which JSONB does not); readers take it, the filters query ``config``; NULL for
 runs written before it (their ``config`` is read).
@@ -334,11 +339,28 @@ automations = Table(
     Column("name", Text, nullable=False),
     Column("when_expr", Text, nullable=False),
     Column("url", Text, nullable=False),
-    Column("secret", Text, nullable=True),
+    Column("secret", Text, nullable=True),  # plain: only before the server encrypted it
     Column("paused", Integer, nullable=False, default=0),
     Column("owner_id", Integer, nullable=True),
     Column("created_at", Float, nullable=False),
+    Column("secret_enc", Text, nullable=True),
+    Column("email", Text, nullable=True),
     Index("ix_automations_project", "project"),
+)
+
+artifact_events = Table(
+    "artifact_events",
+    metadata,
+    Column("id", BIGID, primary_key=True, autoincrement=True),
+    Column("project", String(128), nullable=False),
+    Column("name", String(128), nullable=False),
+    Column("type", String(128), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("version", String(32), nullable=False),
+    Column("alias", String(128), nullable=True),
+    Column("run_id", String(64), nullable=True),
+    Column("created_at", Float, nullable=False),
+    Index("ix_artifact_events_created", "created_at"),
 )
 
 automation_fired = Table(

@@ -8,11 +8,13 @@ and the local ``--no-auth`` caller) create, pause, resume, test and remove them
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
+from wisp.server.automations.secrets import Sealer
 from wisp.server.blobs.base import BlobStore
 from wisp.server.http.auth import principal_of
 from wisp.server.http.body import json_response
@@ -27,6 +29,8 @@ from wisp.server.store.ingest import check_project
 
 __all__ = ["AutomationApi"]
 
+_ADDRESS = re.compile(r"[^@\s,<>]+@[^@\s,<>]+")
+
 
 def _webhook(url: str) -> str:
     url = clean_str(url, "webhook")
@@ -36,11 +40,23 @@ def _webhook(url: str) -> str:
     return url
 
 
+def _emails(text: str, settings: ServerSettings) -> str:
+    """The recipients, normalized (``a@x, b@y``); 422 when malformed or no SMTP server is set."""
+    addrs = [a.strip() for a in clean_str(text, "email").split(",") if a.strip()]
+    for a in addrs:
+        if not _ADDRESS.fullmatch(a):
+            raise invalid("email", f"{a!r} is not an e-mail address")
+    if not settings.smtp_url:
+        raise invalid("email", "this server has no SMTP server (wisp server --smtp-url)")
+    return ", ".join(addrs)
+
+
 class AutomationApi:
     """Create, list, pause, test and remove a project's automations; read their deliveries."""
 
     def __init__(self, store: Store, settings: ServerSettings, blobs: BlobStore) -> None:
-        self.autos = AutomationStore(store)
+        self.autos = AutomationStore(store, Sealer(settings.secrets_key_file))
+        self.settings = settings
 
     @endpoint(
         "GET",
@@ -70,11 +86,16 @@ class AutomationApi:
         project = check_project(r.path.project, "project")
         b: T.AutomationBody = r.body
         when = clean_str(b.when, "when")
-        url = _webhook(b.webhook)
+        if bool(b.webhook) == bool(b.email):
+            raise invalid("webhook", "give either a webhook or an email, not both")
+        url = _webhook(b.webhook) if b.webhook else ""
+        email = _emails(b.email, self.settings) if b.email else None
         name = clean_str(b.name, "name")
         secret = clean_str(b.secret, "secret") or None
         owner = principal_of(r.request).user_id
-        row = await run_in_threadpool(self.autos.create, project, name, when, url, secret, owner)
+        row = await run_in_threadpool(
+            self.autos.create, project, name, when, url, secret, owner, email
+        )
         return json_response(row, 201)
 
     @endpoint(

@@ -6,7 +6,7 @@ run made without one goes to (its runs are there too); ids were unique on the se
 two rows collide.  Each trial takes its sweep's project.
 
 Revision ID: 0017_sweep_ids_per_project
-Revises: 0014_workspaces_as_reports
+Revises: 0016_automation_events
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0017_sweep_ids_per_project"
-down_revision = "0014_workspaces_as_reports"
+down_revision = "0016_automation_events"
 branch_labels = None
 depends_on = None
 
