@@ -41,7 +41,7 @@ from wisp.server.series.read import MAX, read_spans
 from wisp.server.store import lineage
 from wisp.server.store import schema as S
 
-__all__ = ["MAX_RUNS", "group_fields", "group_runs", "grouped_series"]
+__all__ = ["MAX_RUNS", "group_fields", "group_runs", "grouped_series", "nan_to_none", "read_cells"]
 
 MAX_RUNS = 1000
 MAX_POINTS = 1_000_000  # decoded per key at most (~9 MB of chunk data); above, a coarser grid
@@ -210,7 +210,7 @@ def _virtual_points(
     return np.concatenate(out_id), np.concatenate(out_st), np.concatenate(out_v)
 
 
-def _cells(
+def read_cells(
     dialect: Any,
     conn: Any,
     kids: list[int],
@@ -327,7 +327,7 @@ def _coarse(
     return origin, w
 
 
-def _list(a: Any) -> list[Any]:
+def nan_to_none(a: Any) -> list[Any]:
     """A float array as a list, None where it is NaN."""
     import numpy as np
 
@@ -366,22 +366,22 @@ def _aggregate(
     v0 = np.where(fin, v, 0.0)
     mean = np.where(none, np.nan, np.add.reduceat(v0, first) / safe)
     if "mean" in stats:
-        out["mean"] = _list(mean)
+        out["mean"] = nan_to_none(mean)
     if "median" in stats:  # the finite values of a bucket come first, sorted
         mid, mid2 = first + (safe - 1) // 2, first + safe // 2
-        out["median"] = _list(np.where(mid == mid2, v[mid], (v[mid] + v[mid2]) / 2))
+        out["median"] = nan_to_none(np.where(mid == mid2, v[mid], (v[mid] + v[mid2]) / 2))
     if "std" in stats:  # population standard deviation, two passes
         dev = np.where(fin, v - np.repeat(mean, np.diff(np.r_[first, len(v)])), 0.0)
         std = np.sqrt(np.add.reduceat(dev * dev, first) / safe)
-        out["std"] = _list(np.where(none, np.nan, std))
+        out["std"] = nan_to_none(np.where(none, np.nan, std))
     if "min" in stats:
-        out["min"] = _list(np.fmin.reduceat(v, first))
+        out["min"] = nan_to_none(np.fmin.reduceat(v, first))
     if "max" in stats:
-        out["max"] = _list(np.fmax.reduceat(v, first))
+        out["max"] = nan_to_none(np.fmax.reduceat(v, first))
     if "lo" in stats:
-        out["lo"] = _list(np.fmin.reduceat(c.lo[order], first))
+        out["lo"] = nan_to_none(np.fmin.reduceat(c.lo[order], first))
     if "hi" in stats:
-        out["hi"] = _list(np.fmax.reduceat(c.hi[order], first))
+        out["hi"] = nan_to_none(np.fmax.reduceat(c.hi[order], first))
     return out
 
 
@@ -420,7 +420,7 @@ def grouped_series(
                         views.append((-1 - i, next(iter(got_k)), s_a, s_b))
                         ids[-1 - i] = rid
             kids = sorted(k for k in ids if k >= 0)
-            got = _cells(store.dialect, conn, kids, lo, hi, buckets, views)
+            got = read_cells(store.dialect, conn, kids, lo, hi, buckets, views)
             if got is None:
                 continue
             grids[key], c = got

@@ -18,8 +18,8 @@ from typing import Any
 from sqlalchemy import func, select
 
 from wisp.server.series.buckets import bucket_starts, series, step_range
-from wisp.server.series.grouped import _cells
-from wisp.server.series.grouped import _list as _none_nan
+from wisp.server.series.grouped import nan_to_none as _none_nan
+from wisp.server.series.grouped import read_cells
 from wisp.server.store import lineage
 from wisp.server.store import schema as S
 
@@ -79,7 +79,7 @@ def run_series(
                 )
                 run_of.update(conn.execute(q).all())
             for kids in _spans(conn, sorted(run_of), a, b).values():
-                got = _cells(store.dialect, conn, kids, a, b, buckets)
+                got = read_cells(store.dialect, conn, kids, a, b, buckets)
                 if got is None:
                     continue
                 grid, c = got
