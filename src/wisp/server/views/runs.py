@@ -114,14 +114,8 @@ class Api:
             await reads.quiet()
             b, prepared = await run_in_threadpool(prepare_batch, r.raw, reads.pauser())
             await reads.quiet()
-            acked = await run_in_threadpool(
-                self.store.ingest,
-                r.path.run_id,
-                b.writer_id,
-                b.first_seq,
-                prepared,
-                reads.pauser(),
-            )
+            batch = (r.path.run_id, b.writer_id, b.first_seq, prepared)
+            acked = await run_in_threadpool(self.store.ingest, *batch, pause=reads.pauser())
         if await run_in_threadpool(self.store.stops.requested, r.path.run_id):
             return json_response({"acked_seq": acked, "stop": True})
         return json_response({"acked_seq": acked})
