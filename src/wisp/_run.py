@@ -258,15 +258,21 @@ class Run(WandbRunApi):
             if step is None:
                 if self._pending is None and cur < MAX_STEP:
                     self._step = cur + 1
-                    self._enqueue((ROW, cur, self._get_time(), data.copy()))
+                    queue = self._queue
+                    queue.append((ROW, cur, self._get_time(), data.copy()))
+                    if len(queue) >= self._qsize:
+                        self._writer.wait_for_space()  # type: ignore[union-attr]
                     return
             elif type(step) is int and cur < step < MAX_STEP:
                 pending = self._pending
-                if pending is not None:
-                    kind = ROW_DEFERRED if self._pending_deferred else ROW
-                    self._enqueue((kind, cur, self._get_time(), pending))
                 self._step = step
                 self._pending = data.copy()
+                if pending is not None:  # the open row closes (as _enqueue, inlined)
+                    queue = self._queue
+                    kind = ROW_DEFERRED if self._pending_deferred else ROW
+                    queue.append((kind, cur, self._get_time(), pending))
+                    if len(queue) >= self._qsize:
+                        self._writer.wait_for_space()  # type: ignore[union-attr]
                 self._pending_deferred = False
                 return
         self._log(data, step, commit)
