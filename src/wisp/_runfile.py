@@ -279,26 +279,32 @@ def _column(values: Sequence[Any]) -> tuple[str, bytes]:
     return "j", _U32.pack(len(data)) + data
 
 
-_first = itemgetter(0)
-_second = itemgetter(1)
-_third = itemgetter(2)
+# a row's step, timestamp and values are its last three items: [step, time, values], or a
+# writer's queued (ROW, step, time, values) as it is (no copy of each row to encode it)
+_first = itemgetter(-3)
+_second = itemgetter(-2)
+_third = itemgetter(-1)
 
 
 def encode_history(rows: Sequence[Sequence[Any]]) -> bytes:
-    """Encode ``[[step, timestamp, {key: value}], ...]`` as one HISTORY payload.
+    """Encode ``[[step, timestamp, {key: value}], ...]`` as one HISTORY payload (each row
+    may have more items before these three: they are read from its end).
 
-    Rows with the same keys (in the same order) form one block; columns are read off the
-    rows' dicts in C (``zip`` over their values), so a batch of same-shaped rows costs a few
-    C loops rather than a Python step per value.
+    Rows with the same keys (in the same order) form one block; each column is read off the
+    rows' dicts in one C loop (``map(itemgetter(key), ...)``), so a batch of same-shaped rows
+    costs a few C loops rather than a Python step per value.  No object is made per row (a
+    transpose with ``zip`` would make two: enough, in a 256-row batch, to set off a garbage
+    collection in the user's process every batch).
     """
     dicts = list(map(_third, rows))
-    shapes = list(map(tuple, dicts))
     groups: dict[tuple[str, ...], list[int] | None]
-    if shapes and shapes.count(shapes[0]) == len(shapes):  # the usual batch: one shape
-        groups = {shapes[0]: None}
+    first = tuple(dicts[0]) if dicts else ()
+    if all(map(first.__eq__, map(tuple, dicts))):  # the usual batch: one shape
+        groups = {first: None} if dicts else {}
     else:
         groups = {}
-        for i, keys in enumerate(shapes):
+        for i, d in enumerate(dicts):
+            keys = tuple(d)
             g = groups.get(keys)
             if g is None:
                 groups[keys] = [i]
@@ -317,8 +323,8 @@ def encode_history(rows: Sequence[Sequence[Any]]) -> bytes:
         parts.append(_le(array("q", map(_first, block_rows))))
         parts.append(_le(array("d", map(_second, block_rows))))
         cols = []
-        for column in zip(*map(dict.values, block_dicts), strict=True) if keys else ():
-            code, data = _column(column)
+        for key in keys:  # a list per column: no object per row (the collector counts them)
+            code, data = _column(list(map(itemgetter(key), block_dicts)))
             cols.append(code)
             parts.append(data)
         n = len(block_rows)

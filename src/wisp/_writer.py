@@ -45,6 +45,7 @@ CALL = 6  # (CALL, fn) run fn() on the writer thread
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BUFFER_LIMIT = 1024 * 1024
 SLICE = 256
+_RESUME = SLICE  # a waiting log() resumes this many rows below queue_size (see Writer._low)
 _IDLE_MIN = 0.005
 _IDLE_MAX = 0.1  # rows encoded per GIL hold, keeps the caller's p99 low
 _STALL_MIN = 0.05  # back-off between writes to a full disk: 50 ms doubling to 2 s
@@ -65,8 +66,8 @@ def default_disk_full_memory() -> int:
 
 
 _kind = itemgetter(0)
-_row = itemgetter(slice(1, None))  # (ROW, step, time, values) -> (step, time, values)
-_values_of = itemgetter(2)
+# a row is (step, time, values), or a queued (ROW, step, time, values) as it is: read from its end
+_values_of = itemgetter(-1)
 _consume: Callable[[Any], None] = deque(maxlen=0).extend  # runs an iterator to its end
 
 
@@ -113,8 +114,11 @@ class Writer:
         self._get_time = get_time
         self._wake = threading.Event()
         # backpressure: log() waits on _room while the queue is full (_waiting); the writer
-        # sets it once the queue is down to a quarter, so both threads work in long turns
+        # drains without yielding until _low, then sets it.  Only _RESUME rows below the
+        # limit: a wider swing of queued rows (each a new tuple the garbage collector counts)
+        # sets off collections, full ones included, in the user's process.
         self._room = threading.Event()
+        self._low = max(queue_size // 2, queue_size - _RESUME)
         self._waiting = False
         # held while a slice is drained; os.fork() waits for it (bounded), so a child never
         # inherits a half-done import or encode from this thread (see _hooks.py)
@@ -287,7 +291,7 @@ class Writer:
                 with self.busy:
                     self._guarded("write", self._drain_slice)
                 if self._waiting:  # log() is blocked on a full queue: no one to yield to
-                    if len(self.queue) <= self.queue_size >> 2:
+                    if len(self.queue) <= self._low:
                         self._room.set()
                         time.sleep(0)
                 else:
@@ -388,10 +392,12 @@ class Writer:
     def _drain_slice(self) -> None:
         queue = self.queue
         popleft = queue.popleft
+        # log() only appends; its one pop (a row dropped over the disk-full budget) happens
+        # while the writer holds its budget's worth and drains nothing, so these pops all hit
         items = [popleft() for _ in range(min(SLICE, len(queue)))]
         if list(map(_kind, items)).count(ROW) == len(items):  # the usual slice: rows only
             if items:
-                self._write_rows(list(map(_row, items)))
+                self._write_rows(items)  # rows as queued (read from their end)
             return
         # records among them: back to the queue's head (log() only appends at its tail),
         # taken one by one, so a failing call leaves the rest queued
@@ -401,7 +407,7 @@ class Writer:
             item = popleft()
             kind = item[0]
             if kind == ROW:
-                rows.append(item[1:])
+                rows.append(item)
             elif kind == ROW_DEFERRED:
                 rows.append((item[1], item[2], self._resolve(item[3])))
             else:
@@ -427,7 +433,7 @@ class Writer:
     def _write_rows(self, rows: list[Sequence[Any]]) -> None:
         if self._step_sync.names:
             for row in rows:
-                self._step_sync.apply(row[2], self._spec_for)
+                self._step_sync.apply(row[-1], self._spec_for)
         try:
             payload = encode_history(rows)
         except Exception:  # noqa: BLE001 - one bad row must not lose the batch: isolate it
@@ -437,10 +443,10 @@ class Writer:
             payload = encode_history(rows)
         self._append_raw(RecordType.HISTORY, payload, len(rows))
         self.rows_written += len(rows)
-        self.last_step = rows[-1][0]
+        self.last_step = rows[-1][-3]
         if self._has_special or self._metrics:
             for row in rows:
-                self._update_special(row[2])
+                self._update_special(row[-1])
         else:  # every key's last value, in C
             _consume(map(self.summary.update, map(_values_of, rows)))
         self._summary_dirty = True
@@ -454,7 +460,7 @@ class Writer:
         """
         good: list[Sequence[Any]] = []
         for row in rows:
-            step = row[0]
+            step, stamp, vals = row[-3:]
             if type(step) is not int or step_problem(step) is not None:
                 why = step_problem(step) if type(step) is int else "not an int"
                 self.reject("value", f"row at step {step!r}", f"invalid step: {why}")
@@ -463,15 +469,15 @@ class Writer:
                 encode_history([row])
             except Exception:  # noqa: BLE001 - find the value(s) at fault
                 values = {}
-                for key, value in row[2].items():
+                for key, value in vals.items():
                     try:
-                        encode_history([[step, row[1], {key: value}]])
+                        encode_history([[step, stamp, {key: value}]])
                     except Exception as exc:  # noqa: BLE001
                         self.reject("value", f"{key!r} at step {step}", _describe(exc))
                     else:
                         values[key] = value
                 if values:
-                    good.append([step, row[1], values])
+                    good.append([step, stamp, values])
             else:
                 good.append(row)
         return good
