@@ -430,7 +430,7 @@ class Writer:
             out[key] = value
         return out
 
-    def _write_rows(self, rows: list[Sequence[Any]]) -> None:
+    def _write_rows(self, rows: Sequence[Sequence[Any]]) -> None:
         if self._step_sync.names:
             for row in rows:
                 self._step_sync.apply(row[-1], self._spec_for)
@@ -451,7 +451,7 @@ class Writer:
             _consume(map(self.summary.update, map(_values_of, rows)))
         self._summary_dirty = True
 
-    def _isolate(self, rows: list[Sequence[Any]]) -> list[Sequence[Any]]:
+    def _isolate(self, rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
         """The rows of a batch that failed to encode, without what made it fail.
 
         Row by row, then value by value inside a failing row: every value that
