@@ -111,8 +111,19 @@ test: install web chromium nginx ultralytics lint typecheck
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
 # `make bench` runs every benchmark; `make bench ONLY="sdk media"` runs some.
-bench: install
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python benchmarks/run.py $(ONLY)
+# Peers that clash with the dev stack (the `bench` extra: trackio) get a venv of their own,
+# .venv/peers, holding only that extra's packages (read from pyproject.toml by benchmarks/_peers.py).
+PEERS := $(VENV)/peers
+PEERS_STAMP := $(PEERS)/.installed-$(SUM)
+$(PEERS_STAMP): pyproject.toml | $(BIN)/python
+	$(PY) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install -q $$($(BIN)/python benchmarks/_peers.py requirements bench)
+	rm -f $(PEERS)/.installed-*
+	touch $@
+
+bench: install $(PEERS_STAMP)
+	env -u PYTHONDONTWRITEBYTECODE WISP_BENCH_PEERS_PYTHON=$(PEERS)/bin/python \
+	  $(BIN)/python benchmarks/run.py $(ONLY)
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache web/node_modules src/wisp/server/static

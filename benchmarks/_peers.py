@@ -9,7 +9,18 @@ import time
 import urllib.request
 from pathlib import Path
 
-__all__ = ["start_mlflow_server", "stop"]
+__all__ = ["extra_requirements", "start_mlflow_server", "stop"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def extra_requirements(extra: str) -> list[str]:
+    """The requirements of one of pyproject.toml's extras (``bench``: the peers' venv)."""
+    import tomllib  # Python 3.11+, as the benchmarks' interpreter
+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        got: list[str] = tomllib.load(f)["project"]["optional-dependencies"][extra]
+    return got
 
 
 def start_mlflow_server(
@@ -42,3 +53,8 @@ def start_mlflow_server(
 def stop(proc: subprocess.Popen[bytes]) -> None:
     proc.terminate()
     proc.wait(30)
+
+
+if __name__ == "__main__":  # `python benchmarks/_peers.py requirements bench` (the Makefile)
+    if sys.argv[1:2] == ["requirements"]:
+        print(" ".join(extra_requirements(sys.argv[2])))

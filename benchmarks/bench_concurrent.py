@@ -304,6 +304,11 @@ def main() -> None:
         )
         print(f"  poll (runs list + one series) during ingest: {_ms(w['polls'])}")
         print(f"  poll idle afterwards: {_ms(w['idle'])}")
+        busy, idle = _pct(w["polls"], 99), _pct(w["idle"], 99)
+        print(
+            f"  targets: ingest {rate / 1e3:.0f}k points/s [>= 400k]; poll p99 during ingest "
+            f"{busy * 1e3:.0f} ms [<= 250 ms]; p99 during ingest / idle {busy / idle:.1f}x [<= 3x]"
+        )
         if args.no_mlflow:
             print("mlflow: skipped (--no-mlflow)")
             return

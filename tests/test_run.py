@@ -309,3 +309,27 @@ def test_keys_longer_than_the_server_accepts_are_refused_on_every_path() -> None
     run.log({"k" * MAX_KEY_LENGTH: 1.0})
     run.finish()
     assert [len(k) for k in _rows(run)[0] if not k.startswith("_")] == [MAX_KEY_LENGTH]
+
+
+def test_known_keys_still_meet_every_check_off_the_fast_path() -> None:
+    """Once keys are known, log() of plain numbers takes the fast path, and anything else
+    still meets the checks: a numpy value is converted, a new bad key raises, a step going
+    back is refused; rows and merges come out as without the fast path."""
+    run = wisp.init()
+    run.log({"a": 1.0, "b": 2}, step=0)
+    run.log({"a": 1.5, "b": 3}, step=1)
+    run.log({"c": np.float32(0.5)})  # merges into the open row at step 1, converted
+    run.log({"a": np.float64(2.0)}, step=3)
+    with pytest.raises(UsageError):
+        run.log({"a": 1.0, "_step": 2.0}, step=4)
+    with pytest.warns(WispWarning, match="refused"):
+        run.log({"a": 9.0}, step=2)
+    run.log({"a": 3.0})  # closes step 3's row with it
+    run.finish()
+    rows = _rows(run)
+    assert [(r["_step"], r.get("a"), r.get("c")) for r in rows] == [
+        (0, 1.0, None),
+        (1, 1.5, 0.5),
+        (3, 3.0, None),
+    ]
+    assert type(rows[1]["c"]) is float

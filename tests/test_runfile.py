@@ -168,3 +168,18 @@ def test_history_json_lets_the_caller_change_json_columns() -> None:
         "sha256": "ab" * 32,
     }
     assert out["rows"][0][2]["x"] == 1.0
+
+
+def test_history_codec_interleaved_shapes_and_an_empty_row() -> None:
+    """Rows of different keys (or key order), interleaved, and an empty row come back as
+    they went in, row by row."""
+    rows: list[list[Any]] = [
+        [0, 1.0, {"a": 1.0, "b": 2}],
+        [1, 2.0, {"b": 3, "a": 4.0}],
+        [2, 3.0, {}],
+        [3, 4.0, {"a": 5.0, "b": 6}],
+        [4, 5.0, {"s": "x", "n": None, "t": True}],
+    ]
+    back = rf.decode_history(rf.encode_history(rows))
+    assert back == rows
+    assert [list(r[2]) for r in back] == [list(r[2]) for r in rows]

@@ -225,3 +225,30 @@ def test_an_inline_writer_writes_before_put_returns(tmp_path: Path) -> None:
     w.put((ROW, 0, 1.0, {"a": 1.0}))
     assert _records(tmp_path) == [(RecordType.HISTORY, [[0, 1.0, {"a": 1.0}]])]
     assert not w.thread.is_alive() and w.barrier(0) and w.close(0)
+
+
+def test_a_slice_of_rows_and_calls_keeps_order_and_a_failing_call_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    """Rows drained in bulk keep their place around records, and a call that raises is
+    counted while the rows queued behind it in the same slice are still written."""
+    w = Writer(str(tmp_path), "run.wisp", flush_interval=0.05, fsync="never", queue_size=1000)
+
+    def boom() -> None:
+        raise RuntimeError("boom")
+
+    for i in range(3):
+        w.queue.append((ROW, i, 0.0, {"a": float(i)}))
+    w.queue.append((CALL, boom))
+    for i in range(3, 6):
+        w.queue.append((ROW, i, 0.0, {"a": float(i), "b": i}))
+    w.queue.append((RECORD, RecordType.ALERT, {"title": "t"}))
+    w.queue.append((ROW, 6, 0.0, {"a": 6.0}))
+    w.start()  # one slice holds all of it
+    assert w.close(5)
+    recs = _records(tmp_path)
+    steps = [r[0] for t, p in recs if t == RecordType.HISTORY for r in p]
+    assert steps == list(range(7))
+    kinds = [t for t, _ in recs]
+    assert kinds.index(RecordType.ALERT) == len(kinds) - 3  # before the last row, the summary
+    assert w.failures == {"write": 1} and w.rows_written == 7

@@ -223,14 +223,14 @@ class Run(WandbRunApi):
             self._step = step + 1
             self._enqueue((kind, step, self._get_time(), pending))
 
-    def _inactive(self, what: str) -> None:
+    def _inactive(self, what: str, stacklevel: int = 4) -> None:
         if self._pid != os.getpid():
             from wisp._logging import warn_once
 
             warn_once(
                 f"wisp: {what} on run {self.id} in a forked child process is ignored; "
                 "call wisp.init() in the child to record a run of its own",
-                stacklevel=4,
+                stacklevel=stacklevel,
             )
         elif self._finished:
             raise RunStateError(f"run {self.id} is finished; call wisp.init() to start a new one")
@@ -245,19 +245,50 @@ class Run(WandbRunApi):
         closes the row; it defaults to True without ``step`` and False with it
         (the row closes when a later step arrives, or at finish).
         """
+        # fast path: a live run, a dict of keys already checked once holding plain numbers,
+        # a new row (the next automatic step, or an explicit step past the current one)
+        if (
+            type(data) is dict
+            and commit is None
+            and self._live
+            and data.keys() <= self._known_keys
+            and _FAST_TYPES.issuperset(map(type, data.values()))
+        ):
+            cur = self._step
+            if step is None:
+                if self._pending is None and cur < MAX_STEP:
+                    self._step = cur + 1
+                    queue = self._queue
+                    queue.append((ROW, cur, self._get_time(), data.copy()))
+                    if len(queue) >= self._qsize:
+                        self._writer.wait_for_space()  # type: ignore[union-attr]
+                    return
+            elif type(step) is int and cur < step < MAX_STEP:
+                pending = self._pending
+                self._step = step
+                self._pending = data.copy()
+                if pending is not None:  # the open row closes (as _enqueue, inlined)
+                    queue = self._queue
+                    kind = ROW_DEFERRED if self._pending_deferred else ROW
+                    queue.append((kind, cur, self._get_time(), pending))
+                    if len(queue) >= self._qsize:
+                        self._writer.wait_for_space()  # type: ignore[union-attr]
+                self._pending_deferred = False
+                return
+        self._log(data, step, commit)
+
+    def _log(self, data: Mapping[str, Any], step: int | None, commit: bool | None) -> None:
+        """log() off its fast path: checks and converts every value (``prepare_row``)."""
         if not self._live and (self.mode == "disabled" or not self._start_fork_segment()):
             if self.mode != "disabled":
-                self._inactive("log()")
+                self._inactive("log()", stacklevel=5)
             return
-        # fast path: a dict of keys already checked once, holding plain numbers
-        if type(data) is dict and self._known_keys.issuperset(data):
-            for v in data.values():
-                if type(v) not in _FAST_TYPES:
-                    row, deferred = prepare_row(data, self._settings.max_value_bytes)
-                    break
-            else:
-                row = data.copy()
-                deferred = False
+        if (
+            type(data) is dict
+            and data.keys() <= self._known_keys
+            and (_FAST_TYPES.issuperset(map(type, data.values())))
+        ):
+            row, deferred = data.copy(), False
         else:
             row, deferred = prepare_row(data, self._settings.max_value_bytes)
             self._remember_keys(data, row)
@@ -271,7 +302,7 @@ class Run(WandbRunApi):
                         f"wisp: log() at step {step} refused: the run is already at step {cur} "
                         "and steps must not go back; these values were not recorded",
                         WispWarning,
-                        stacklevel=2,
+                        stacklevel=3,
                     )
                     return
                 if step >= MAX_STEP:  # the server stores steps as signed 64-bit (protocol)

@@ -18,7 +18,8 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from operator import itemgetter
 
 from wisp._deferred import Deferred
 from wisp._metric import StepSync, update_summary
@@ -44,6 +45,7 @@ CALL = 6  # (CALL, fn) run fn() on the writer thread
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BUFFER_LIMIT = 1024 * 1024
 SLICE = 256
+_RESUME = SLICE  # a waiting log() resumes this many rows below queue_size (see Writer._low)
 _IDLE_MIN = 0.005
 _IDLE_MAX = 0.1  # rows encoded per GIL hold, keeps the caller's p99 low
 _STALL_MIN = 0.05  # back-off between writes to a full disk: 50 ms doubling to 2 s
@@ -61,6 +63,12 @@ def default_disk_full_memory() -> int:
     except (ValueError, OSError, AttributeError):  # not POSIX, or not reported
         return cap
     return min(cap, ram // 8) if ram > 0 else cap
+
+
+_kind = itemgetter(0)
+# a row is (step, time, values), or a queued (ROW, step, time, values) as it is: read from its end
+_values_of = itemgetter(-1)
+_consume: Callable[[Any], None] = deque(maxlen=0).extend  # runs an iterator to its end
 
 
 def _describe(exc: BaseException) -> str:
@@ -105,6 +113,13 @@ class Writer:
         self.queue: deque[tuple[Any, ...]] = deque()
         self._get_time = get_time
         self._wake = threading.Event()
+        # backpressure: log() waits on _room while the queue is full (_waiting); the writer
+        # drains without yielding until _low, then sets it.  Only _RESUME rows below the
+        # limit: a wider swing of queued rows (each a new tuple the garbage collector counts)
+        # sets off collections, full ones included, in the user's process.
+        self._room = threading.Event()
+        self._low = max(queue_size // 2, queue_size - _RESUME)
+        self._waiting = False
         # held while a slice is drained; os.fork() waits for it (bounded), so a child never
         # inherits a half-done import or encode from this thread (see _hooks.py)
         self.busy = threading.Lock()
@@ -192,12 +207,18 @@ class Writer:
         """
         if not self.over_budget():
             self.backpressure_waits += 1
-            self._wake.set()
             limit = self.queue_size
-            delay = 0.0002
-            while len(self.queue) >= limit and self.thread.is_alive() and not self.over_budget():
-                time.sleep(delay)
-                delay = min(delay * 2, 0.01)
+            room = self._room
+            room.clear()
+            self._waiting = True  # the writer drains on, without yielding, to the low mark
+            self._wake.set()
+            try:
+                while len(self.queue) >= limit and self.thread.is_alive():
+                    if self.over_budget():
+                        break
+                    room.wait(0.01)  # set by the writer at the low mark; the timeout rechecks
+            finally:
+                self._waiting = False
             if len(self.queue) < limit or not self.over_budget():
                 return
         try:
@@ -269,7 +290,12 @@ class Writer:
             if self.queue:
                 with self.busy:
                     self._guarded("write", self._drain_slice)
-                time.sleep(0)  # hand the GIL back to the training thread between slices
+                if self._waiting:  # log() is blocked on a full queue: no one to yield to
+                    if len(self.queue) <= self._low:
+                        self._room.set()
+                        time.sleep(0)
+                else:
+                    time.sleep(0)  # hand the GIL back to the training thread between slices
                 idle = _IDLE_MIN
             elif self._stop:
                 self._guarded("flush", self._flush, self.fsync in ("interval", "finish"))
@@ -301,6 +327,7 @@ class Writer:
             with self.busy:
                 self._guarded("write", self._drain_slice)
             self.held_peak = max(self.held_peak, len(self._buf))
+            self._room.set()  # log() rechecks the budget
             time.sleep(0)
         elif now < self._retry_at:
             self._wake.wait(self._retry_at - now)
@@ -364,17 +391,25 @@ class Writer:
 
     def _drain_slice(self) -> None:
         queue = self.queue
-        rows: list[list[Any]] = []
         popleft = queue.popleft
-        for _ in range(SLICE):
-            if not queue:
-                break
+        # log() only appends; its one pop (a row dropped over the disk-full budget) happens
+        # while the writer holds its budget's worth and drains nothing, so these pops all hit
+        items = [popleft() for _ in range(min(SLICE, len(queue)))]
+        if list(map(_kind, items)).count(ROW) == len(items):  # the usual slice: rows only
+            if items:
+                self._write_rows(items)  # rows as queued (read from their end)
+            return
+        # records among them: back to the queue's head (log() only appends at its tail),
+        # taken one by one, so a failing call leaves the rest queued
+        queue.extendleft(reversed(items))
+        rows: list[Sequence[Any]] = []
+        for _ in range(len(items)):
             item = popleft()
             kind = item[0]
             if kind == ROW:
-                rows.append([item[1], item[2], item[3]])
+                rows.append(item)
             elif kind == ROW_DEFERRED:
-                rows.append([item[1], item[2], self._resolve(item[3])])
+                rows.append((item[1], item[2], self._resolve(item[3])))
             else:
                 if rows:
                     self._write_rows(rows)
@@ -395,10 +430,10 @@ class Writer:
             out[key] = value
         return out
 
-    def _write_rows(self, rows: list[list[Any]]) -> None:
+    def _write_rows(self, rows: Sequence[Sequence[Any]]) -> None:
         if self._step_sync.names:
             for row in rows:
-                self._step_sync.apply(row[2], self._spec_for)
+                self._step_sync.apply(row[-1], self._spec_for)
         try:
             payload = encode_history(rows)
         except Exception:  # noqa: BLE001 - one bad row must not lose the batch: isolate it
@@ -408,26 +443,24 @@ class Writer:
             payload = encode_history(rows)
         self._append_raw(RecordType.HISTORY, payload, len(rows))
         self.rows_written += len(rows)
-        self.last_step = rows[-1][0]
-        summary = self.summary
+        self.last_step = rows[-1][-3]
         if self._has_special or self._metrics:
             for row in rows:
-                self._update_special(row[2])
-        else:
-            for row in rows:
-                summary.update(row[2])
+                self._update_special(row[-1])
+        else:  # every key's last value, in C
+            _consume(map(self.summary.update, map(_values_of, rows)))
         self._summary_dirty = True
 
-    def _isolate(self, rows: list[list[Any]]) -> list[list[Any]]:
+    def _isolate(self, rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
         """The rows of a batch that failed to encode, without what made it fail.
 
         Row by row, then value by value inside a failing row: every value that
         encodes is kept; a value (or a row whose step is invalid) that does not is
         counted under ``failures["value"]`` and recorded as a WARNING record.
         """
-        good = []
+        good: list[Sequence[Any]] = []
         for row in rows:
-            step = row[0]
+            step, stamp, vals = row[-3:]
             if type(step) is not int or step_problem(step) is not None:
                 why = step_problem(step) if type(step) is int else "not an int"
                 self.reject("value", f"row at step {step!r}", f"invalid step: {why}")
@@ -436,15 +469,15 @@ class Writer:
                 encode_history([row])
             except Exception:  # noqa: BLE001 - find the value(s) at fault
                 values = {}
-                for key, value in row[2].items():
+                for key, value in vals.items():
                     try:
-                        encode_history([[step, row[1], {key: value}]])
+                        encode_history([[step, stamp, {key: value}]])
                     except Exception as exc:  # noqa: BLE001
                         self.reject("value", f"{key!r} at step {step}", _describe(exc))
                     else:
                         values[key] = value
                 if values:
-                    good.append([step, row[1], values])
+                    good.append([step, stamp, values])
             else:
                 good.append(row)
         return good
@@ -640,6 +673,8 @@ class Writer:
         self._buf_marks = []
         self.queue = deque()
         self._wake = threading.Event()
+        self._room = threading.Event()
+        self._waiting = False
         self.busy = threading.Lock()
         null = os.open(os.devnull, os.O_WRONLY)
         try:

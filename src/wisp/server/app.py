@@ -20,6 +20,7 @@ from wisp.server.http.auth import AuthMiddleware
 from wisp.server.http.body import json_response
 from wisp.server.http.openapi import api_classes, openapi_bytes
 from wisp.server.http.routes import bind, endpoints
+from wisp.server.readfirst import ReadFirst
 from wisp.server.settings import ServerSettings
 from wisp.server.store.facade import Store, open_store
 from wisp.server.views.mcp import mcp_route
@@ -51,7 +52,8 @@ def create_app(
             run_migrations=settings.migrate,
         )
     blobs = blobs if blobs is not None else open_blob_store(settings.media_dir)
-    api = Api(store, settings, blobs)
+    reads = ReadFirst()  # ingest gives way to reads in flight (wisp.server.readfirst)
+    api = Api(store, settings, blobs, reads=reads)
     routes = []
     for cls in api_classes():  # every handler class takes (store, settings, blobs)
         obj = api if cls is Api else cls(store, settings, blobs)
@@ -66,7 +68,9 @@ def create_app(
     openapi_bytes()  # generated once, at startup: a bad declaration fails here
     auth = Middleware(AuthMiddleware, store=store, settings=settings)  # who may do what
     app = Starlette(
-        routes=routes, middleware=[auth], lifespan=_lifespan(store, settings, mcp_lifespan)
+        routes=routes,
+        middleware=[Middleware(reads.middleware), auth],
+        lifespan=_lifespan(store, settings, mcp_lifespan),
     )
     app_ref.append(app)
     app.state.store = store

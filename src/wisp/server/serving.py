@@ -146,6 +146,9 @@ def serve(
     log.info("wisp server: database %s", display_db_url(settings.db))
     log.info("wisp server: media files in %s", where)
     opts = uvicorn_options(settings)
+    # the GIL changes hands every 1 ms (Python's default: 5 ms), so a read waiting behind
+    # ingest on a worker thread gets it sooner (wisp.server.readfirst)
+    sys.setswitchinterval(0.001)
     if workers == 1:
         from wisp.server.app import create_app
 

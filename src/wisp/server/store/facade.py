@@ -142,9 +142,12 @@ class Store:
         """``{writer_id: acked seq}`` of the run with key ``run_id``."""
         return self.records.writers(run_id)
 
-    def ingest(self, run_id: str, writer_id: str, first_seq: int, records: list[Prepared]) -> int:
-        """Apply ``records`` (seq ``first_seq + i``) exactly once; returns the acked seq."""
-        return self.records.ingest(run_id, writer_id, first_seq, records)
+    def ingest(
+        self, run_id: str, writer_id: str, first_seq: int, records: list[Prepared], **kw: Any
+    ) -> int:
+        """Apply ``records`` (seq ``first_seq + i``) exactly once; returns the acked seq.
+        ``pause=``: called between records (reads go first: :mod:`wisp.server.readfirst`)."""
+        return self.records.ingest(run_id, writer_id, first_seq, records, **kw)
 
     def write_batch(self, actor: Principal, addr: str = "") -> AbstractContextManager[WriteBatch]:
         """Many runs' ``PUT /runs/{id}`` + records in one transaction, as ``actor``

@@ -188,14 +188,17 @@ def run_put_cols(body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     return cols, body.get("by_project") is True
 
 
-def prepare_batch(raw: Any) -> tuple[RecordsBody, list[Prepared]]:
+def prepare_batch(
+    raw: Any, pause: Callable[[], None] | None = None
+) -> tuple[RecordsBody, list[Prepared]]:
     """A ``POST /runs/{id}/records`` body ``{writer_id, first_seq, records}``: its envelope
-    and its validated records (a :class:`Problem` names the bad field)."""
+    and its validated records (a :class:`Problem` names the bad field).  ``pause`` is
+    called between records (the server's reads go first: :mod:`wisp.server.readfirst`)."""
     if not isinstance(raw, dict):
         raise invalid("body", "expected a JSON object {writer_id, first_seq, records}")
     envelope = {k: v for k, v in raw.items() if k != "records"}
     b: RecordsBody = convert({**envelope, "records": []}, RecordsBody, "body")
-    return b, prepare_records(raw.get("records"))
+    return b, prepare_records(raw.get("records"), pause=pause)
 
 
 def _prep_history(data: dict[str, Any], fld: str) -> Prepared:
@@ -348,12 +351,17 @@ def _prep_one(kind: int, data: dict[str, Any], fld: str) -> Prepared:
     return Prepared(kind, {"text": json.dumps(clean_json(data, fld))})
 
 
-def prepare_records(records: Any, fld: str = "records") -> list[Prepared]:
-    """Validate the ``records`` array of a batch; a :class:`Problem` names the bad field."""
+def prepare_records(
+    records: Any, fld: str = "records", *, pause: Callable[[], None] | None = None
+) -> list[Prepared]:
+    """Validate the ``records`` array of a batch; a :class:`Problem` names the bad field.
+    ``pause()``, if given, is called before each record."""
     if not isinstance(records, list):
         raise invalid(fld, "expected a list of {type, data} records")
     out = []
     for i, rec in enumerate(records):
+        if pause is not None:
+            pause()
         rf = f"{fld}[{i}]"
         if not isinstance(rec, dict | list | str | int | float | None):
             rec = _decode_raw(rec, rf)  # a record left undecoded by read_batch

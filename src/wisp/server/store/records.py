@@ -11,6 +11,7 @@ another server process and logged again under the same key never reuses its pred
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
@@ -63,11 +64,19 @@ class RecordStore:
             rows = conn.execute(select(w.writer_id, w.acked_seq).where(w.run_id == run_id))
             return {str(a): int(b) for a, b in rows}
 
-    def ingest(self, run_id: str, writer_id: str, first_seq: int, records: list[Prepared]) -> int:
-        """Apply ``records`` (seq ``first_seq + i``) exactly once; returns the acked seq."""
+    def ingest(
+        self,
+        run_id: str,
+        writer_id: str,
+        first_seq: int,
+        records: list[Prepared],
+        pause: Callable[[], None] | None = None,
+    ) -> int:
+        """Apply ``records`` (seq ``first_seq + i``) exactly once; returns the acked seq.
+        ``pause()``, if given, is called between records (:mod:`wisp.server.readfirst`)."""
         new_keys: dict[tuple[str, str], int] = {}
         with self.db.tx() as conn:
-            acked = self.ingest_in(conn, run_id, writer_id, first_seq, records, new_keys)
+            acked = self.ingest_in(conn, run_id, writer_id, first_seq, records, new_keys, pause)
         self.remember_keys(new_keys)
         return acked
 
@@ -85,6 +94,7 @@ class RecordStore:
         first_seq: int,
         records: list[Prepared],
         new_keys: dict[tuple[str, str], int],
+        pause: Callable[[], None] | None = None,
     ) -> int:
         """:meth:`ingest` inside the caller's write transaction; the metric-key ids it made
         go to ``new_keys``, for :meth:`remember_keys` once the transaction commits."""
@@ -125,6 +135,8 @@ class RecordStore:
         points: list[Column] = []
         run_vals: dict[str, Any] = {}  # the runs row's new columns, in record order
         for i, rec in enumerate(todo, acked + 1 - first_seq):
+            if pause is not None:
+                pause()
             if rec.kind in (RecordType.RESUME, RecordType.LINEAGE):  # fork, rewind
                 back = lineage.on_record(conn, self.runs.guard, run_id, rec, f"records[{i}]")
                 if back is not None:  # the points before a rewind go in, then later ones aside
@@ -133,6 +145,8 @@ class RecordStore:
                     lineage.set_aside_after(conn, dialect, run_id, back, self.db.clock())
             self._apply(conn, run_id, rec, points, run_vals)
         now = self.db.clock()
+        if pause is not None:
+            pause()
         self._write_points(conn, run_id, ck, points, new_keys)
         if points:
             run_vals["stepped_at"] = now  # not stalled (``stalled`` in the runs filter)

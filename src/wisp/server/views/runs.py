@@ -36,6 +36,7 @@ from wisp.server.http.problem import Problem, check_id, clean_str, invalid
 from wisp.server.http.routes import RAW, In, endpoint
 from wisp.server.query.filter import TREE_VERSION
 from wisp.server.query.runs import filter_tree, list_runs
+from wisp.server.readfirst import ReadFirst
 from wisp.server.schemas import runs as T
 from wisp.server.series.buckets import series_json
 from wisp.server.series.history import export_history
@@ -60,10 +61,16 @@ class Api:
     """The endpoints, bound to one store and settings."""
 
     def __init__(
-        self, store: Store, settings: ServerSettings, blobs: BlobStore | None = None
+        self,
+        store: Store,
+        settings: ServerSettings,
+        blobs: BlobStore | None = None,
+        *,
+        reads: ReadFirst | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
+        self.reads = reads if reads is not None else ReadFirst()
         self.blobs: BlobStore = blobs if blobs is not None else open_blob_store(settings.media_dir)
         self._ingesting: asyncio.Semaphore | None = None
 
@@ -105,11 +112,13 @@ class Api:
     async def post_records(self, r: In) -> Response:
         if self._ingesting is None:  # made on the event loop that uses it
             self._ingesting = asyncio.Semaphore(self.settings.ingest_concurrency or 1 << 30)
+        reads = self.reads  # reads in flight go first (wisp.server.readfirst)
         async with self._ingesting:  # many uploaders at once would starve reads of the GIL
-            b, prepared = await run_in_threadpool(prepare_batch, r.raw)
-            acked = await run_in_threadpool(
-                self.store.ingest, r.path.run_id, b.writer_id, b.first_seq, prepared
-            )
+            await reads.quiet()
+            b, prepared = await run_in_threadpool(prepare_batch, r.raw, reads.pauser())
+            await reads.quiet()
+            batch = (r.path.run_id, b.writer_id, b.first_seq, prepared)
+            acked = await run_in_threadpool(self.store.ingest, *batch, pause=reads.pauser())
         if await run_in_threadpool(self.store.stops.requested, r.path.run_id):
             return json_response({"acked_seq": acked, "stop": True})
         return json_response({"acked_seq": acked})

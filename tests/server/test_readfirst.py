@@ -1,0 +1,104 @@
+"""Reads before ingest (wisp.server.readfirst): the count of reads and the bounded waits."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from typing import Any
+
+from wisp.server.readfirst import ReadFirst
+
+
+def _call(app: Any, method: str, seen: list[int], reads: ReadFirst) -> list[str]:
+    """Run one request through ``app``; ``seen`` gets the count at each message sent."""
+    sent: list[str] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message["type"])
+        seen.append(reads.active)
+
+    asyncio.run(app({"type": "http", "method": method, "path": "/"}, receive, send))
+    return sent
+
+
+def test_a_read_counts_until_its_response_starts_and_a_write_never() -> None:
+    """A GET is counted while the app answers it and not once its response starts (a long
+    download does not hold ingest back); a POST is never counted."""
+    reads = ReadFirst()
+    inside: list[int] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        inside.append(reads.active)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"x"})
+
+    counted = reads.middleware(app)
+    seen: list[int] = []
+    assert _call(counted, "GET", seen, reads) == ["http.response.start", "http.response.body"]
+    assert inside == [1] and seen == [0, 0] and reads.active == 0
+    _call(counted, "POST", seen, reads)
+    assert inside == [1, 0] and reads.active == 0
+
+
+def test_a_read_that_fails_before_answering_is_uncounted() -> None:
+    """A read whose app raises before any response leaves the count where it was."""
+    reads = ReadFirst()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        raise RuntimeError("boom")
+
+    with contextlib.suppress(RuntimeError):
+        _call(reads.middleware(app), "GET", [], reads)
+    assert reads.active == 0
+
+
+def test_pause_sleeps_while_reads_are_in_flight_and_at_most_max_wait_a_step() -> None:
+    """A step's pauses return at once without reads, end when the reads end, and add up
+    to max_wait at most while reads never end (ingest always moves on)."""
+    reads = ReadFirst(max_wait=0.2)
+    pause = reads.pauser()
+    t0 = time.monotonic()
+    pause()
+    assert time.monotonic() - t0 < 0.05
+    reads.active = 1
+    threading.Timer(0.05, lambda: setattr(reads, "active", 0)).start()
+    t0 = time.monotonic()
+    pause()
+    assert 0.04 <= time.monotonic() - t0 < 0.19
+    reads.active = 1  # a read that never ends: the rest of the step's budget, then on
+    t0 = time.monotonic()
+    for _ in range(5):
+        pause()
+    assert time.monotonic() - t0 < 0.3
+    assert reads.waited >= 0.15
+
+
+def test_quiet_waits_on_the_event_loop_for_the_reads_bounded() -> None:
+    """quiet() returns once reads end, or after max_wait while they go on."""
+    reads = ReadFirst(max_wait=0.2)
+
+    async def main() -> tuple[float, float]:
+        reads.active = 1
+
+        async def end() -> None:
+            await asyncio.sleep(0.05)
+            reads.active = 0
+
+        task = asyncio.create_task(end())
+        t0 = time.monotonic()
+        await reads.quiet()
+        first = time.monotonic() - t0
+        await task
+        reads.active = 1
+        t0 = time.monotonic()
+        await reads.quiet()
+        return first, time.monotonic() - t0
+
+    first, bounded = asyncio.run(main())
+    assert 0.04 <= first < 0.19
+    assert 0.19 <= bounded < 0.5
