@@ -12,6 +12,7 @@ import functools
 import json
 import logging
 import os
+import sys
 from typing import Any
 
 from wisp.errors import UsageError, install_hint
