@@ -220,7 +220,10 @@ class RecordTail:
     def read(self, max_bytes: int = 8 * 1024 * 1024) -> list[Record]:
         with open(self.path, "rb") as f:
             if self.offset == HEADER_SIZE or self.offset < HEADER_SIZE:
-                check_header(f.read(HEADER_SIZE), self.path)
+                head = f.read(HEADER_SIZE)
+                if len(head) < HEADER_SIZE and MAGIC.startswith(head):
+                    return []  # a run file just created: its writer has not flushed the header
+                check_header(head, self.path)
                 self.offset = max(self.offset, HEADER_SIZE)
             f.seek(self.offset)
             data = f.read(max_bytes)

@@ -92,6 +92,19 @@ def test_run_page_lists_the_config_in_the_order_it_was_logged(dashboard: Dashboa
     assert page.locator("#config th").all_inner_texts() == ["lr", "layers"]
 
 
+def test_runs_table_lists_config_columns_in_the_order_they_were_logged(
+    dashboard: Dashboard, page: Any
+):
+    """The runs table's default config columns keep the logged key order (lr before layers),
+    as the run page does, not a-z."""
+    page.goto(dashboard.url + "/#/p/browser")
+    page.wait_for_selector("#runs-scroller .tr")
+    cols = page.locator("#runs-scroller .th[data-col]").evaluate_all(
+        "els => els.map(e => e.dataset.col)"
+    )
+    assert [c for c in cols if c.startswith("config.")] == ["config.lr", "config.layers"]
+
+
 def test_sorting_by_config_column_orders_rows(dashboard: Dashboard, page: Any):
     """Clicking a config column header sorts ascending, clicking again descending."""
     page.goto(dashboard.url + "/#/p/browser?cols=config.lr,config.layers")

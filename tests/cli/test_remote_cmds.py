@@ -67,6 +67,22 @@ def test_sync_unreachable_server_fails(tmp_path: Path) -> None:
     assert res.stderr.startswith("wisp: error: ") and "Traceback" not in res.stderr
 
 
+def test_sync_of_a_run_not_started_yet_says_so(tmp_path: Path, server: tuple[str, str]) -> None:
+    """sync of a run whose file has no run record yet (its process only just made it) exits 0
+    with a line naming it as not started, beside a run it uploads."""
+    from wisp._runfile import HEADER
+
+    url, key = server
+    done = make_run(tmp_path, "wisp.log({'loss': 3})", name="done")
+    fresh = tmp_path / "wisp" / "run-20260101_000000-fresh"
+    fresh.mkdir(parents=True)
+    (fresh / "run.wisp").write_bytes(HEADER)
+    res = wisp_cli("sync", str(done), str(fresh), "--server", url, "--key", key, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert f"{fresh}: skipped, no run record yet" in res.stdout
+    assert "synced 1 run(s), 0 already up to date, 1 not started yet" in res.stdout
+
+
 def test_sync_without_paths_is_usage_error(tmp_path: Path) -> None:
     """sync with neither paths nor --all is a usage error with a hint."""
     res = wisp_cli("sync", cwd=tmp_path)

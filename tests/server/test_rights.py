@@ -465,6 +465,40 @@ def test_sweep_before_its_project_has_the_projects_rights(world: World) -> None:
             assert (got == 201) == may_write, (sweep_id, who, got)
 
 
+def test_an_older_servers_sweep_without_its_project_row_is_closed(world: World) -> None:
+    """A sweep an older server made in a project that has no row yet is not open to every
+    signed-in user: a plain-named one is read and changed by site admins only (anyone could
+    create that project), an ``entity/name`` one by whoever may create that project; once the
+    project exists the sweep has its rights."""
+    from wisp.server.store.sweeps import SweepTables
+
+    grid = {"method": "grid", "metric": {"name": "loss"}, "parameters": {"lr": {"values": [1]}}}
+    tables = SweepTables(world.store)
+    for project in ("oldplain", "alice/oldent"):
+        row = {"id": "old", "project": project, "name": None, "config": grid}
+        assert tables.create(row | {"state": "running", "seed": 0, "created_at": 1.0})
+    trial = {"number": 0, "run_id": "t0", "internal": {}, "params": {}, "state": "running"}
+    trial |= {"created_at": 2.0}
+    root = _root(world)["write"]
+    plain, ent = "/api/v1/projects/oldplain/sweeps/old", "/api/v1/entities/alice/projects/oldent"
+    ent += "/sweeps/old"
+    for at, ok in ((plain, ()), (ent, ("owner",))):
+        for who in WHO:
+            c = world.client(who)
+            want = 200 if who in ok else 401 if who == "anon" else 403
+            for path in ("", "/trials", "/runs"):
+                assert c.get(f"{at}{path}").status_code == want, (at, who, path)
+            assert c.patch(at, json={"state": "paused"}).status_code == want, (at, who)
+            got = c.post(f"{at}/trials", json={**trial, "number": WHO.index(who)}).status_code
+            assert got == (201 if want == 200 else want), (at, who)
+        assert root.get(at).status_code == 200
+    assert world.store.access.project("oldplain") is None  # refusals created no project
+    bob = world.client("mate")
+    assert bob.put("/api/v1/runs/b1", json={"project": "oldplain"}).status_code == 200
+    assert bob.get(plain).status_code == 200  # bob's project now: the sweep has its rights
+    assert world.client("owner").get(plain).status_code == 403
+
+
 def test_run_files_download_follows_the_run(world: World) -> None:
     """A run's file list, the way to its downloads, answers as the run's project reads."""
     for run_id, project in READ_MATRIX:

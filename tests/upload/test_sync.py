@@ -12,7 +12,7 @@ import pytest
 from _sync_helpers import start_training
 
 import wisp
-from wisp._runfile import HEADER_SIZE
+from wisp._runfile import HEADER, HEADER_SIZE
 from wisp._upload._sync import writer_gone
 from wisp._values import Deferred
 from wisp.testing import Server
@@ -31,6 +31,14 @@ def _wait_for(pred: Any, timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+def _reap(proc: Any) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
 
 
 def _run_dir(tmp_path: Path, run_id: str) -> Path | None:
@@ -261,3 +269,34 @@ def test_a_server_that_lost_the_run_gets_it_again(tmp_path: Path, no_run: None) 
         assert fresh.points(run.id, "loss") == [(i, float(i)) for i in range(500)]
         (r,) = wisp.sync([run.dir], server_url=fresh.url, api_key=fresh.key, recheck=True)
         assert r.done and r.records == 0  # it holds everything now: nothing sent again
+
+
+@pytest.mark.parametrize("content", [b"", HEADER], ids=["empty", "header"])
+def test_sync_of_a_run_without_its_run_record_yet_skips_it(
+    server: Server, tmp_path: Path, content: bytes
+) -> None:
+    """A run directory whose run file holds no RUN record and no run.json yet (the instant
+    after wisp.init made it) is skipped with a reason by sync(follow=False), never an assert."""
+    run_dir = tmp_path / "wisp" / "run-20260101_000000-fresh"
+    run_dir.mkdir(parents=True)
+    (run_dir / "run.wisp").write_bytes(content)
+    (res,) = wisp.sync([str(run_dir)], server_url=server.url, api_key=server.key, follow=False)
+    assert not res.done and res.error is None
+    assert res.skipped is not None and "no run record yet" in res.skipped
+
+
+def test_sync_right_after_a_child_process_started_its_run(server: Server, tmp_path: Path) -> None:
+    """sync() of a run whose child process has only just created its run file waits for it
+    to start and uploads it whole (run.json missing for a moment is not a finished run)."""
+    proc = start_training(tmp_path, "newborn", 200, 0.0, {})
+    try:
+        _wait_for(lambda: _run_dir(tmp_path, "newborn") is not None, 30, "the run dir")
+        run_dir = _run_dir(tmp_path, "newborn")
+        _wait_for(lambda: (run_dir / "run.wisp").is_file(), 30, "the run file")  # type: ignore[operator]
+        (res,) = wisp.sync([run_dir], server_url=server.url, api_key=server.key)  # type: ignore[list-item]
+        assert proc.wait(30) == 0
+    finally:
+        _reap(proc)
+    assert res.done and res.error is None
+    assert server.points("newborn", "loss") == [(i, i * 0.25) for i in range(200)]
+    assert server.get("/runs/newborn")["state"] == "finished"

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from wisp._meta import process_alive
 from wisp._rundir import (
     META_FILE,
+    RUN_FILE,
     read_meta,
     read_rejected,
     run_dirs_under,
@@ -53,11 +54,23 @@ def find_run_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
         raise UsageError(f"sync(): {exc}") from None
 
 
+#: seconds a run file without run.json is taken for one whose process is starting: its
+#: writer thread writes run.json and the RUN record first, moments after creating the file
+STARTING_GRACE = 10.0
+
+#: SyncResult.skipped of a run file that holds no RUN record yet
+NOT_STARTED = "no run record yet (its process has only just started it?): sync it again later"
+
+
 def writer_gone(run_dir: str) -> bool:
     """True when no process will append to this run file any more."""
     meta = read_meta(run_dir, META_FILE)
     if not meta:
-        return True
+        try:  # no run.json: a run being created now, or one its process left long ago
+            age = time.time() - os.path.getmtime(os.path.join(run_dir, RUN_FILE))
+        except OSError:
+            return True
+        return not 0 <= age < STARTING_GRACE
     if meta.get("state") != "running":
         return True
     pid, host = meta.get("pid"), meta.get("host")
@@ -216,6 +229,10 @@ def sync(
         except ApiError as exc:
             error = f"{type(exc).__name__}: {exc}"
         silent = unreachable(up)
+        if error is None and not done and not up.registered.is_set():
+            bar.end(f"{os.path.basename(run_dir)}: skipped, {NOT_STARTED}")
+            results.append(SyncResult(run_dir, None, 0, 0, 0, False, NOT_STARTED, None))
+            continue
         rejected = len(read_rejected(run_dir))
         status = "uploaded" if done else f"failed: {error}"
         if rejected:

@@ -228,7 +228,8 @@ class Uploader:
         give_up_after: float | None = None,
         on_progress: Callable[[Uploader], None] | None = None,
     ) -> bool:
-        """Upload until the file is complete on the server (True) or :meth:`stop` (False).
+        """Upload until the file is complete on the server (True), or :meth:`stop` or
+        ``final()`` before the file held a RUN record (False: ``registered`` unset).
 
         ``final()`` says no more records will be appended.  Retryable failures are
         retried forever, or until ``give_up_after`` seconds pass without progress
@@ -262,6 +263,8 @@ class Uploader:
                     # everything appended before final() turned true is read by this step
                     progressed = self._step()
                     if not progressed:
+                        if not self.registered.is_set():
+                            return False  # no RUN record ever reached the file: nothing to send
                         self._mark_done()
                         return True
                 if not progressed:
@@ -327,7 +330,7 @@ class Uploader:
             if final():
                 if self._step():
                     steps += 1
-                else:
+                elif self.registered.is_set():
                     self._mark_done()
             elif steps == 0:
                 self._maybe_heartbeat()

@@ -286,15 +286,24 @@ def cmd_sync(args: argparse.Namespace) -> int:
         recheck=args.recheck or None,
     )
     uploaded = skipped = rejected = 0
+    later = []  # skipped and not on the server: a run whose process has only just started it
     for r in results or ():
         rejected += getattr(r, "rejected", 0)
-        if getattr(r, "skipped", None):
+        if getattr(r, "skipped", None) and not getattr(r, "done", True):
+            later.append(r.run_dir)
+            args.out.say(f"{r.run_dir}: skipped, {r.skipped}")
+        elif getattr(r, "skipped", None):
             skipped += 1
         else:
             uploaded += 1
     took = time.monotonic() - started
-    args.out.say(f"synced {uploaded} run(s), {skipped} already up to date, in {took:.1f}s")
+    args.out.say(
+        f"synced {uploaded} run(s), {skipped} already up to date"
+        + (f", {len(later)} not started yet" if later else "")
+        + f", in {took:.1f}s"
+    )
     args.out.data(synced=uploaded, up_to_date=skipped, rejected=rejected, seconds=round(took, 3))
+    args.out.data(not_started=later)
     args.out.data(runs=paths)
     if rejected:
         args.out.say(

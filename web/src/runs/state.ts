@@ -229,7 +229,8 @@ export function columns(s: RunsState): string[] {
   return [...BASE_COLS, ...(s.cols ?? defaultCols(s))];
 }
 
-/** The config/summary keys of (a sample of) the rows: config first, then sorted. */
+/** The config/summary keys of (a sample of) the rows: config first, in the order it was logged
+ * (the first sampled run's, then keys only later runs have), then the summary sorted. */
 export function discoverKeys(s: RunsState): void {
   const keys = new Set<string>();
   const step = Math.max(1, Math.floor(s.rows.length / 500));
@@ -239,5 +240,7 @@ export function discoverKeys(s: RunsState): void {
       if (v !== null && typeof v === "object") s.objectKeys.add(k);
       else if (typeof v === "number") s.numericKeys.add(k);
     }
-  s.allKeys = [...keys].sort((a, b) => (a.startsWith("config.") === b.startsWith("config.") ? a.localeCompare(b) : a.startsWith("config.") ? -1 : 1));
+  const config = [...keys].filter((k) => k.startsWith("config."));
+  const rest = [...keys].filter((k) => !k.startsWith("config.")).sort((a, b) => a.localeCompare(b));
+  s.allKeys = [...config, ...rest];
 }

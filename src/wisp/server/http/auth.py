@@ -24,6 +24,7 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
+from wisp._protocol import project_entity
 from wisp.server.http.body import json_response
 from wisp.server.http.clientaddr import is_trusted, scope_client
 from wisp.server.http.problem import Problem, storable_params
@@ -512,8 +513,10 @@ class AuthMiddleware:
             return
         info = self.store.access.project(project)
         if info is None:  # made before its project (by an older server): its creators only
-            if p.anonymous:
-                raise deny_read(p, f"the sweeps of {project!r}")
+            if p.anonymous or not project_entity(project)[0]:
+                # a plain name is anyone's to create, and the sweep no one's: site admins only
+                # until the project exists (a run or a new sweep in it makes it)
+                raise deny_read(p, f"the sweeps of {project!r} (a project not made yet)")
             self.store.access.may_create(p, project)
             return
         if not can_read_project(p, info):

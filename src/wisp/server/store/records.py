@@ -191,7 +191,8 @@ class RecordStore:
         elif rec.kind == RecordType.CONFIG:
             run_vals.update(with_config_json({"config": d["config"]}))
         elif rec.kind == RecordType.SUMMARY:  # a fork's: over its view (store.lineage)
-            run_vals["summary"] = lineage.view_summary(conn, self.db.dialect, run_id, d["summary"])
+            summary = lineage.view_summary(conn, self.db.dialect, run_id, d["summary"])
+            run_vals.update(with_config_json({"summary": summary}))
         elif rec.kind == RecordType.METRIC:
             row = {"run_id": run_id, "name": d["name"], "spec": d["spec"]}
             self.db.dialect.upsert(conn, S.run_metrics, [row], ["run_id", "name"])

@@ -42,9 +42,10 @@ REVIVE = (
 
 
 def with_config_json(cols: dict[str, Any]) -> dict[str, Any]:
-    """Run columns with ``config_json`` beside a ``config`` they set: the config in the key
-    order it was logged, which the JSONB ``config`` of PostgreSQL does not keep."""
-    return {**cols, "config_json": cols["config"]} if "config" in cols else cols
+    """Run columns with ``config_json`` beside a ``config`` they set and ``summary_json``
+    beside a ``summary``: each in the key order it was logged, which the JSONB columns of
+    PostgreSQL do not keep."""
+    return {**cols, **{f"{c}_json": cols[c] for c in ("config", "summary") if c in cols}}
 
 
 class RunStore:
@@ -94,7 +95,7 @@ class RunStore:
             "exit_code": m["exit_code"],
             "heartbeat_at": m["last_seen"],
             "config": m["config"] if m.get("config_json") is None else m["config_json"],
-            "summary": m["summary"],
+            "summary": m["summary"] if m.get("summary_json") is None else m["summary_json"],
         }
 
     def create(self, conn: Connection, run_id: str, cols: dict[str, Any]) -> str:

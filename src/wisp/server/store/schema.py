@@ -55,9 +55,10 @@ automations react to: a new version, an alias added or moved) and ``automations.
 (the webhook secret, Fernet-encrypted; ``secret`` keeps a plain one only until the server
 encrypts it at startup) and ``automations.email`` (an e-mail action's recipients).
 
-Alembic ``0020_config_order``: ``runs.config_json``, the config as logged (plain JSON: it keeps
-the key order, which JSONB does not); readers take it, the filters query ``config``; NULL for
-runs written before it (their ``config`` is read).
+Alembic ``0020_config_order``: ``runs.config_json`` and ``runs.summary_json``, the config and
+summary as logged (plain JSON: it keeps the key order, which JSONB does not); readers take them,
+the filters query ``config`` and ``summary``; NULL for runs written before it (their ``config``
+and ``summary`` are read).
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ runs = Table(
     Column("gen", String(16), nullable=True),
     Column("stepped_at", Float, nullable=True),
     Column("config_json", JSON(), nullable=True),  # ``config`` in its logged key order
+    Column("summary_json", JSON(), nullable=True),  # ``summary`` in its logged key order
     Index("ix_runs_project_created", "project", "created_at"),
     Index("ix_runs_last_seen", "last_seen"),
     UniqueConstraint("project", "given_id", name="uq_runs_project_given"),
