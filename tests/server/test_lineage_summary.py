@@ -65,7 +65,8 @@ def test_a_parents_rewind_below_the_fork_step_leaves_the_forks_view(
 ) -> None:
     """A parent rewound to 30, then to 10, after a fork at 50 (synced before, between and
     after the rewinds): the fork reads 0..50 as they were when it was made, on the server
-    and in the run files, and its summary is unchanged; the parent reads its new rows."""
+    and in the run files, and its summary is unchanged, even once the first rewind's points
+    are restored as a run of their own; the parent reads its new rows."""
     d = str(tmp_path)
     parent = wisp.init(project="rw", dir=d, mode="offline")
     _lin._log(parent, range(100), float)
@@ -88,5 +89,17 @@ def test_a_parents_rewind_below_the_fork_step_leaves_the_forks_view(
         (12, 1012.0),
     ]
     assert _summary(server, fork.id) == before
+    api = wisp.Api(server_url=server.url, api_key=server.key)
+    me = api.run(f"rw/{parent.id}")
+    assert [a["rewind"] for a in me.set_aside()] == [0, 1]
+    me.restore_set_aside(rewind=0)  # the points the fork reads move to a run of their own
+    assert [a["rewind"] for a in me.set_aside()] == [1]
+    assert server.points(fork.id, "loss") == want
+    again = wisp.init(resume_from=f"{parent.id}?_step=5", dir=d, mode="offline")
+    _lin._log(again, range(6, 8), lambda s: -1.0)
+    _sync(server, parent.dir)
+    assert [a["rewind"] for a in me.set_aside()] == [1, 2]  # numbers are never reused
+    assert server.points(fork.id, "loss") == want
+    api.close()
     doc = server.get(f"/series?runs={fork.id}&keys=loss&x=step&buckets=1000")
     assert doc["series"][0]["count"] == 61

@@ -10,7 +10,8 @@ Two tables (Alembic ``0009_lineage``; the records are ``wisp._lineage``'s, docs/
 * ``set_aside`` ``(run_id, rewind, step, shadow_id, created_at)``: rewind number ``rewind``
   of the run (a RESUME record with a ``rewind`` member) moved its points, extras and media
   items past ``step`` to the key ``shadow_id``; no ``runs`` row has that key, so nothing
-  lists or reads them until they are asked for -- but a fork made before the rewind, at a
+  lists or reads them until they are asked for -- once restored (:func:`restore`), the
+  row stays as ``-1 - rewind`` naming the restored run -- but a fork made before the rewind, at a
   step past the rewind's, keeps reading them there (its view as it was when it was made).
   ``created_at`` of both tables is the client's time of the fork (``forked_at``) and of the
   rewind (``resumed_at``) when the records carry one, so the two compare.
@@ -176,12 +177,10 @@ def _as_forked(
     step to its shadow key, where the fork keeps reading them (newest segment first)."""
     sa = set_aside.c
     out: list[tuple[str, int, int]] = []
-    q = (
-        select(sa.step, sa.shadow_id)
-        .where(sa.run_id == parent, sa.created_at > forked_at, sa.step < hi)
-        .order_by(sa.rewind)
+    q = select(sa.rewind, sa.step, sa.shadow_id).where(
+        sa.run_id == parent, sa.created_at > forked_at, sa.step < hi
     )
-    for step, shadow in conn.execute(q):
+    for _n, step, shadow in sorted(conn.execute(q), key=lambda r: _number(int(r[0]))):
         if int(step) < hi:  # points in (step, hi] were the fork's: they went to this shadow
             out.append((str(shadow), max(lo, int(step) + 1), hi))
             hi = int(step)
@@ -222,6 +221,11 @@ def _shadow_key(run_id: str, rewind: int) -> str:
     return "~" + hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
 
 
+def _number(rewind: int) -> int:
+    """A rewind's number: a restored one's row keeps ``-1 - number`` (:func:`restore`)."""
+    return rewind if rewind >= 0 else -1 - rewind
+
+
 def set_aside_after(conn: Connection, dialect: Any, run_id: str, step: int, now: float) -> str:
     """Set aside the points, extras and media items of ``run_id`` past ``step`` (a rewind):
     the chunk holding ``step`` is split, later chunks change key; returns the shadow key.
@@ -229,10 +233,8 @@ def set_aside_after(conn: Connection, dialect: Any, run_id: str, step: int, now:
     from wisp.server.series.chunks import chunk_row, decode, pieces
 
     sa = set_aside.c
-    last = conn.execute(
-        select(sa.rewind).where(sa.run_id == run_id).order_by(sa.rewind.desc()).limit(1)
-    ).scalar()
-    rewind = 0 if last is None else int(last) + 1
+    done = [_number(int(n)) for (n,) in conn.execute(select(sa.rewind).where(sa.run_id == run_id))]
+    rewind = max(done, default=-1) + 1  # restored ones count: their runs keep the numbers
     shadow = _shadow_key(run_id, rewind)
     mk, ch = S.metric_keys.c, S.chunks.c
     keys = [  # system samples are at step = time in ms, not training steps: they stay
@@ -298,7 +300,9 @@ def describe(conn: Connection, run_id: str, readable: Any) -> dict[str, Any] | N
     ]
     aside = []
     for rewind, step, shadow in conn.execute(
-        select(sa.rewind, sa.step, sa.shadow_id).where(sa.run_id == run_id).order_by(sa.rewind)
+        select(sa.rewind, sa.step, sa.shadow_id)
+        .where(sa.run_id == run_id, sa.rewind >= 0)
+        .order_by(sa.rewind)
     ):
         n, lo, hi = conn.execute(
             select(func.sum(ch.n), func.min(ch.s0), func.max(ch.s1))
@@ -317,6 +321,8 @@ def shadow_of(conn: Connection, run_id: str, rewind: int) -> str | None:
     """The key holding what rewind ``rewind`` of run key ``run_id`` set aside (None: no such
     rewind, or restored already); read it as a run key (``series.history.export_history``)."""
     sa = set_aside.c
+    if rewind < 0:
+        return None
     q = select(sa.shadow_id).where(sa.run_id == run_id, sa.rewind == rewind)
     got = conn.execute(q).scalar()
     return None if got is None else str(got)
@@ -352,7 +358,8 @@ def forget(conn: Connection, run_id: str) -> None:
     from sqlalchemy import delete
 
     sa = set_aside.c
-    for (shadow,) in conn.execute(select(sa.shadow_id).where(sa.run_id == run_id)).all():
+    q = select(sa.shadow_id).where(sa.run_id == run_id, sa.rewind >= 0)  # not restored runs
+    for (shadow,) in conn.execute(q).all():
         kids = select(S.metric_keys.c.id).where(S.metric_keys.c.run_id == shadow)
         conn.execute(delete(S.chunks).where(S.chunks.c.key_id.in_(kids)))
         for table in (S.metric_keys, S.extras, S.media_items):
@@ -467,6 +474,8 @@ def restore(conn: Connection, runs: Any, run_id: str, rewind: int, now: float) -
     row = conn.execute(
         select(sa.step, sa.shadow_id).where(sa.run_id == run_id, sa.rewind == rewind)
     ).first()
+    if rewind < 0:
+        row = None
     me = conn.execute(
         select(r.project, r.given_id, r.name, r.config, r.config_json).where(r.id == run_id)
     ).first()
@@ -491,7 +500,10 @@ def restore(conn: Connection, runs: Any, run_id: str, rewind: int, now: float) -
         [{"run_id": key, "parent_project": me[0], "parent_given_id": me[1], "step": step,
           "created_at": now}],
     )  # fmt: skip
-    from sqlalchemy import delete
-
-    conn.execute(delete(set_aside).where(sa.run_id == run_id, sa.rewind == rewind))
+    # the row stays, marked restored, naming the run: forks made before the rewind read it
+    conn.execute(
+        update(set_aside)
+        .where(sa.run_id == run_id, sa.rewind == rewind)
+        .values(rewind=-1 - rewind, shadow_id=key)
+    )
     return key
