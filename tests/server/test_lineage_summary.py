@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import wisp
@@ -25,6 +26,9 @@ def _metrics(run: wisp.Run) -> None:
 def _rows(run: wisp.Run, steps: range, sign: float) -> None:
     for s in steps:
         run.log({"loss": sign * (100 - s), "acc": s / 7, "lr": 0.1 * s}, step=s)
+        if s % 10 == 0:
+            img = wisp.Image(np.full((4, 4, 3), s, np.uint8))
+            run.log({"phase": f"p{s}", "warm": s < 20, "tags": [s, "x"], "img": img}, step=s)
 
 
 def _summary(server: Any, run_id: str) -> dict[str, Any]:
@@ -34,8 +38,8 @@ def _summary(server: Any, run_id: str) -> dict[str, Any]:
 
 def test_a_forks_summary_equals_a_plain_runs_and_the_run_files(server: Any, tmp_path: Path) -> None:
     """A fork at 50 of a run defining min, mean and max kinds: the server's summary of the
-    fork equals a plain run's holding the same points, and the local reader's of the fork;
-    a key the user set by hand stays."""
+    fork equals a plain run's holding the same points, and the local reader's of the fork
+    (text, booleans, lists and media too); a key the user set by hand stays."""
     d = str(tmp_path)
     parent = wisp.init(project="sum", dir=d, mode="offline")
     _metrics(parent)
@@ -56,8 +60,12 @@ def test_a_forks_summary_equals_a_plain_runs_and_the_run_files(server: Any, tmp_
     got = _summary(server, fork.id)
     assert got == {**_summary(server, plain.id), "note": 7}
     assert got["loss"] == 50.0 and got["lr"] == 5.0  # the parent's part: min, and a last value
+    assert (got["phase"], got["warm"], got["tags"]) == ("p50", False, [50, "x"])  # other kinds
     local = {k: v for k, v in wisp.open_run(fork.dir).summary.items() if not k.startswith("_")}
-    assert got == pytest.approx(local)
+    assert got["img"]["sha256"] and got["img"]["path"] == local["img"]["path"]  # media too
+    assert {k: v for k, v in got.items() if k != "img"} == {
+        k: v for k, v in local.items() if k != "img"
+    }
 
 
 def test_a_parents_rewind_below_the_fork_step_leaves_the_forks_view(

@@ -432,14 +432,39 @@ def _fold(
     return {k: v if type(v) is not float or math.isfinite(v) else None for k, v in out.items()}
 
 
+def _others(conn: Connection, segs: list[tuple[str, int, int]]) -> dict[str, Any]:
+    """The last value of each key logged as text, a boolean, a list or a media item in
+    ``segs`` (later parts win): every such row of the parts is read."""
+    from sqlalchemy import func
+
+    e, m = S.extras.c, S.media_items.c
+    out: dict[str, Any] = {}
+    for run, lo, hi in segs:
+        last: dict[str, tuple[int, Any]] = {}
+        q = select(e.step, e.data).where(e.run_id == run, e.step >= lo, e.step <= hi)
+        for step, data in conn.execute(q.order_by(e.step)):
+            got = json.loads(data)
+            if isinstance(got, dict):
+                last.update((k, (int(step), v)) for k, v in got.items())
+        span = (m.run_id == run) & (m.step >= lo) & (m.step <= hi)
+        for key, step in conn.execute(select(m.key, func.max(m.step)).where(span).group_by(m.key)):
+            if key in last and last[key][0] > int(step):
+                continue
+            q = select(m.data).where(m.run_id == run, m.key == key, m.step == step)
+            last[key] = (int(step), conn.execute(q.order_by(m.id.desc()).limit(1)).scalar())
+        out.update((k, v) for k, (_s, v) in last.items())
+    return out
+
+
 def view_summary(
     conn: Connection, dialect: Any, run_id: str, summary: dict[str, Any]
 ) -> dict[str, Any]:
     """A fork's SUMMARY record (the writer's, over its own rows) made the summary of its
     view, as a plain run holding the same points would have: each numeric key recomputed
     over the view with its parents' and its own metric definitions (a reader's rules,
-    ``wisp._lineage_read.summarize``); the keys the user set (those the fork's own points
-    do not give) and non-numeric ones stay as recorded.  Any other run's is as it is."""
+    ``wisp._lineage_read.summarize``); a key logged as text, a boolean or media keeps its
+    last value in the view; the keys the user set (those the fork's own points do not
+    give) stay as recorded.  Any other run's is as it is."""
     segs = view_segments(conn, run_id)
     if len(segs) < 2:
         return summary
@@ -462,7 +487,7 @@ def view_summary(
         if own:
             mine.update(_fold(conn, dialect, key, _spec(own_m, key), own))
     user = {k: v for k, v in summary.items() if k not in mine or mine[k] != v}
-    return {**view, **user}
+    return {**_others(conn, segs[:-1]), **view, **user}
 
 
 def restore(conn: Connection, runs: Any, run_id: str, rewind: int, now: float) -> str | None:
