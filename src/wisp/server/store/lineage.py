@@ -200,13 +200,13 @@ def view_segments(
     for _ in range(MAX_DEPTH):
         got = _fork_of(conn, cur)
         mine = lo if got is None or got[0] is None else max(lo, got[1] + 1)
-        part = [(cur, mine, top)] if since is None else _as_forked(conn, cur, mine, top, since)
+        if mine <= top:  # this run's part of the view (a parent's: as it was at the fork)
+            out.extend(
+                [(cur, mine, top)] if since is None else _as_forked(conn, cur, mine, top, since)
+            )
         if got is None or got[0] is None:
-            out.extend(part)
             break
         parent, step, since = got
-        if step < top:
-            out.extend(part)
         top = min(top, step)
         cur = str(parent)
         if top < lo:
