@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["SUMMARY_KINDS", "Metric", "StepSync", "merge", "update_summary"]
+__all__ = ["SUMMARY_KINDS", "Metric", "StepSync", "merge", "summary_over", "update_summary"]
 
 SUMMARY_KINDS = ("last", "min", "max", "mean", "first", "best", "copy", "none")
 GOALS = ("minimize", "maximize")
@@ -170,6 +170,22 @@ def update_summary(
         else:  # mean
             out = agg.sum / agg.count
         summary[f"{key}/{kind}" if several else key] = out
+
+
+def summary_over(key: str, spec: dict[str, Any], values: Any) -> dict[str, Any]:
+    """What :func:`update_summary` leaves for ``key`` once fed ``values`` (a non-empty
+    float64 numpy array, in step order), computed on the whole array at once."""
+    import numpy as np
+
+    out: dict[str, Any] = {}
+    agg = _Agg(float(values[0]))
+    rest = values[:-1]
+    num = rest[~np.isnan(rest)]
+    if len(num):
+        agg.min, agg.max = float(num.min()), float(num.max())
+        agg.sum, agg.count = float(np.cumsum(num)[-1]), len(num)  # in order, as the writer
+    update_summary(out, {key: agg}, key, float(values[-1]), spec)
+    return out
 
 
 class StepSync:

@@ -142,7 +142,8 @@ class RecordStore:
                 if back is not None:  # the points before a rewind go in, then later ones aside
                     self._write_points(conn, run_id, ck, points, new_keys)
                     points = []
-                    lineage.set_aside_after(conn, dialect, run_id, back, self.db.clock())
+                    when = back[1] or self.db.clock()  # the client's time: forks compare it
+                    lineage.set_aside_after(conn, dialect, run_id, back[0], when)
             self._apply(conn, run_id, rec, points, run_vals)
         now = self.db.clock()
         if pause is not None:
@@ -150,6 +151,9 @@ class RecordStore:
         self._write_points(conn, run_id, ck, points, new_keys)
         if points:
             run_vals["stepped_at"] = now  # not stalled (``stalled`` in the runs filter)
+        if "summary" in run_vals:  # a fork's: over its view (store.lineage), its points in
+            summary = lineage.view_summary(conn, dialect, run_id, run_vals["summary"])
+            run_vals.update(with_config_json({"summary": summary}))
         new_acked = first_seq + len(records) - 1
         conn.execute(_SET_ACKED, {**who, "acked_seq": new_acked})
         # one UPDATE of the run for the batch: its RUN, CONFIG, SUMMARY, FINISH and RESUME
@@ -190,9 +194,8 @@ class RecordStore:
             run_vals.update(cols, meta=d["meta"], state="running", finished_at=None)
         elif rec.kind == RecordType.CONFIG:
             run_vals.update(with_config_json({"config": d["config"]}))
-        elif rec.kind == RecordType.SUMMARY:  # a fork's: over its view (store.lineage)
-            summary = lineage.view_summary(conn, self.db.dialect, run_id, d["summary"])
-            run_vals.update(with_config_json({"summary": summary}))
+        elif rec.kind == RecordType.SUMMARY:  # a fork's: over its view, once points are in
+            run_vals["summary"] = d["summary"]
         elif rec.kind == RecordType.METRIC:
             row = {"run_id": run_id, "name": d["name"], "spec": d["spec"]}
             self.db.dialect.upsert(conn, S.run_metrics, [row], ["run_id", "name"])
