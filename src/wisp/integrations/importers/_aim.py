@@ -223,13 +223,9 @@ def _import_run(run: Any, repo_path: str, base: str, index: RunIndex, report: Im
     seqs = _sequences(run)
     run_id = f"aim-{run.hash}"
     fingerprint = _fingerprint(run, seqs)
-    state, existing = index.check(run_id, fingerprint)
-    if state == "unchanged":
-        assert existing is not None
-        report.unchanged.append(existing)
+    state = index.claim(run_id, fingerprint, report)
+    if state is None:
         return
-    if existing is not None:
-        index.discard(existing)
     params = run.get(..., {}) or {}
     config = {k: v for k, v in params.items() if not str(k).startswith("__")}
     system_params = dict(params.get("__system_params") or {})

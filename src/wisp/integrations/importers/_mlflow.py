@@ -466,13 +466,9 @@ def _import_run(
     report: ImportReport,
     artifacts: bool,
 ) -> None:
-    state, existing = index.check(run.run_id, run.fingerprint)
-    if state == "unchanged":
-        assert existing is not None
-        report.unchanged.append(existing)
+    state = index.claim(run.run_id, run.fingerprint, report)
+    if state is None:
         return
-    if existing is not None:
-        index.discard(existing)
     series = {key: store.history(run, key) for key in run.metric_keys}
     renumbered: list[str] = []
     rows = _rows(series, renumbered)

@@ -176,13 +176,9 @@ def _import_run(
     source_id = f"{project_id}/{rows[0]['run_id']}"
     run_id = "nep-" + hashlib.sha256(source_id.encode()).hexdigest()[:24]
     fingerprint = _fingerprint(parts)
-    state, existing = index.check(run_id, fingerprint)
-    if state == "unchanged":
-        assert existing is not None
-        report.unchanged.append(existing)
+    state = index.claim(run_id, fingerprint, report)
+    if state is None:
         return
-    if existing is not None:
-        index.discard(existing)
 
     config: dict[str, Any] = {}
     sys_attrs: dict[str, Any] = {}

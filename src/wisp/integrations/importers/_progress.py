@@ -156,6 +156,19 @@ class RunIndex:
             return "unchanged", d
         return "changed", d
 
+    def claim(self, run_id: str, fingerprint: str, report: ImportReport) -> str | None:
+        """``run_id``'s state (:meth:`check`) when it is to be imported now, None (noted in
+        ``report.unchanged``) when it was imported from the same source; an outdated or
+        interrupted import is removed first."""
+        state, existing = self.check(run_id, fingerprint)
+        if state == "unchanged":
+            assert existing is not None
+            report.unchanged.append(existing)
+            return None
+        if existing is not None:
+            self.discard(existing)
+        return state
+
     def discard(self, run_dir: str) -> None:
         """Remove an interrupted or outdated import of a run (only under ``<base>/wisp``)."""
         root = os.path.realpath(os.path.join(self.base, "wisp"))
