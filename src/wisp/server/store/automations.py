@@ -55,6 +55,21 @@ def backoff(attempts: int, base: float = 1.0) -> float:
     return min(base * 2.0 ** max(attempts - 1, 0), 3600.0)
 
 
+def _active(conn: Connection, projects: set[str], kind: str) -> list[tuple[Any, Any]]:
+    """The active automations of ``projects`` whose trigger is of ``kind`` (``artifact``,
+    ``alert``), with their parsed trees; an expression that no longer parses is skipped."""
+    q = select(S.automations).where(_A.paused == 0, _A.project.in_(sorted(projects)))
+    found = []
+    for auto in conn.execute(q):
+        try:
+            tree = parse(auto._mapping["when_expr"], triggers=True)
+            if trigger_kind(tree) == kind:
+                found.append((auto, tree))
+        except Problem:
+            continue
+    return found
+
+
 def _public(row: Any) -> dict[str, Any]:
     m = row._mapping
     return {
@@ -326,16 +341,10 @@ class AutomationStore:
             events = list(conn.execute(select(e.id, e.project).where(e.created_at > since)))
             if not events:
                 return 0
-            projects = sorted({p for _, p in events})
-            q = select(S.automations).where(_A.paused == 0, _A.project.in_(projects))
-            autos = []
-            for auto in conn.execute(q):
-                try:
-                    tree = parse(auto._mapping["when_expr"], triggers=True)
-                    if trigger_kind(tree) == "artifact":
-                        autos.append((auto, artifact_condition(tree)))
-                except Problem:
-                    continue
+            autos = [
+                (auto, artifact_condition(tree))
+                for auto, tree in _active(conn, {p for _, p in events}, "artifact")
+            ]
             hits = []
             for auto, cond in autos:
                 mine = [i for i, p in events if p == auto._mapping["project"]]
@@ -363,16 +372,7 @@ class AutomationStore:
         ev = S.events.c
         project_of = dict(runs)
         with self.db.read() as conn:
-            projects = sorted(set(project_of.values()))
-            q = select(S.automations).where(_A.paused == 0, _A.project.in_(projects))
-            autos = []
-            for auto in conn.execute(q):
-                try:
-                    tree = parse(auto._mapping["when_expr"], triggers=True)
-                    if trigger_kind(tree) == "alert":
-                        autos.append((auto, tree))
-                except Problem:
-                    continue
+            autos = _active(conn, set(project_of.values()), "alert")
             rows: list[Any] = []
             keys = sorted(project_of) if autos else []  # none: no read (old alerts stay unfired)
             for i in range(0, len(keys), _CHUNK):
