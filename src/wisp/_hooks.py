@@ -125,7 +125,27 @@ def _after_fork_in_child() -> None:
     from wisp import _run
 
     _held.clear()  # the child's writers get fresh locks; these stay with the parent
+    _restore_signals()
     _run.after_fork_in_child()
+
+
+def _restore_signals() -> None:
+    """In a forked child: SIGTERM and SIGINT get back the handlers they had before wisp.
+
+    The child has no run of its own to finish (a child that logs writes through), and a
+    Python-level handler changes how it dies: CPython runs it only between bytecodes, so a
+    SIGTERM that lands just before a blocking wait is never acted on. ``with Pool()`` ends
+    by sending its workers SIGTERM while they wait on the task queue's lock; with wisp's
+    handler inherited, a worker could sleep through it and the pool's exit hang for good.
+    A child that calls ``init()`` for a run of its own hooks the signals again.
+    """
+    for signum, previous in list(_previous_handlers.items()):
+        if signal.getsignal(signum) is _on_signal:
+            try:
+                signal.signal(signum, previous)
+            except ValueError:  # the child is not on its main thread: keep wisp's handler
+                continue
+        del _previous_handlers[signum]
 
 
 def _excepthook(exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:

@@ -181,3 +181,44 @@ def test_forked_children_and_pool_workers_record_every_value(tmp_path: Path) -> 
     own = wisp.open_run(data.path)  # the parent's file holds only the parent's rows
     assert [set(r) - {"_step", "_timestamp"} for r in own.history()] == [{"loss"}] * 11
     assert len(data.forks) >= 21 and data.summary == own.summary
+
+
+POOL_EXIT = """
+import multiprocessing as mp
+import os
+import signal
+
+import wisp
+
+
+def task(i):
+    return i
+
+
+def disposition(_):
+    return signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, (
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
+
+
+if __name__ == "__main__":
+    run = wisp.init(project="pools")  # signals on: wisp's handlers in this process
+    print("parent hooked:", signal.getsignal(signal.SIGTERM) != signal.SIG_DFL)
+    with mp.get_context("fork").Pool(2) as pool:
+        print("worker handlers restored:", set(pool.map(disposition, range(8))))
+    for n in range(100):  # each `with` ends in terminate(): SIGTERM to workers waiting
+        with mp.get_context("fork").Pool(4) as pool:
+            pool.map(task, range(20))
+        wisp.log({"pools": n})
+    run.finish()
+    print("done")
+"""
+
+
+def test_with_pool_exits_every_time_when_wisp_hooks_sigterm(tmp_path: Path) -> None:
+    """Forked workers get the pre-wisp SIGTERM/SIGINT handlers back, so 100 `with Pool(4)` blocks (each ending in terminate()) all exit; an inherited Python-level handler let a worker sleep through its SIGTERM and hang the pool's exit."""
+    proc = run_script(tmp_path, POOL_EXIT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "parent hooked: True" in proc.stdout
+    assert "worker handlers restored: {(True, True)}" in proc.stdout
+    assert proc.stdout.rstrip().endswith("done")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -64,7 +65,7 @@ def _script(
     path = base / f"script{time.monotonic_ns()}.py"
     path.write_text(textwrap.dedent(code))
     return subprocess.Popen(
-        [sys.executable, "-W", "error", str(path), *args],
+        [sys.executable, "-X", "faulthandler", "-W", "error", str(path), *args],
         cwd=base,
         env={**_env(server, base), **(env or {})},
         stdout=subprocess.PIPE,
@@ -74,7 +75,19 @@ def _script(
 
 
 def _done(proc: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str, str]:
-    out, err = proc.communicate(timeout=timeout)
+    """The script's exit code and output; one that outlives ``timeout`` is killed (its pipes
+    closed here, never left to a later test's garbage collection) and fails with its stderr."""
+    with proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)  # -X faulthandler: every thread's stack to stderr
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"the script ran past {timeout} s; stdout:\n{out}\nstderr:\n{err}")
     return proc.returncode, out, err
 
 
