@@ -17,8 +17,14 @@ p.add_argument("--y", type=float, default=0.0)
 p.add_argument("--opt", default="sgd")
 p.add_argument("--steps", type=int, default=3)
 p.add_argument("--sleep", type=float, default=0.0)
+p.add_argument("--by_start", type=int, default=0)
 a = p.parse_args()
 run = wisp.init()
+if a.by_start:  # x is the trial's place in the agent's order (1, 2, ...): each is worse
+    started = os.path.join(os.environ["WISP_DIR"], "started")
+    os.makedirs(started, exist_ok=True)
+    a.x = 1.0 + len(os.listdir(started))
+    open(os.path.join(started, run.id), "w").close()
 if os.path.exists(os.path.join(os.environ["WISP_DIR"], "slow")):
     time.sleep(120)
 for i in range(a.steps):
