@@ -57,14 +57,15 @@ def test_login_sync_then_gc(tmp_path: Path, server: tuple[str, str]) -> None:
 
 
 def test_sync_unreachable_server_fails(tmp_path: Path) -> None:
-    """sync to a server that does not answer exits 1 with a one-line error."""
+    """sync to a server that does not answer gives up after --give-up-after seconds without progress and exits 1 with a one-line error."""
     need_server()
     run = make_run(tmp_path, "wisp.log({'x': 1})")
-    res = wisp_cli(
-        "sync", str(run), "--server", "http://127.0.0.1:9", "--key", "k", cwd=tmp_path, timeout=180
-    )
+    t0 = time.monotonic()
+    argv = ["sync", str(run), "--server", "http://127.0.0.1:9", "--key", "k"]
+    res = wisp_cli(*argv, "--give-up-after", "3", cwd=tmp_path, timeout=120)
     assert res.returncode == 1
     assert res.stderr.startswith("wisp: error: ") and "Traceback" not in res.stderr
+    assert time.monotonic() - t0 < 60  # not the default 60 s of retries
 
 
 def test_sync_of_a_run_not_started_yet_says_so(tmp_path: Path, server: tuple[str, str]) -> None:

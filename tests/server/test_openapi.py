@@ -49,7 +49,7 @@ def test_every_endpoint_keeps_to_the_document(app: Any, keys: dict[str, str], st
 
         @given(case=op.as_strategy())
         @settings(
-            max_examples=15,
+            max_examples=10,
             deadline=None,
             database=None,
             suppress_health_check=list(HealthCheck),

@@ -216,6 +216,13 @@ def _parser() -> argparse.ArgumentParser:
         help="ask the server what it holds of runs already sent, and send what it lacks "
         "(after restoring its database from a backup, or starting it anew)",
     )
+    sp.add_argument(
+        "--give-up-after",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="give a run up after this long without progress (server unreachable; default 60)",
+    )
     sp.add_argument("--server", default=None, help="server URL (default: the configured one)")
     sp.add_argument(
         "--key", default=None, help="API key (visible in ps: prefer --key-file, stdin or env)"

@@ -284,6 +284,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
         progress=sys.stderr.isatty(),
         retry_rejected=args.retry_rejected or None,
         recheck=args.recheck or None,
+        give_up_after=args.give_up_after,
     )
     uploaded = skipped = rejected = 0
     later = []  # skipped and not on the server: a run whose process has only just started it
