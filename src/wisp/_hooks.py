@@ -4,7 +4,7 @@ Installed once per process at the first ``init()`` that records a run, never at
 import.  Everything here must stay cheap and must never hang the process:
 
 * fork: ``os.register_at_fork(after_in_child=...)`` makes the parent's runs
-  inert in the child (see :func:`wisp._run.after_fork_in_child`).
+  inert in the child (see :func:`wisp._registry.after_fork_in_child`).
 * exit: an ``atexit`` hook finishes runs nobody finished, all of them within
   one ``exit_timeout`` in total.
 * uncaught exceptions: a chained ``sys.excepthook`` remembers how the
@@ -122,11 +122,11 @@ def _after_fork_in_parent() -> None:
 
 
 def _after_fork_in_child() -> None:
-    from wisp import _run
+    from wisp import _registry
 
     _held.clear()  # the child's writers get fresh locks; these stay with the parent
     _restore_signals()
-    _run.after_fork_in_child()
+    _registry.after_fork_in_child()
 
 
 def _restore_signals() -> None:
