@@ -18,13 +18,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from itertools import repeat, starmap
 from operator import itemgetter
 
 from wisp._deferred import Deferred
 from wisp._metric import StepSync, update_summary
 from wisp._protocol import clean_text
 from wisp._rundir import DISK_FULL, MEDIA_DIR, lock_run_file, writer_of
-from wisp._runfile import HEADER, RecordType, encode_history, encode_record
+from wisp._runfile import HEADER, RecordType, encode_history_batch, encode_record
 from wisp._salvage import dumps, isolate, salvage
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
@@ -386,7 +387,7 @@ class Writer:
         popleft = queue.popleft
         # log() only appends; its one pop (a row dropped over the disk-full budget) happens
         # while the writer holds its budget's worth and drains nothing, so these pops all hit
-        items = [popleft() for _ in range(min(SLICE, len(queue)))]
+        items = list(starmap(popleft, repeat((), min(SLICE, len(queue)))))  # a C loop
         if list(map(_kind, items)).count(ROW) == len(items):  # the usual slice: rows only
             if items:
                 self._write_rows(items)  # rows as queued (read from their end)
@@ -427,18 +428,20 @@ class Writer:
             for row in rows:
                 self._step_sync.apply(row[-1], self._spec_for)
         try:
-            payload = encode_history(rows)
+            payload, one_shape = encode_history_batch(rows)
         except Exception:  # noqa: BLE001 - one bad row must not lose the batch: isolate it
             rows = isolate(rows, self.reject)
             if not rows:
                 return
-            payload = encode_history(rows)
+            payload, one_shape = encode_history_batch(rows)
         self._append_raw(RecordType.HISTORY, payload, len(rows))
         self.rows_written += len(rows)
         self.last_step = rows[-1][-3]
         if self._has_special or self._metrics:
             for row in rows:
                 self._update_special(row[-1])
+        elif one_shape:  # the same keys in every row: the last row holds each one's last value
+            self.summary.update(rows[-1][-1])
         else:  # every key's last value, in C
             _consume(map(self.summary.update, map(_values_of, rows)))
         self._summary_dirty = True
