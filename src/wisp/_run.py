@@ -233,7 +233,7 @@ class Run(WandbRunApi):
             type(data) is dict
             and commit is None
             and self._live
-            and data.keys() <= self._known_keys
+            and self._known_keys.issuperset(data)
             and _FAST_TYPES.issuperset(map(type, data.values()))
         ):
             cur = self._step
