@@ -102,12 +102,23 @@ def install(*, signals: bool, exit_timeout: float) -> None:
 
 
 _held: list[Any] = []  # writer locks taken by _before_fork, released in the parent
+_fork_mask: list[Any] = []  # the forking thread's signal mask, while _before_fork blocks
 
 
 def _before_fork() -> None:
-    """Let each writer finish the slice it is on (bounded), so the fork sees it idle."""
+    """Let each writer finish the slice it is on (bounded), so the fork sees it idle.
+
+    With SIGTERM/SIGINT hooked, they are blocked on the forking thread until the hooks
+    after the fork: a child signalled before its ``_restore_signals`` would otherwise run
+    wisp's inherited handler's C half (a flag), have it dropped once the handler is back to
+    ``SIG_DFL``, and wait on for good (``with Pool()`` terminating a worker it just forked).
+    Blocked, the signal stays pending and acts under the restored handler.
+    """
     from wisp import _run, _shared_steps
 
+    if _previous_handlers and hasattr(signal, "pthread_sigmask"):
+        blocked = {signal.SIGTERM, signal.SIGINT}
+        _fork_mask.append(signal.pthread_sigmask(signal.SIG_BLOCK, blocked))
     deadline = time.monotonic() + _FORK_WAIT
     for run in _run.live_runs():
         _shared_steps.before_fork(run)  # one step counter for the run's processes
@@ -116,9 +127,16 @@ def _before_fork() -> None:
             _held.append(w.busy)
 
 
+def _unblock_signals() -> None:
+    """Give the forking thread back the signal mask ``_before_fork`` found."""
+    while _fork_mask:
+        signal.pthread_sigmask(signal.SIG_SETMASK, _fork_mask.pop())
+
+
 def _after_fork_in_parent() -> None:
     while _held:
         _held.pop().release()
+    _unblock_signals()
 
 
 def _after_fork_in_child() -> None:
@@ -127,6 +145,7 @@ def _after_fork_in_child() -> None:
     _held.clear()  # the child's writers get fresh locks; these stay with the parent
     _restore_signals()
     _registry.after_fork_in_child()
+    _unblock_signals()  # last: a signal sent meanwhile acts now, under the restored handler
 
 
 def _restore_signals() -> None:
