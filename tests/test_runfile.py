@@ -183,3 +183,26 @@ def test_history_codec_interleaved_shapes_and_an_empty_row() -> None:
     back = rf.decode_history(rf.encode_history(rows))
     assert back == rows
     assert [list(r[2]) for r in back] == [list(r[2]) for r in rows]
+
+
+def test_history_batch_round_trips_mixed_shapes_and_types_and_says_when_one_shape() -> None:
+    """Random batches of rows with mixed key orders and value types decode to what was encoded, and encode_history_batch says one shape exactly when every row has the same keys in the same order."""
+    import random
+
+    rng = random.Random(1)
+    values: list[Any] = [1.5, 2, True, None, "s", math.inf, 2**70, -3, [1, 2], {"x": 1}]
+    shapes = [("a", "b"), ("b", "a"), ("a",), ("c", "a", "b"), ()]
+    for _ in range(500):
+        rows = [
+            [i, 1.5 * i, {k: rng.choice(values[: rng.randint(1, 10)]) for k in shape}]
+            for i, shape in enumerate(rng.choice(shapes[: rng.randint(1, 5)]) for _ in range(9))
+        ]
+        payload, one_shape = rf.encode_history_batch(rows)
+        assert payload == rf.encode_history(rows)
+        back = rf.decode_history(payload)
+        assert back == rows
+        assert [list(r[2]) for r in back] == [list(r[2]) for r in rows]  # key order kept
+        assert [[type(v) for v in r[2].values()] for r in back] == [
+            [type(v) for v in r[2].values()] for r in rows
+        ]
+        assert one_shape == (len({tuple(r[2]) for r in rows}) == 1)

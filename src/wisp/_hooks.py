@@ -4,7 +4,7 @@ Installed once per process at the first ``init()`` that records a run, never at
 import.  Everything here must stay cheap and must never hang the process:
 
 * fork: ``os.register_at_fork(after_in_child=...)`` makes the parent's runs
-  inert in the child (see :func:`wisp._run.after_fork_in_child`).
+  inert in the child (see :func:`wisp._registry.after_fork_in_child`).
 * exit: an ``atexit`` hook finishes runs nobody finished, all of them within
   one ``exit_timeout`` in total.
 * uncaught exceptions: a chained ``sys.excepthook`` remembers how the
@@ -102,12 +102,23 @@ def install(*, signals: bool, exit_timeout: float) -> None:
 
 
 _held: list[Any] = []  # writer locks taken by _before_fork, released in the parent
+_fork_mask: list[Any] = []  # the forking thread's signal mask, while _before_fork blocks
 
 
 def _before_fork() -> None:
-    """Let each writer finish the slice it is on (bounded), so the fork sees it idle."""
+    """Let each writer finish the slice it is on (bounded), so the fork sees it idle.
+
+    With SIGTERM/SIGINT hooked, they are blocked on the forking thread until the hooks
+    after the fork: a child signalled before its ``_restore_signals`` would otherwise run
+    wisp's inherited handler's C half (a flag), have it dropped once the handler is back to
+    ``SIG_DFL``, and wait on for good (``with Pool()`` terminating a worker it just forked).
+    Blocked, the signal stays pending and acts under the restored handler.
+    """
     from wisp import _run, _shared_steps
 
+    if _previous_handlers and hasattr(signal, "pthread_sigmask"):
+        blocked = {signal.SIGTERM, signal.SIGINT}
+        _fork_mask.append(signal.pthread_sigmask(signal.SIG_BLOCK, blocked))
     deadline = time.monotonic() + _FORK_WAIT
     for run in _run.live_runs():
         _shared_steps.before_fork(run)  # one step counter for the run's processes
@@ -116,17 +127,25 @@ def _before_fork() -> None:
             _held.append(w.busy)
 
 
+def _unblock_signals() -> None:
+    """Give the forking thread back the signal mask ``_before_fork`` found."""
+    while _fork_mask:
+        signal.pthread_sigmask(signal.SIG_SETMASK, _fork_mask.pop())
+
+
 def _after_fork_in_parent() -> None:
     while _held:
         _held.pop().release()
+    _unblock_signals()
 
 
 def _after_fork_in_child() -> None:
-    from wisp import _run
+    from wisp import _registry
 
     _held.clear()  # the child's writers get fresh locks; these stay with the parent
     _restore_signals()
-    _run.after_fork_in_child()
+    _registry.after_fork_in_child()
+    _unblock_signals()  # last: a signal sent meanwhile acts now, under the restored handler
 
 
 def _restore_signals() -> None:

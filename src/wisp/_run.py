@@ -9,9 +9,10 @@ import time
 import warnings
 from collections.abc import Callable, Mapping
 
-from wisp import _runfile
 from wisp._config import Config
 from wisp._protocol import MAX_STEP, project_entity, step_refusal
+from wisp._registry import after_fork_in_child, live_runs, recent_runs, register, unregister
+from wisp._run_fields import identity, run_json
 from wisp._run_wandb import WandbRunApi
 from wisp._rundir import META_FILE, RUN_FILE, write_meta
 from wisp._runfile import RecordType
@@ -27,15 +28,19 @@ if TYPE_CHECKING:
 
     from wisp._metric import Metric
 
-__all__ = ["Config", "Run", "Summary", "live_runs", "recent_runs", "register"]
+__all__ = [
+    "Config",
+    "Run",
+    "Summary",
+    "after_fork_in_child",
+    "live_runs",
+    "recent_runs",
+    "register",
+]
 
 _KNOWN_KEYS_MAX = 10_000  # keys remembered as valid by a run, for the fast path
 # Values log() passes without a closer look; strings take the slow path for the size limit.
 _FAST_TYPES = frozenset({float, int, bool, type(None)})
-
-
-_live_runs: list[Run] = []
-_recent_runs: list[Run] = []  # the last few finished runs, for doctor
 
 
 class Run(WandbRunApi):
@@ -145,40 +150,17 @@ class Run(WandbRunApi):
         """The step the next ``log()`` goes to."""
         return self._step
 
-    def _identity(self) -> dict[str, Any]:
-        """The run's own fields of its RUN record (see docs/run-file.md)."""
-        from wisp._version import __version__
-
-        fields: dict[str, Any] = {
-            "run_id": self.id,
-            "writer_id": os.urandom(8).hex(),
-            "project": self.project_path,
-            "name": self.name,
-            "tags": self.tags,
-            "notes": self.notes,
-            "group": self.group,
-            "job_type": self.job_type,
-            "created_at": self.created_at,
-            "mode": self.mode,
-            "wisp_version": __version__,
-        }
-        if self.rank is not None:
-            fields["rank"] = self.rank
-        if self.sweep_id:
-            fields["sweep_id"] = self.sweep_id
-        return fields
-
     def _run_record(self) -> dict[str, Any]:
         """This segment's RUN record: the run's fields and where it runs (host, python, git)."""
         if self._origin is not None:  # an imported run: where the original run ran
             return {
-                **self._identity(),
+                **identity(self),
                 "mode": "offline",
                 "host": None,
                 "pid": None,
                 **self._origin,
             }
-        return {**self._identity(), **self._meta.collect(git=self._settings.git)}
+        return {**identity(self), **self._meta.collect(git=self._settings.git)}
 
     def _write_start(self) -> None:
         assert self._writer is not None
@@ -251,7 +233,7 @@ class Run(WandbRunApi):
             type(data) is dict
             and commit is None
             and self._live
-            and data.keys() <= self._known_keys
+            and self._known_keys.issuperset(data)
             and _FAST_TYPES.issuperset(map(type, data.values()))
         ):
             cur = self._step
@@ -366,7 +348,7 @@ class Run(WandbRunApi):
 
     def _write_segment_start(self) -> None:
         assert self._writer is not None
-        self._segment = {**self._identity(), "pid": self._pid, "fork_of": self._parent_pid}
+        self._segment = {**identity(self), "pid": self._pid, "fork_of": self._parent_pid}
         self._writer.append(RecordType.RUN, self._segment)
 
     def _close_segment(self, timeout: float | None = None) -> None:
@@ -376,7 +358,7 @@ class Run(WandbRunApi):
                 return
             self._live = False
             self._commit_pending()
-            _unregister(self)
+            unregister(self)
             assert self._writer is not None
             self._writer.close(self._settings.finish_timeout if timeout is None else timeout)
 
@@ -554,6 +536,18 @@ class Run(WandbRunApi):
         self.state = state
         self._write_meta(state)
 
+    def after_fork_in_child(self) -> None:
+        """In a forked child (``wisp._registry.after_fork_in_child``): this run becomes an
+        inert copy; its first record here starts a fork segment of its own.  Replaces the
+        lock, never waits on it (another thread of the parent may have held it)."""
+        self._live = False
+        self._lock = threading.RLock()
+        self._pending = None  # the parent's open row stays the parent's
+        if self._writer is not None:
+            self._writer.after_fork_in_child()
+            self._parent_pid = self._pid
+            self._fork_of = self._pid  # the first log() here starts a segment of its own
+
     def _stop_parts(self, stops: list[Callable[[], None]]) -> None:
         while stops:
             stop = stops.pop()
@@ -575,7 +569,7 @@ class Run(WandbRunApi):
             if self._finished or self._pid != os.getpid():
                 return
             self._finished = True
-            _unregister(self)
+            unregister(self)
             if self._writer is None:
                 self.state = "finished"
                 return
@@ -626,24 +620,7 @@ class Run(WandbRunApi):
     def _write_meta(self, state: str) -> None:
         with self._meta_lock:  # the last rename holds what was set before it
             assert self.dir is not None
-            meta = {
-                "id": self.id,
-                "project": self.project_path,
-                "name": self.name,
-                "state": state,
-                "created_at": self.created_at,
-                "pid": self._pid,
-                "host": os.uname().nodename,
-                "file": self._file,
-                "rank": self.rank,
-                "format_version": _runfile.FORMAT_VERSION,
-                "exit_code": self.exit_code,
-                **self.lineage_meta,
-            }
-            if state != "running":  # what a fork of this run needs, without reading its file
-                meta["last_step"] = self._step - 1 if self._step else None
-                meta["config"] = self.config.as_dict()
-            write_meta(self.dir, meta, self._meta_file)
+            write_meta(self.dir, run_json(self, state, self._file), self._meta_file)
 
     def refresh_meta(self) -> None:
         """Rewrite ``run.json`` (after ``lineage_meta`` changed)."""
@@ -686,46 +663,3 @@ class Run(WandbRunApi):
             f"<code>{escape(self.id)}</code> · {escape(self.state)}{link}<br>"
             f"<small>{escape(str(self.dir))}</small></div>"
         )
-
-
-def register(run: Run) -> None:
-    """A run started by ``init()``: the exit hook and doctor see it until it finishes."""
-    _live_runs.append(run)
-
-
-def _unregister(run: Run) -> None:
-    from wisp import _current
-
-    if _current.run is run:
-        _current.run = None  # `if wandb.run:` is false after finish(), as in wandb
-    _recent_runs.append(run)
-    del _recent_runs[:-5]
-    if run in _live_runs:
-        _live_runs.remove(run)
-
-
-def live_runs() -> list[Run]:
-    return list(_live_runs)
-
-
-def recent_runs() -> list[Run]:
-    """The last few runs finished in this process, newest last."""
-    return list(_recent_runs)
-
-
-def after_fork_in_child() -> None:
-    """Forked child: the parent's runs become inert no-ops that warn once per process.
-
-    Only the forking thread exists in the child, so nothing here may wait on a
-    lock another thread could have held at the fork: locks are replaced, never
-    released or joined on.
-    """
-    for run in _live_runs:
-        run._live = False
-        run._lock = threading.RLock()
-        run._pending = None  # the parent's open row stays the parent's
-        if run._writer is not None:
-            run._writer.after_fork_in_child()
-            run._parent_pid = run._pid
-            run._fork_of = run._pid  # the first log() here starts a segment of its own
-    _live_runs.clear()

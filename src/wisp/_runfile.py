@@ -68,6 +68,7 @@ __all__ = [
     "decode_history",
     "decode_payload",
     "encode_history",
+    "encode_history_batch",
     "encode_record",
     "frame_types",
     "history_columns",
@@ -292,19 +293,35 @@ _third = itemgetter(-1)
 
 def encode_history(rows: Sequence[Sequence[Any]]) -> bytes:
     """Encode ``[[step, timestamp, {key: value}], ...]`` as one HISTORY payload (each row
-    may have more items before these three: they are read from its end).
+    may have more items before these three: they are read from its end)."""
+    return encode_history_batch(rows)[0]
 
-    Rows with the same keys (in the same order) form one block; each column is read off the
-    rows' dicts in one C loop (``map(itemgetter(key), ...)``), so a batch of same-shaped rows
-    costs a few C loops rather than a Python step per value.  No object is made per row (a
-    transpose with ``zip`` would make two: enough, in a 256-row batch, to set off a garbage
-    collection in the user's process every batch).
+
+def _values_of_block(dicts: list[dict[str, Any]]) -> list[Any]:
+    """Every value of same-shaped dicts, row after row (one C loop, one list)."""
+    return list(chain.from_iterable(map(dict.values, dicts)))
+
+
+def encode_history_batch(rows: Sequence[Sequence[Any]]) -> tuple[bytes, bool]:
+    """:func:`encode_history`, and whether the rows all have the same keys in the same
+    order (then the last row holds every key's last value: the writer's summary).
+
+    Rows with the same keys (in the same order) form one block.  No object is made per row
+    (a transpose with ``zip`` would make two: enough, in a 256-row batch, to set off a
+    garbage collection in the user's process every batch): a block's values are read off
+    its dicts into one list in one C loop (``chain``), typed in one pass; an all-float
+    block is converted to one ``array`` whose strided slices are its columns.  Mixed
+    blocks go column by column over strided slices of the same list.
     """
     dicts = list(map(_third, rows))
     groups: dict[tuple[str, ...], list[int] | None]
-    first = tuple(dicts[0]) if dicts else ()
-    if all(map(first.__eq__, map(tuple, dicts))):  # the usual batch: one shape
-        groups = {first: None} if dicts else {}
+    first = list(dicts[0]) if dicts else []
+    # one shape: every dict's keys, end to end, repeat the first's (keys are unique in a
+    # dict, so each dict then has exactly those keys in that order); compared by identity
+    # first, as logged keys usually are the same string objects
+    one_shape = list(chain.from_iterable(dicts)) == first * len(dicts)
+    if one_shape:  # the usual batch
+        groups = {tuple(first): None} if dicts else {}
     else:
         groups = {}
         for i, d in enumerate(dicts):
@@ -326,15 +343,21 @@ def encode_history(rows: Sequence[Sequence[Any]]) -> bytes:
             parts.append(_le(array("I", idx)))
         parts.append(_le(array("q", map(_first, block_rows))))
         parts.append(_le(array("d", map(_second, block_rows))))
-        cols = []
-        for key in keys:  # a list per column: no object per row (the collector counts them)
-            code, data = _column(list(map(itemgetter(key), block_dicts)))
-            cols.append(code)
-            parts.append(data)
-        n = len(block_rows)
-        blocks.append({"rows": n, "keys": list(keys), "cols": cols, "index": indexed})
+        width = len(keys)
+        values = _values_of_block(block_dicts)
+        if width and set(map(type, values)) == {float}:
+            table = array("d", values)
+            cols = ["d"] * width
+            parts.extend(_le(table[j::width]) for j in range(width))
+        else:
+            cols = []
+            for j in range(width):
+                code, data = _column(values[j::width])
+                cols.append(code)
+                parts.append(data)
+        blocks.append({"rows": len(block_rows), "keys": list(keys), "cols": cols, "index": indexed})
     header = _json_dumps({"blocks": blocks}).encode("utf-8")
-    return b"".join([_U32.pack(len(header)), header, *parts])
+    return b"".join([_U32.pack(len(header)), header, *parts]), one_shape
 
 
 def _take(payload: bytes, pos: int, typecode: str, n: int) -> tuple[list[Any], int]:

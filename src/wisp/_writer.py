@@ -13,19 +13,20 @@ into the training loop; ``Run.finish()`` raises the first failure as a
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from itertools import repeat, starmap
 from operator import itemgetter
 
 from wisp._deferred import Deferred
 from wisp._metric import StepSync, update_summary
-from wisp._protocol import clean_text, step_problem
+from wisp._protocol import clean_text
 from wisp._rundir import DISK_FULL, MEDIA_DIR, lock_run_file, writer_of
-from wisp._runfile import HEADER, RecordType, encode_history, encode_record
+from wisp._runfile import HEADER, RecordType, encode_history_batch, encode_record
+from wisp._salvage import dumps, isolate, salvage
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
 if TYPE_CHECKING:
@@ -52,7 +53,6 @@ _STALL_MIN = 0.05  # back-off between writes to a full disk: 50 ms doubling to 2
 _STALL_MAX = 2.0
 _FINISH_RETRY = 5.0  # finish() retries a full disk this long at most, then counts rows lost
 _MAX_WARNING_RECORDS = 100  # WARNING records per kind; the count goes on in the finish record
-_DROP = object()  # what _salvage() leaves out
 
 
 def default_disk_full_memory() -> int:
@@ -69,13 +69,6 @@ _kind = itemgetter(0)
 # a row is (step, time, values), or a queued (ROW, step, time, values) as it is: read from its end
 _values_of = itemgetter(-1)
 _consume: Callable[[Any], None] = deque(maxlen=0).extend  # runs an iterator to its end
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc)[:200]}"
-
-
-_dumps = json.JSONEncoder(allow_nan=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
 class Writer:
@@ -394,7 +387,7 @@ class Writer:
         popleft = queue.popleft
         # log() only appends; its one pop (a row dropped over the disk-full budget) happens
         # while the writer holds its budget's worth and drains nothing, so these pops all hit
-        items = [popleft() for _ in range(min(SLICE, len(queue)))]
+        items = list(starmap(popleft, repeat((), min(SLICE, len(queue)))))  # a C loop
         if list(map(_kind, items)).count(ROW) == len(items):  # the usual slice: rows only
             if items:
                 self._write_rows(items)  # rows as queued (read from their end)
@@ -435,52 +428,23 @@ class Writer:
             for row in rows:
                 self._step_sync.apply(row[-1], self._spec_for)
         try:
-            payload = encode_history(rows)
+            payload, one_shape = encode_history_batch(rows)
         except Exception:  # noqa: BLE001 - one bad row must not lose the batch: isolate it
-            rows = self._isolate(rows)
+            rows = isolate(rows, self.reject)
             if not rows:
                 return
-            payload = encode_history(rows)
+            payload, one_shape = encode_history_batch(rows)
         self._append_raw(RecordType.HISTORY, payload, len(rows))
         self.rows_written += len(rows)
         self.last_step = rows[-1][-3]
         if self._has_special or self._metrics:
             for row in rows:
                 self._update_special(row[-1])
+        elif one_shape:  # the same keys in every row: the last row holds each one's last value
+            self.summary.update(rows[-1][-1])
         else:  # every key's last value, in C
             _consume(map(self.summary.update, map(_values_of, rows)))
         self._summary_dirty = True
-
-    def _isolate(self, rows: Sequence[Sequence[Any]]) -> list[Sequence[Any]]:
-        """The rows of a batch that failed to encode, without what made it fail.
-
-        Row by row, then value by value inside a failing row: every value that
-        encodes is kept; a value (or a row whose step is invalid) that does not is
-        counted under ``failures["value"]`` and recorded as a WARNING record.
-        """
-        good: list[Sequence[Any]] = []
-        for row in rows:
-            step, stamp, vals = row[-3:]
-            if type(step) is not int or step_problem(step) is not None:
-                why = step_problem(step) if type(step) is int else "not an int"
-                self.reject("value", f"row at step {step!r}", f"invalid step: {why}")
-                continue
-            try:
-                encode_history([row])
-            except Exception:  # noqa: BLE001 - find the value(s) at fault
-                values = {}
-                for key, value in vals.items():
-                    try:
-                        encode_history([[step, stamp, {key: value}]])
-                    except Exception as exc:  # noqa: BLE001
-                        self.reject("value", f"{key!r} at step {step}", _describe(exc))
-                    else:
-                        values[key] = value
-                if values:
-                    good.append([step, stamp, values])
-            else:
-                good.append(row)
-        return good
 
     def reject(self, what: str, where: str, reason: str) -> None:
         """Count one piece of data that could not be written, warn once, and leave a WARNING
@@ -498,7 +462,7 @@ class Writer:
             )
         if n <= _MAX_WARNING_RECORDS:
             rec = {"kind": what, "where": clean_text(where), "reason": reason, "count": n}
-            self._append_raw(RecordType.WARNING, _dumps(rec).encode("utf-8"))
+            self._append_raw(RecordType.WARNING, dumps(rec).encode("utf-8"))
 
     def _spec_for(self, key: str) -> dict[str, Any] | None:
         try:
@@ -560,33 +524,12 @@ class Writer:
         are sanitised (``clean_text``), other bad pieces left out and reported (``reject``).
         """
         try:
-            data = _dumps(obj).encode("utf-8")
+            data = dumps(obj).encode("utf-8")
         except (ValueError, TypeError, RecursionError):
             name = RecordType.NAMES.get(rtype, str(rtype))
-            obj = self._salvage(obj, name)
-            data = _dumps(obj).encode("utf-8")
+            obj = salvage(obj, name, self.reject)
+            data = dumps(obj).encode("utf-8")
         self._append_raw(rtype, data)
-
-    def _salvage(self, obj: Any, where: str) -> Any:
-        try:
-            _dumps(obj).encode("utf-8")
-            return obj
-        except (ValueError, TypeError, RecursionError) as exc:
-            if type(obj) is str:
-                return clean_text(obj)
-            if isinstance(obj, dict):
-                out = {}
-                for k, v in obj.items():
-                    key = clean_text(k) if type(k) is str else k
-                    v = self._salvage(v, f"{where}.{key}")
-                    if v is not _DROP:
-                        out[key] = v
-                return out
-            if isinstance(obj, (list, tuple)):
-                items = (self._salvage(v, f"{where}[{i}]") for i, v in enumerate(obj))
-                return [v for v in items if v is not _DROP]
-            self.reject("value", where, _describe(exc))
-            return _DROP
 
     def _append_raw(self, rtype: int, payload: bytes, rows: int = 0) -> None:
         data = encode_record(rtype, payload)
