@@ -8,6 +8,7 @@ engine + dialect + clock that every part of the store shares.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -90,6 +91,7 @@ class Db:
         self.engine = engine
         self.dialect: Dialect = dialect_of(engine)
         self.clock = clock
+        self._local = threading.local()  # .conn: the connection shared by reading()
 
     @contextmanager
     def tx(self) -> Iterator[Connection]:
@@ -101,6 +103,27 @@ class Db:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        """A connection for reads."""
+        """A connection for reads: this thread's shared one inside :meth:`reading`."""
+        shared = getattr(self._local, "conn", None)
+        if shared is not None:
+            yield shared
+            return
         with self.engine.connect() as conn:
             yield conn
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Inside, this thread's :meth:`read` blocks share one connection: one checkout, one
+        transaction, instead of one each (the auth middleware's few lookups of a request).
+        PostgreSQL only, where each is a round trip to the database server (read
+        committed: a read inside sees what a :meth:`tx` inside committed); SQLite's are
+        calls in the process, and its snapshot would hide such writes."""
+        if self.dialect.name != "postgresql" or getattr(self._local, "conn", None) is not None:
+            yield
+            return
+        with self.engine.connect() as conn:
+            self._local.conn = conn
+            try:
+                yield
+            finally:
+                self._local.conn = None
