@@ -23,7 +23,7 @@ run on; they call a :class:`Dialect`, chosen once from the URL scheme by
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,9 +112,16 @@ class Dialect:
         """Delete chunks ``(key_id, s0)``, then insert or replace ``rows``."""
         raise NotImplementedError
 
-    def write_points(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> None:
-        """Merge the points of ``cols`` into their keys' chunks (see :mod:`series.points`)."""
-        P.write_points(self, conn, ids, cols)
+    def write_points(
+        self,
+        conn: Connection,
+        ids: dict[str, int],
+        cols: list[Column],
+        pause: Callable[[], None] | None = None,
+    ) -> None:
+        """Merge the points of ``cols`` into their keys' chunks (see :mod:`series.points`);
+        ``pause()``, if given, is called between keys (:mod:`wisp.server.readfirst`)."""
+        P.write_points(self, conn, ids, cols, pause)
 
     def read_points(self, conn: Connection, key_ids: list[int], lo: int, hi: int) -> Any:
         """``(key_id, step, value)`` numpy columns (see :mod:`wisp.server.series.read`)."""
