@@ -108,8 +108,17 @@ class Db:
         if shared is not None:
             yield shared
             return
-        with self.engine.connect() as conn:
+        with self._reader() as conn:
             yield conn
+
+    def _reader(self) -> Connection:
+        """A new read connection.  On PostgreSQL in autocommit: under read committed every
+        statement of a transaction takes its own snapshot anyway, so a read-only one gains
+        nothing from ``BEGIN`` and ``ROLLBACK`` but their two round trips."""
+        conn = self.engine.connect()
+        if self.dialect.name == "postgresql":
+            conn.execution_options(isolation_level="AUTOCOMMIT")
+        return conn
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -121,7 +130,7 @@ class Db:
         if self.dialect.name != "postgresql" or getattr(self._local, "conn", None) is not None:
             yield
             return
-        with self.engine.connect() as conn:
+        with self._reader() as conn:
             self._local.conn = conn
             try:
                 yield
