@@ -178,3 +178,23 @@ def test_postgres_reads_run_in_autocommit(pg_url: str) -> None:
             assert conn.connection.driver_connection.info.transaction_status == 2  # INTRANS
     finally:
         s.close()
+
+
+def test_a_write_inside_reading_uses_the_shared_connection(store: Any) -> None:
+    """A write transaction inside Db.reading() runs on its PostgreSQL connection (a second
+    checkout while holding one could wait on an emptied pool), commits, and the reads after
+    it see it; on SQLite it keeps its own connection."""
+    from sqlalchemy import text
+
+    with store.db.reading():
+        with store.db.read() as r:
+            r.execute(text("SELECT 1")).scalar()
+        with store.db.tx() as w:
+            w.execute(text("INSERT INTO rate_limits (name, tokens, at) VALUES ('t', 1.0, 0.0)"))
+            assert (w is r) == (store.dialect.name == "postgresql")
+        with store.db.read() as r2:
+            assert (
+                r2.execute(text("SELECT tokens FROM rate_limits WHERE name = 't'")).scalar() == 1.0
+            )
+    with store.db.read() as r3:
+        assert r3.execute(text("SELECT count(*) FROM rate_limits WHERE name = 't'")).scalar() == 1

@@ -95,7 +95,21 @@ class Db:
 
     @contextmanager
     def tx(self) -> Iterator[Connection]:
-        """A write transaction (``BEGIN IMMEDIATE`` on SQLite)."""
+        """A write transaction (``BEGIN IMMEDIATE`` on SQLite); inside :meth:`reading`, on
+        its connection (a second one while holding the first could wait on a pool that
+        threads holding one each had emptied)."""
+        shared = getattr(self._local, "conn", None)
+        if shared is not None and not getattr(self._local, "writing", False):
+            shared.rollback()  # ends the reads' implicit transaction (none in the database)
+            shared.execution_options(isolation_level=shared.default_isolation_level)
+            self._local.writing = True
+            try:
+                with shared.begin():
+                    yield shared
+            finally:
+                self._local.writing = False
+                shared.execution_options(isolation_level="AUTOCOMMIT")
+            return
         with self.engine.connect() as conn:
             conn.execution_options(wisp_write=True)
             with conn.begin():
@@ -122,11 +136,10 @@ class Db:
 
     @contextmanager
     def reading(self) -> Iterator[None]:
-        """Inside, this thread's :meth:`read` blocks share one connection: one checkout, one
-        transaction, instead of one each (the auth middleware's few lookups of a request).
-        PostgreSQL only, where each is a round trip to the database server (read
-        committed: a read inside sees what a :meth:`tx` inside committed); SQLite's are
-        calls in the process, and its snapshot would hide such writes."""
+        """Inside, this thread's :meth:`read` and :meth:`tx` blocks share one connection: one
+        checkout instead of one each (the auth middleware's few lookups of a request).
+        PostgreSQL only, where each checkout is a wait on the pool and round trips to the
+        database server; SQLite's are calls in the process."""
         if self.dialect.name != "postgresql" or getattr(self._local, "conn", None) is not None:
             yield
             return
