@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -121,3 +122,79 @@ def test_postgres_connections_run_without_jit(pg_url: str) -> None:
             assert [c.execute(text("SHOW jit")).scalar() for c in (a, b)] == ["off", "off"]
     finally:
         engine.dispose()
+
+
+def test_a_pooled_postgres_connection_that_died_while_idle_is_replaced(pg_url: str) -> None:
+    """A pooled connection whose backend was terminated while it idled past the ping age
+    is pinged when taken out and replaced: the read after it succeeds (no pre-ping on
+    every checkout, still no dead connection handed out)."""
+    from sqlalchemy import text
+
+    from wisp.server.store import dialect as D
+    from wisp.server.store.db import make_engine
+
+    engine = make_engine(pg_url)
+    try:
+        victim, other = engine.connect(), engine.connect()
+        pid = victim.execute(text("SELECT pg_backend_pid()")).scalar()
+        victim.close()  # back in the pool, idle
+        other.execute(text("SELECT pg_terminate_backend(:p)"), {"p": pid})
+        other.commit()
+        other.close()
+        time.sleep(D._PING_IDLE + 0.1)
+        with engine.connect() as a, engine.connect() as b:  # the dead one is among them
+            pids = {c.execute(text("SELECT pg_backend_pid()")).scalar() for c in (a, b)}
+        assert pid not in pids and len(pids) == 2
+    finally:
+        engine.dispose()
+
+
+def test_reads_inside_reading_share_one_connection_on_postgres(store: Any) -> None:
+    """Inside Db.reading() nested reads of the thread are one PostgreSQL connection (one
+    checkout for the auth middleware's lookups); SQLite reads, and reads outside, keep
+    their own."""
+
+    def nested_share() -> bool:
+        with store.db.read() as a, store.db.read() as b:
+            return a is b
+
+    with store.db.reading():
+        assert nested_share() == (store.dialect.name == "postgresql")
+    assert not nested_share()
+
+
+def test_postgres_reads_run_in_autocommit(pg_url: str) -> None:
+    """A PostgreSQL read connection holds no transaction open between statements (no BEGIN
+    and ROLLBACK round trips); a write transaction is one."""
+    from wisp.server import open_store
+
+    s = open_store(pg_url)
+    try:
+        with s.db.read() as conn:
+            conn.exec_driver_sql("SELECT 1")
+            assert conn.connection.driver_connection.info.transaction_status == 0  # IDLE
+        with s.db.tx() as conn:
+            conn.exec_driver_sql("SELECT 1")
+            assert conn.connection.driver_connection.info.transaction_status == 2  # INTRANS
+    finally:
+        s.close()
+
+
+def test_a_write_inside_reading_uses_the_shared_connection(store: Any) -> None:
+    """A write transaction inside Db.reading() runs on its PostgreSQL connection (a second
+    checkout while holding one could wait on an emptied pool), commits, and the reads after
+    it see it; on SQLite it keeps its own connection."""
+    from sqlalchemy import text
+
+    with store.db.reading():
+        with store.db.read() as r:
+            r.execute(text("SELECT 1")).scalar()
+        with store.db.tx() as w:
+            w.execute(text("INSERT INTO rate_limits (name, tokens, at) VALUES ('t', 1.0, 0.0)"))
+            assert (w is r) == (store.dialect.name == "postgresql")
+        with store.db.read() as r2:
+            assert (
+                r2.execute(text("SELECT tokens FROM rate_limits WHERE name = 't'")).scalar() == 1.0
+            )
+    with store.db.read() as r3:
+        assert r3.execute(text("SELECT count(*) FROM rate_limits WHERE name = 't'")).scalar() == 1

@@ -102,3 +102,22 @@ def test_quiet_waits_on_the_event_loop_for_the_reads_bounded() -> None:
     first, bounded = asyncio.run(main())
     assert 0.04 <= first < 0.19
     assert 0.19 <= bounded < 0.5
+
+
+def test_ingest_pauses_between_the_keys_of_its_merge(store: Any) -> None:
+    """A batch's chunk merge gives way to reads before each key and before its write, not
+    only between records (it was half of a batch's GIL time in one stretch)."""
+    from wisp.server.store.ingest import prepare_records
+
+    store.put_run("r", {"project": "p"})
+    rows = [[s, 1.0 + s, {f"k{j}": s * 0.5 for j in range(3)}] for s in range(100)]
+    calls: list[int] = []
+    store.ingest(
+        "r",
+        "w",
+        0,
+        prepare_records([{"type": 3, "data": {"rows": rows}}]),
+        pause=lambda: calls.append(1),
+    )
+    # one record, then before the merge, its 3 keys and the chunks' one statement
+    assert len(calls) == 1 + 1 + 3 + 1

@@ -252,14 +252,10 @@ class AuthMiddleware:
             scope_client(scope, self.proxies)  # who is calling, once (audit, sign-in limits)
             self._check_request(scope, headers)
             self._check_host(headers)
-            principal = await self._identify(scope, headers)
-            scope["wisp_principal"] = principal
-            scope["wisp_auth"] = self
-            if principal.key_id is not None:
-                await run_in_threadpool(self._throttle, principal.key_id)
-            await self._authorize(scope, principal, rule, params, headers)
+            principal = await run_in_threadpool(self._admit, scope, headers, rule, params)
         except Problem as p:
-            principal = scope.get("wisp_refused", principal)  # a session refused for CSRF
+            # a session refused for CSRF, else who was identified before the refusal
+            principal = scope.get("wisp_refused", scope.get("wisp_principal", principal))
             await json_response(p.body(), p.status)(scope, receive, send)
             if rule is not None and rule.audit:  # refused writes are audited too
                 await self._audit(scope, principal, rule.audit, scope["path"], p.status)
@@ -334,7 +330,22 @@ class AuthMiddleware:
                 421, "host_not_allowed", f"Host {host[:100]!r} is not one this server answers to"
             )
 
-    async def _identify(self, scope: Scope, headers: dict[str, str]) -> Principal:
+    def _admit(
+        self, scope: Scope, headers: dict[str, str], rule: Rule | None, params: dict[str, str]
+    ) -> Principal:
+        """Who calls, and may they: one trip to the thread pool and one database connection
+        for every read of it (each trip and each connection is a wait for a thread, the GIL
+        and the database, which under load cost more than the reads themselves)."""
+        with self.store.db.reading():
+            principal = self._identify(scope, headers)
+            scope["wisp_principal"] = principal
+            scope["wisp_auth"] = self
+            if principal.key_id is not None:
+                self._throttle(principal.key_id)
+            self._authorize(scope, principal, rule, params, headers)
+        return principal
+
+    def _identify(self, scope: Scope, headers: dict[str, str]) -> Principal:
         kind, _, token = headers.get("authorization", "").partition(" ")
         token = token.strip()
         if token:  # an empty "Bearer " is no key at all
@@ -342,20 +353,20 @@ class AuthMiddleware:
                 raise Problem(401, "unauthorized", "expected Authorization: Bearer <key>")
             if len(token) > 200 or not token.isascii():
                 raise Problem(401, "unauthorized", "the API key is not valid")
-            return await run_in_threadpool(self._key_principal, token)
+            return self._key_principal(token)
         addr = (scope.get("client") or ("", 0))[0]
         sso = self.settings.sso_header.lower()
         if sso and headers.get(sso) and is_trusted(addr, self.proxies):  # the peer itself
-            p = await run_in_threadpool(self._sso_principal, headers[sso].strip())
+            p = self._sso_principal(headers[sso].strip())
             self._check_csrf(scope, headers, None)
             return p
         cookies = _cookies(headers)
         sess = cookies.get(SESSION_COOKIE)
         if sess and len(sess) <= 200:
-            got = await run_in_threadpool(self.store.users.session, sess)
+            got = self.store.users.session(sess)
             if got is not None:
                 uid, csrf = got
-                user = await run_in_threadpool(self._session_principal, uid)
+                user = self._session_principal(uid)
                 if user is not None:
                     scope["wisp_refused"] = user
                     self._check_csrf(scope, headers, csrf)
@@ -392,7 +403,7 @@ class AuthMiddleware:
         if not got or (csrf is not None and got != csrf):
             raise Problem(403, "csrf", "missing or wrong X-CSRF-Token header for this session")
 
-    async def _authorize(
+    def _authorize(
         self,
         scope: Scope,
         p: Principal,
@@ -413,48 +424,48 @@ class AuthMiddleware:
         if not (p.anonymous and rule.scope == "read" and rule.touches != "none"):
             need_scope(p, rule.scope)  # anonymous reads: public-read projects only (below)
         if rule.touches == "run":
-            await run_in_threadpool(self._need_run_read, p, params["run_id"])
+            self._need_run_read(p, params["run_id"])
         elif rule.touches == "run_admin":
-            await run_in_threadpool(self._need_run_admin, p, params["run_id"])
+            self._need_run_admin(p, params["run_id"])
         elif rule.touches in ("sweep", "sweep_write"):
             project, write = unquote(params["project"]), rule.touches == "sweep_write"
-            await run_in_threadpool(self._need_sweep, p, project, write)
+            self._need_sweep(p, project, write)
         elif rule.touches in ("project", "project_write"):
             project = unquote(params["project"])
             if rule.touches == "project":
-                await run_in_threadpool(self._need_project_read, p, project)
+                self._need_project_read(p, project)
             else:
-                await run_in_threadpool(self.need_project_write, p, project)
+                self.need_project_write(p, project)
         elif rule.touches == "report_write":
             if p.via != "local":
                 need_scope(p, "write")
-            await run_in_threadpool(self.need_project_write, p, unquote(params["project"]))
+            self.need_project_write(p, unquote(params["project"]))
         elif rule.touches == "project_admin":
             project = unquote(params["project"])
-            await run_in_threadpool(self.need_project_admin, p, project)
+            self.need_project_admin(p, project)
         elif rule.touches == "workspace":
             from urllib.parse import unquote
 
             if p.via != "local":
                 need_scope(p, "write")
-            await run_in_threadpool(self._need_project_read, p, unquote(params["project"]))
+            self._need_project_read(p, unquote(params["project"]))
         elif rule.touches == "runs_query":
             from urllib.parse import parse_qs
 
             qs = parse_qs(scope.get("query_string", b"").decode("latin-1"))
             ids = [r for v in qs.get("runs", []) for r in v.split(",") if r][:1000]
-            await run_in_threadpool(self._need_runs_read, p, ids)
+            self._need_runs_read(p, ids)
         elif rule.touches in ("media", "blob"):
-            if not await run_in_threadpool(self.store.access.can_read_media, p, params["sha"]):
+            if not self.store.access.can_read_media(p, params["sha"]):
                 if scope["method"] == "HEAD" and not p.anonymous:  # the client sends the bytes
                     raise Problem(404, "not_found", f"no readable file {params['sha']}", "sha256")
                 raise deny_read(p, f"file {params['sha']}")
         elif rule.touches == "upload":
             declared = headers.get("content-length", "0")
             more = int(declared) if declared.isdigit() else 0
-            await run_in_threadpool(self.check_quota, p, more)
+            self.check_quota(p, more)
         if path in ("/api/v1/projects", "/api/v1/sweeps") and scope["method"] in _SAFE:
-            scope["wisp_readable"] = await run_in_threadpool(self.store.access.readable, p)
+            scope["wisp_readable"] = self.store.access.readable(p)
 
     def need_project_write(self, p: Principal, project: str) -> None:
         """Write rights on ``project`` (site admins and local callers pass; an unknown project

@@ -220,7 +220,7 @@ def list_runs(
     except Problem as p:
         raise Problem(422, "invalid", p.message.replace("filter:", "sort:"), "sort") from None
     q = select(S.runs).where(cond).order_by(*skeys, r.id).limit(limit).offset(offset)
-    with store.engine.connect() as conn:
+    with store.db.read() as conn:
         total = conn.execute(select(func.count()).select_from(S.runs).where(cond)).scalar_one()
         runs = [store.run_dict(row) for row in conn.execute(q)]
     return {"runs": runs, "total": total}

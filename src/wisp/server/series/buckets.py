@@ -482,7 +482,7 @@ def series(
     lo, hi, after = (None if v is None or math.isnan(v) else v for v in (lo, hi, after))
     out = []
     d = store.dialect
-    with store.engine.connect() as conn:
+    with store.db.read() as conn:
         for run_id in runs:
             segs = lineage.view_segments(conn, run_id)
             if x == "step" and segs != [(run_id, 0, lineage.MAX_STEP)]:  # a fork: its view

@@ -20,7 +20,7 @@ transaction).  Writers of different keys, or of different runs, still proceed in
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
@@ -168,13 +168,19 @@ _WRITE_ROWS = 512  # chunk rows per statement: a huge batch is written in slices
 
 
 def write_points(
-    dialect: Dialect, conn: Connection, ids: dict[str, int], cols: list[Column]
+    dialect: Dialect,
+    conn: Connection,
+    ids: dict[str, int],
+    cols: list[Column],
+    pause: Callable[[], None] | None = None,
 ) -> None:
     """Write the points of ``cols`` (in record order: of equal steps of a key the last wins).
 
     Keys are merged one at a time and their rows written in slices of :data:`_WRITE_ROWS`,
     so a batch of millions of points holds one key's arrays and a slice of chunk rows at a
-    time beside the batch itself.
+    time beside the batch itself.  ``pause()``, if given, is called before each key and
+    each statement: a batch's merge is the longest stretch of ingest holding the GIL (half
+    of it), and the server's reads go first (:mod:`wisp.server.readfirst`).
     """
     import numpy as np
 
@@ -194,6 +200,8 @@ def write_points(
     pending: list[ChunkRow] = []  # merged rows not written yet
     deletes: list[tuple[int, int]] = []
     for kid, cs in per_key.items():
+        if pause is not None:
+            pause()
         parts = [columns(c.steps, c.times, c.values, c.nfs) for c in cs]
         new: tuple[Any, Any, Any] = parts[0]
         if len(parts) > 1:
@@ -212,4 +220,6 @@ def write_points(
             del pending[:_WRITE_ROWS]
             deletes = []
     if pending or deletes:
+        if pause is not None:
+            pause()
         dialect.write_chunks(conn, pending, deletes)

@@ -8,6 +8,7 @@ engine + dialect + clock that every part of the store shares.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -90,10 +91,25 @@ class Db:
         self.engine = engine
         self.dialect: Dialect = dialect_of(engine)
         self.clock = clock
+        self._local = threading.local()  # .conn: the connection shared by reading()
 
     @contextmanager
     def tx(self) -> Iterator[Connection]:
-        """A write transaction (``BEGIN IMMEDIATE`` on SQLite)."""
+        """A write transaction (``BEGIN IMMEDIATE`` on SQLite); inside :meth:`reading`, on
+        its connection (a second one while holding the first could wait on a pool that
+        threads holding one each had emptied)."""
+        shared = getattr(self._local, "conn", None)
+        if shared is not None and not getattr(self._local, "writing", False):
+            shared.rollback()  # ends the reads' implicit transaction (none in the database)
+            shared.execution_options(isolation_level=shared.default_isolation_level)
+            self._local.writing = True
+            try:
+                with shared.begin():
+                    yield shared
+            finally:
+                self._local.writing = False
+                shared.execution_options(isolation_level="AUTOCOMMIT")
+            return
         with self.engine.connect() as conn:
             conn.execution_options(wisp_write=True)
             with conn.begin():
@@ -101,6 +117,35 @@ class Db:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        """A connection for reads."""
-        with self.engine.connect() as conn:
+        """A connection for reads: this thread's shared one inside :meth:`reading`."""
+        shared = getattr(self._local, "conn", None)
+        if shared is not None:
+            yield shared
+            return
+        with self._reader() as conn:
             yield conn
+
+    def _reader(self) -> Connection:
+        """A new read connection.  On PostgreSQL in autocommit: under read committed every
+        statement of a transaction takes its own snapshot anyway, so a read-only one gains
+        nothing from ``BEGIN`` and ``ROLLBACK`` but their two round trips."""
+        conn = self.engine.connect()
+        if self.dialect.name == "postgresql":
+            conn.execution_options(isolation_level="AUTOCOMMIT")
+        return conn
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Inside, this thread's :meth:`read` and :meth:`tx` blocks share one connection: one
+        checkout instead of one each (the auth middleware's few lookups of a request).
+        PostgreSQL only, where each checkout is a wait on the pool and round trips to the
+        database server; SQLite's are calls in the process."""
+        if self.dialect.name != "postgresql" or getattr(self._local, "conn", None) is not None:
+            yield
+            return
+        with self._reader() as conn:
+            self._local.conn = conn
+            try:
+                yield
+            finally:
+                self._local.conn = None

@@ -23,7 +23,7 @@ run on; they call a :class:`Dialect`, chosen once from the URL scheme by
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,9 +112,16 @@ class Dialect:
         """Delete chunks ``(key_id, s0)``, then insert or replace ``rows``."""
         raise NotImplementedError
 
-    def write_points(self, conn: Connection, ids: dict[str, int], cols: list[Column]) -> None:
-        """Merge the points of ``cols`` into their keys' chunks (see :mod:`series.points`)."""
-        P.write_points(self, conn, ids, cols)
+    def write_points(
+        self,
+        conn: Connection,
+        ids: dict[str, int],
+        cols: list[Column],
+        pause: Callable[[], None] | None = None,
+    ) -> None:
+        """Merge the points of ``cols`` into their keys' chunks (see :mod:`series.points`);
+        ``pause()``, if given, is called between keys (:mod:`wisp.server.readfirst`)."""
+        P.write_points(self, conn, ids, cols, pause)
 
     def read_points(self, conn: Connection, key_ids: list[int], lo: int, hi: int) -> Any:
         """``(key_id, step, value)`` numpy columns (see :mod:`wisp.server.series.read`)."""
@@ -212,6 +219,39 @@ class SqliteDialect(Dialect):
         return exists(select(1).select_from(je).where(je.c.value == value))
 
 
+_PING_IDLE = 1.0  # seconds a pooled connection may idle before it is pinged when taken out
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """A connection that idled past :data:`_PING_IDLE` answers ``SELECT 1`` when taken out
+    of the pool, or is replaced (the database restarted, a proxy dropped it): the point of
+    ``pool_pre_ping``, without its round trip on a busy connection.  One that broke while in
+    use is a failed request, after which SQLAlchemy replaces the pool's connections."""
+    import time
+
+    import psycopg
+    from sqlalchemy import event
+    from sqlalchemy.exc import DisconnectionError
+
+    @event.listens_for(engine, "checkin")
+    def _checkin(_dbapi_conn: Any, record: Any) -> None:
+        record.info["wisp_idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get("wisp_idle_since")
+        if since is None or time.monotonic() - since < _PING_IDLE:
+            return
+        try:
+            dbapi_conn.autocommit = True
+            try:
+                dbapi_conn.execute("SELECT 1")
+            finally:
+                dbapi_conn.autocommit = False
+        except psycopg.Error as exc:  # closed, reset, timed out: a new connection instead
+            raise DisconnectionError(f"a pooled connection is gone: {exc}") from exc
+
+
 class PostgresDialect(Dialect):
     name = "postgresql"
 
@@ -228,9 +268,13 @@ class PostgresDialect(Dialect):
 
         rest = url.split("://", 1)[1]
         pool = int(os.environ.get("WISP_SERVER_DB_POOL", "8"))
+        # LIFO: the connection just given back is the next one out, warm; the others idle
+        # and only a connection idle for _PING_IDLE s is pinged when taken out (not each
+        # one, as pool_pre_ping would: a round trip to the database on every checkout)
         engine = create_engine(
-            f"postgresql+psycopg://{rest}", pool_size=pool, max_overflow=pool, pool_pre_ping=True
+            f"postgresql+psycopg://{rest}", pool_size=pool, max_overflow=pool, pool_use_lifo=True
         )
+        _ping_when_idle(engine)
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_conn: Any, _record: Any) -> None:

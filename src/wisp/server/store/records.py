@@ -148,7 +148,7 @@ class RecordStore:
         now = self.db.clock()
         if pause is not None:
             pause()
-        self._write_points(conn, run_id, ck, points, new_keys)
+        self._write_points(conn, run_id, ck, points, new_keys, pause)
         if points:
             run_vals["stepped_at"] = now  # not stalled (``stalled`` in the runs filter)
         if "summary" in run_vals:  # a fork's: over its view (store.lineage), its points in
@@ -170,11 +170,12 @@ class RecordStore:
         ck: str,
         points: list[Column],
         new_keys: dict[tuple[str, str], int],
+        pause: Callable[[], None] | None = None,
     ) -> None:
         """Once per batch (and before a rewind): a chunk is rewritten once, not per record."""
         if points:
             ids = self._key_id_map(conn, run_id, ck, {c.key for c in points}, new_keys)
-            self.db.dialect.write_points(conn, ids, points)
+            self.db.dialect.write_points(conn, ids, points, pause)
 
     def _apply(
         self,
