@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tests._procs import stop
 from tests.browser.conftest import SPIKE, SPIKE_STEP, STEPS, Dashboard, save_shot
 
 
@@ -331,4 +332,4 @@ run.finish()
         assert requests, "live updates should fetch only points after the last known x"
         assert page.locator("#live").inner_text() == "● live"
     finally:
-        proc.wait(60)
+        stop(proc, 60)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests._procs import stop
 from tests.browser.conftest import STATIC, _missing, save_shot
 from tests.sweeps._helpers import Server, at, create_sweep, run_cli
 
@@ -124,6 +125,6 @@ def test_sweep_page_is_live_while_the_sweep_runs(tmp_path: Path, page: Any) -> N
         assert agent.wait(60) == 0
         assert page.locator("#live").text_content() == ""  # no more polling once finished
     finally:
-        if agent is not None and agent.poll() is None:
-            agent.kill()
+        if agent is not None:
+            stop(agent)
         srv.stop()
