@@ -173,6 +173,7 @@ def _server_ids(d: Dashboard, expr: str) -> list[str] | str:
         with urllib.request.urlopen(f"{d.url}/api/v1/projects/browser/runs?{q}", timeout=10) as r:
             return sorted(x["id"] for x in json.load(r)["runs"])
     except urllib.error.HTTPError as e:
+        e.close()  # its socket now, not at a later test's garbage collection
         return f"error {e.code}"
 
 
