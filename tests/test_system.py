@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests._procs import reaped
 from wisp._system import SystemSampler
 
 
@@ -71,11 +72,10 @@ def test_rss_includes_children() -> None:
         stdout=subprocess.PIPE,
         text=True,
     )
-    try:
+    with reaped(child):
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ready"
         after = s.sample_once()
-    finally:
         child.communicate("", timeout=30)
     assert after is not None
     grown = after["values"]["system/rss_mb"] - base["values"]["system/rss_mb"]

@@ -191,8 +191,12 @@ class Server:
         req = urllib.request.Request(
             f"{self.url}/api/v1{path}", headers={"Authorization": f"Bearer {self.key}"}
         )
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return json.loads(resp.read())
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            e.close()  # its socket now: not at a later garbage collection (a ResourceWarning)
+            raise
 
     def points(self, run_id: str, key: str) -> list[tuple[int, Any]]:
         """Every (step, value) the server holds for ``key`` of ``run_id`` (raw series)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import wisp
+from tests._procs import stop
 from wisp.artifacts._client import ArtifactClient
 from wisp.artifacts._upload import sync_run_dir
 
@@ -105,10 +105,7 @@ def test_kill_during_upload_then_sync_skips_sent_files(server: Any, tmp_path: Pa
             sent += line.startswith("sent")
         assert sent >= 6 and run_dir is not None
     finally:
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
+        stop(child)
     assert server.get("/projects/p/artifacts")["artifacts"] == []  # not published
     client = ArtifactClient(server.url, server.key)
     try:
@@ -132,9 +129,13 @@ def test_concurrent_writers_get_distinct_versions(server: Any, tmp_path: Path) -
         )
         for who in ("alpha", "beta")
     ]
-    time.sleep(1.5)  # both imported and waiting
-    go.write_text("")
-    assert [p.wait(120) for p in procs] == [0, 0]
+    try:
+        time.sleep(1.5)  # both imported and waiting
+        go.write_text("")
+        assert [p.wait(120) for p in procs] == [0, 0]
+    finally:
+        for p in procs:
+            stop(p)
     vs = server.get("/projects/p/artifacts/ds/versions")["versions"]
     assert sorted(v["version"] for v in vs) == ["v0", "v1"]
     aliases = {a: v["version"] for v in vs for a in v["aliases"]}

@@ -198,8 +198,9 @@ def test_account_page_creates_and_revokes_keys_and_sets_roles(
     row = page.locator("#keys tr", has_text="from the browser")
     row.locator("button:has-text('Revoke')").click()
     page.wait_for_selector("#keys tr:has-text('from the browser') td:has-text('revoked')")
-    with pytest.raises(urllib.error.HTTPError, match="401"):
+    with pytest.raises(urllib.error.HTTPError, match="401") as refused:
         urllib.request.urlopen(req, timeout=10)
+    refused.value.close()  # its socket, not left to a later test's garbage collection
     page.fill("#member-team", "vision")
     page.fill("#member-user", "bob")
     page.select_option("#member-role", "viewer")

@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tests._procs import stop
 from tests.browser.conftest import SPIKE, SPIKE_STEP, STEPS, Dashboard, save_shot
 
 
@@ -172,6 +173,7 @@ def _server_ids(d: Dashboard, expr: str) -> list[str] | str:
         with urllib.request.urlopen(f"{d.url}/api/v1/projects/browser/runs?{q}", timeout=10) as r:
             return sorted(x["id"] for x in json.load(r)["runs"])
     except urllib.error.HTTPError as e:
+        e.close()  # its socket now, not at a later test's garbage collection
         return f"error {e.code}"
 
 
@@ -331,4 +333,4 @@ run.finish()
         assert requests, "live updates should fetch only points after the last known x"
         assert page.locator("#live").inner_text() == "● live"
     finally:
-        proc.wait(60)
+        stop(proc, 60)

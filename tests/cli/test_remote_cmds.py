@@ -10,6 +10,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from tests._procs import reaped, stop
 from tests.cli._helpers import make_run, wisp_cli
 from tests.cli.conftest import need_server
 
@@ -119,10 +120,7 @@ def test_ui_serves_local_runs_and_prints_its_url(tmp_path: Path) -> None:
         assert "ui-run" in names
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
-        assert proc.stdout is not None and proc.stderr is not None
-        proc.stdout.close()
-        proc.stderr.close()
+        stop(proc, 20)
 
 
 def _ui_runs(cwd: Path, env: dict[str, str], *args: str, want: str) -> tuple[list[str], str]:
@@ -130,7 +128,7 @@ def _ui_runs(cwd: Path, env: dict[str, str], *args: str, want: str) -> tuple[lis
     (or after 30 s), and what it said on stderr."""
     cmd = [sys.executable, "-m", "wisp.cli", "ui", "--port", "0", *args]
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-    with subprocess.Popen(cmd, **pipes, text=True, env=env, cwd=cwd) as proc:  # type: ignore[call-overload]
+    with reaped(subprocess.Popen(cmd, **pipes, text=True, env=env, cwd=cwd)) as proc:  # type: ignore[call-overload]
         try:
             line = proc.stdout.readline()
             assert line.startswith("wisp dashboard: http://127.0.0.1:"), line + proc.stderr.read()

@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 import wisp
+from tests._procs import stop
 from wisp.testing import Server, temporary_postgres_database
 
 pytest.importorskip("mcp")
@@ -169,7 +170,7 @@ def test_stop_run_ends_a_live_run_cleanly(tmp_path: Path) -> None:
             assert not stopped.is_error, stopped.content
             out, err = proc.communicate(timeout=60)
         finally:
-            proc.kill()
+            stop(proc)
         assert "interrupted" in out
         assert "was asked to stop from the server" in err
         assert proc.returncode != 0

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import wisp
+from tests._procs import reaped, stop
 from wisp._runfile import scan
 
 from ._proc import child_env, only_run, run_script
@@ -163,10 +164,7 @@ def test_kill_9_leaves_readable_prefix(tmp_path: Path) -> None:
             proc.kill()
             assert proc.wait(timeout=10) == -signal.SIGKILL
         finally:
-            proc.kill()
-            proc.wait(timeout=10)
-            assert proc.stdout is not None
-            proc.stdout.close()
+            stop(proc)
         data = only_run(base)
         assert data.state == "crashed" and data.finish is None
         got = list(data.history())
@@ -190,10 +188,8 @@ def test_kill_9_prefix_is_not_trivial(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, str(script)], cwd=tmp_path, env=child_env(tmp_path), stdout=subprocess.PIPE
     )
-    assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
-    time.sleep(0.5)
-    proc.kill()
-    proc.wait(timeout=10)
-    proc.stdout.close()
+    with reaped(proc):
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        time.sleep(0.5)
     data = wisp.open_run(next((tmp_path / "wisp").glob("run-*")))
     assert len(list(data.history())) > 1000

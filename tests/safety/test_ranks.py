@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import wisp
+from tests._procs import stop
 from wisp import _ranks
 
 from ._proc import child_env
@@ -53,14 +54,17 @@ def _launch(tmp_path: Path, ranks: str, world: int = 3, **extra: str) -> list[st
             )
         )
     outs = []
-    for p in procs:
-        try:
-            out, err = p.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            pytest.fail("a rank hung")
-        assert p.returncode == 0, err
-        outs.append(out.strip())
+    try:
+        for p in procs:
+            try:
+                out, err = p.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                pytest.fail("a rank hung")
+            assert p.returncode == 0, err
+            outs.append(out.strip())
+    finally:
+        for p in procs:
+            stop(p)
     return outs
 
 

@@ -6,6 +6,7 @@ import hashlib
 import os
 import sys
 import time
+import urllib.error
 import urllib.request
 from typing import Any
 
@@ -26,8 +27,12 @@ def _put(url: str, data: bytes) -> int:
     req = urllib.request.Request(
         url, data=data, method="PUT", headers={"Content-Type": "application/octet-stream"}
     )
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        return int(resp.status)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as e:
+        e.close()  # its socket now, not at a later test's garbage collection
+        raise
 
 
 def _send(plan: Any, data: bytes, skip: tuple[int, ...] = ()) -> None:

@@ -5,6 +5,7 @@ metric, grouped series, the history export, and the project's fork list."""
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,12 @@ def _text(server: Any, path: str) -> str:
     req = urllib.request.Request(
         f"{server.url}/api/v1{path}", headers={"Authorization": f"Bearer {server.key}"}
     )
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        return str(resp.read().decode())
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return str(resp.read().decode())
+    except urllib.error.HTTPError as e:
+        e.close()  # its socket now, not at a later test's garbage collection
+        raise
 
 
 def _family(d: str) -> tuple[wisp.Run, wisp.Run]:

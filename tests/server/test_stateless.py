@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 import wisp
+from tests._procs import stop
 from tests.server.conftest import PG_HOST
 from wisp.testing import Server, free_port, temporary_postgres_database
 
@@ -117,7 +118,7 @@ http {{
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
-            self.proc.wait(10)
+        stop(self.proc, 10)
 
 
 @pytest.fixture

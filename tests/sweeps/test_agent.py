@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._procs import reaped, stop
 from tests.sweeps._helpers import (
     create_sweep,
     env_for,
@@ -53,9 +54,13 @@ def test_grid_four_concurrent_agents_cover_every_point_once(tmp_path: Path) -> N
         )
         for _ in range(4)
     ]
-    for a in agents:
-        _out, err = a.communicate(timeout=240)
-        assert a.returncode == 0, err
+    try:
+        for a in agents:
+            _out, err = a.communicate(timeout=240)
+            assert a.returncode == 0, err
+    finally:
+        for a in agents:
+            stop(a)
     got = trials(tmp_path, sweep_id)
     combos = [(t["params"]["x"], t["params"]["y"], t["params"]["opt"]) for t in got]
     assert sorted(combos) == sorted(itertools.product(xs, ys, opts))
@@ -94,9 +99,10 @@ def test_kill_9_agent_leaves_trial_crashed_and_next_agent_continues(tmp_path: Pa
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    _wait(lambda: len(trials(tmp_path, sweep_id)) == 1)
-    os.killpg(slow.pid, signal.SIGKILL)  # the agent and its trial die at once, like a lost node
-    slow.wait(10)
+    with reaped(slow, group=True):
+        _wait(lambda: len(trials(tmp_path, sweep_id)) == 1)
+        os.killpg(slow.pid, signal.SIGKILL)  # the agent and its trial die at once, like a lost node
+        slow.wait(10)
     assert trials(tmp_path, sweep_id)[0]["state"] == "running"
     (tmp_path / "slow").unlink()
     res = run_cli("agent", sweep_id, base=tmp_path)
@@ -118,10 +124,12 @@ def test_ctrl_c_stops_agent_and_trial_cleanly(tmp_path: Path) -> None:
         text=True,
         start_new_session=True,
     )
-    _wait(lambda: len(trials(tmp_path, sweep_id)) == 1)
-    time.sleep(1.0)  # let the trial reach its sleep
-    os.killpg(agent.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
-    _out, err = agent.communicate(timeout=30)
+    with reaped(agent, group=True):
+        _wait(lambda: len(trials(tmp_path, sweep_id)) == 1)
+        # the trial's wisp.init() made its run directory: it is running, on to its sleep
+        _wait(lambda: any((tmp_path / "wisp").glob("run-*")))
+        os.killpg(agent.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        _out, err = agent.communicate(timeout=30)
     assert agent.returncode == 130, err
     assert [t["state"] for t in trials(tmp_path, sweep_id)] == ["stopped"]
 
@@ -142,9 +150,10 @@ def test_stop_pause_resume_cancel(tmp_path: Path) -> None:
     agent = subprocess.Popen(
         wisp_cmd("agent", sweep_id), cwd=tmp_path, env=env_for(tmp_path), stderr=subprocess.PIPE
     )
-    _wait(lambda: len(trials(tmp_path, sweep_id)) == 2)
-    assert run_cli("sweep", "--cancel", sweep_id, base=tmp_path).returncode == 0
-    agent.communicate(timeout=60)
+    with reaped(agent):
+        _wait(lambda: len(trials(tmp_path, sweep_id)) == 2)
+        assert run_cli("sweep", "--cancel", sweep_id, base=tmp_path).returncode == 0
+        agent.communicate(timeout=60)
     assert agent.returncode == 0
     assert [t["state"] for t in trials(tmp_path, sweep_id)] == ["finished", "stopped"]
     bad = run_cli("sweep", "--stop", "nosuchsweep", base=tmp_path)
@@ -215,9 +224,10 @@ def test_paused_sweep_makes_agents_wait_until_resumed(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(3.0)
-    assert agent.poll() is None and trials(tmp_path, sweep_id) == []
-    run_cli("sweep", "--resume", sweep_id, base=tmp_path)
-    _out, err = agent.communicate(timeout=60)
+    with reaped(agent):
+        time.sleep(3.0)
+        assert agent.poll() is None and trials(tmp_path, sweep_id) == []
+        run_cli("sweep", "--resume", sweep_id, base=tmp_path)
+        _out, err = agent.communicate(timeout=60)
     assert agent.returncode == 0 and "paused; waiting" in err
     assert [t["state"] for t in trials(tmp_path, sweep_id)] == ["finished"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._procs import stop
 from tests.sweeps._helpers import Server, at, create_sweep, env_for, run_cli, trials, wisp_cmd
 
 pytestmark = pytest.mark.slow
@@ -61,9 +62,13 @@ def test_online_sweep_lives_in_the_server_and_agents_share_it(
         )
         for _ in range(2)
     ]
-    for a in agents:
-        _out, err = a.communicate(timeout=240)
-        assert a.returncode == 0, err
+    try:
+        for a in agents:
+            _out, err = a.communicate(timeout=240)
+            assert a.returncode == 0, err
+    finally:
+        for a in agents:
+            stop(a)
     got = server.get(f"{at(sweep_id)}/trials")["trials"]
     pairs = sorted((t["params"]["x"], t["params"]["y"]) for t in got)
     assert pairs == sorted(itertools.product([0.0, 1.0, 2.0], [-1.0, 0.0]))

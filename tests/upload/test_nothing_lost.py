@@ -155,7 +155,9 @@ def test_a_short_disk_full_burst_keeps_every_row_within_the_memory_budget(
         for _ in range(12_000):
             run.log({f"k{j}": float(n + j) for j in range(5)})
             n += 1
-        time.sleep(0.3)  # the writer encodes the held rows into memory
+        deadline = time.monotonic() + 30  # the writer encodes the held rows into memory
+        while w.held_peak == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert w.rows_dropped == 0 and 0 < w.held_peak <= budget
         filler.unlink()  # space returns
         for _ in range(12_000):

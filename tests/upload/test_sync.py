@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from _sync_helpers import start_training
+from tests._procs import stop
 
 import wisp
 from wisp._runfile import HEADER, HEADER_SIZE
@@ -31,14 +32,6 @@ def _wait_for(pred: Any, timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}")
         time.sleep(0.05)
-
-
-def _reap(proc: Any) -> None:
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
-    proc.stdout.close()
-    proc.stderr.close()
 
 
 def _run_dir(tmp_path: Path, run_id: str) -> Path | None:
@@ -64,9 +57,7 @@ def test_kill_9_mid_run_then_sync_uploads_everything_flushed(
         _wait_for(lambda: len(_file_points(str(run_dir), "loss")) > 3000, 60, "3000 rows on disk")
         os.kill(proc.pid, signal.SIGKILL)
     finally:
-        proc.wait(30)
-        proc.stdout.close()  # type: ignore[union-attr]
-        proc.stderr.close()  # type: ignore[union-attr]
+        stop(proc)
     on_disk = _file_points(str(run_dir), "loss")
     (res,) = wisp.sync([run_dir], server_url=server.url, api_key=server.key)
     assert res.done and res.error is None
@@ -131,11 +122,7 @@ def test_sync_follows_a_run_that_is_still_logging(server: Server, tmp_path: Path
         (res,) = wisp.sync([run_dir], server_url=server.url, api_key=server.key)  # type: ignore[list-item]
         assert proc.wait(30) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()  # type: ignore[union-attr]
-        proc.stderr.close()  # type: ignore[union-attr]
+        stop(proc)
     assert res.done
     assert server.points("liverun", "loss") == [(i, i * 0.25) for i in range(3000)]
     assert server.get("/runs/liverun")["state"] == "finished"
@@ -296,7 +283,7 @@ def test_sync_right_after_a_child_process_started_its_run(server: Server, tmp_pa
         (res,) = wisp.sync([run_dir], server_url=server.url, api_key=server.key)  # type: ignore[list-item]
         assert proc.wait(30) == 0
     finally:
-        _reap(proc)
+        stop(proc)
     assert res.done and res.error is None
     assert server.points("newborn", "loss") == [(i, i * 0.25) for i in range(200)]
     assert server.get("/runs/newborn")["state"] == "finished"

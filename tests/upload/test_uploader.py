@@ -163,7 +163,7 @@ def test_nothing_listening_ends_the_init_wait_at_once(
     url = f"http://127.0.0.1:{free_port()}"
     t0 = time.monotonic()
     run = wisp.init(project="up", settings=_online(url, tmp_path, "k", init_timeout=30))
-    assert time.monotonic() - t0 < 3
+    assert time.monotonic() - t0 < 10  # at once, not after init_timeout (30 s)
     warned = [r.getMessage() for r in caplog.records if "cannot reach the server" in r.getMessage()]
     assert len(warned) == 1 and url in warned[0]
     assert run.mode == "online" and run.url == f"{url}/#/p/up/r/{run.id}"

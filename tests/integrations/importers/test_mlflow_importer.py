@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import wisp
+from tests._procs import stop
 from wisp._runfile import RecordType, iter_records
 from wisp.integrations.importers import import_mlflow
 
@@ -282,9 +283,11 @@ def mlflow_server(tmp_path: Path) -> Iterator[str]:
             time.sleep(0.5)
         yield url
     finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(30)
-        log.close()
+        try:
+            os.killpg(proc.pid, 15)
+            stop(proc, 30, group=True)
+        finally:
+            log.close()
 
 
 def test_tracking_server_round_trip(tmp_path: Path, mlflow_server: str) -> None:
