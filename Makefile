@@ -107,8 +107,10 @@ typecheck: install
 	$(BIN)/mypy
 
 # .venv/bin first on PATH: the tests find the unpacked nginx (and the venv's `wisp`) there.
+# Two pytest workers (pytest-xdist), a test file's tests on one worker (--dist loadfile):
+# most tests wait on real servers and child processes, so two at once keep both cores busy.
 test: install web chromium nginx ultralytics lint typecheck
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -n 2 --dist loadfile
 
 # `make bench` runs every benchmark; `make bench ONLY="sdk media"` runs some.
 # Peers that clash with the dev stack (the `bench` extra: trackio) get a venv of their own,
