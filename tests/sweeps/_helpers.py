@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests._procs import stop
+
 TRAIN = """
 import argparse, json, os, sys, time
 import wisp
@@ -74,6 +76,29 @@ def write_sweep(base: Path, config: dict[str, Any]) -> Path:
     path = base / "sweep.json"
     path.write_text(json.dumps({"program": "train.py", **config}))
     return path
+
+
+def run_agents(sweep_id: str, n: int, cwd: Path, env: dict[str, str], timeout: float = 240) -> None:
+    """``n`` concurrent ``wisp agent`` processes on ``sweep_id``; each must exit 0 (its
+    stderr is the failure's message); every one is stopped and reaped on every path."""
+    agents = [
+        subprocess.Popen(
+            wisp_cmd("agent", sweep_id),
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(n)
+    ]
+    try:
+        for a in agents:
+            _out, err = a.communicate(timeout=timeout)
+            assert a.returncode == 0, err
+    finally:
+        for a in agents:
+            stop(a)
 
 
 def create_sweep(

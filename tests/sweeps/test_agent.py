@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests._procs import reaped, stop
+from tests._procs import reaped
 from tests.sweeps._helpers import (
     create_sweep,
     env_for,
+    run_agents,
     run_cli,
     trials,
     wisp_cmd,
@@ -43,24 +44,7 @@ def test_grid_four_concurrent_agents_cover_every_point_once(tmp_path: Path) -> N
             "parameters": {"x": {"values": xs}, "y": {"values": ys}, "opt": {"values": opts}},
         },
     )
-    agents = [
-        subprocess.Popen(
-            wisp_cmd("agent", sweep_id),
-            cwd=tmp_path,
-            env=env_for(tmp_path),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(4)
-    ]
-    try:
-        for a in agents:
-            _out, err = a.communicate(timeout=240)
-            assert a.returncode == 0, err
-    finally:
-        for a in agents:
-            stop(a)
+    run_agents(sweep_id, 4, tmp_path, env_for(tmp_path))
     got = trials(tmp_path, sweep_id)
     combos = [(t["params"]["x"], t["params"]["y"], t["params"]["opt"]) for t in got]
     assert sorted(combos) == sorted(itertools.product(xs, ys, opts))

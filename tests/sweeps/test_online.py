@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import itertools
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests._procs import stop
-from tests.sweeps._helpers import Server, at, create_sweep, env_for, run_cli, trials, wisp_cmd
+from tests.sweeps._helpers import (
+    Server,
+    at,
+    create_sweep,
+    env_for,
+    run_agents,
+    run_cli,
+    trials,
+)
 
 pytestmark = pytest.mark.slow
 PG_HOST = "postgresql://postgres@127.0.0.1:5432"
@@ -52,23 +58,7 @@ def test_online_sweep_lives_in_the_server_and_agents_share_it(
     sweep_id = create_sweep(tmp_path, GRID, project="online", env=server.env())
     assert sweep_id.startswith("online/")  # ids are unique per project: the name says which
     assert not (tmp_path / "wisp" / "sweeps").exists()  # nothing local when online
-    agents = [
-        subprocess.Popen(
-            wisp_cmd("agent", sweep_id),
-            cwd=tmp_path,
-            env=env_for(tmp_path, server.env()),
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(2)
-    ]
-    try:
-        for a in agents:
-            _out, err = a.communicate(timeout=240)
-            assert a.returncode == 0, err
-    finally:
-        for a in agents:
-            stop(a)
+    run_agents(sweep_id, 2, tmp_path, env_for(tmp_path, server.env()))
     got = server.get(f"{at(sweep_id)}/trials")["trials"]
     pairs = sorted((t["params"]["x"], t["params"]["y"]) for t in got)
     assert pairs == sorted(itertools.product([0.0, 1.0, 2.0], [-1.0, 0.0]))
