@@ -82,47 +82,6 @@ def test_rss_includes_children() -> None:
     assert grown > 150
 
 
-def test_thread_samples_on_interval_and_stops() -> None:
-    """The thread samples once per injected wait and exits promptly when stopped."""
-    out: list[dict[str, Any]] = []
-    waits: list[float] = []
-    gate = threading.Semaphore(0)
-
-    def wait(seconds: float) -> bool:
-        waits.append(seconds)
-        gate.acquire()
-        return len(waits) >= 3
-
-    s = SystemSampler(out.append, interval=7.0, wait=wait, gpus=False)
-    s.start()
-    for _ in range(3):
-        gate.release()
-    assert s.thread is not None
-    s.thread.join(10)
-    assert not s.thread.is_alive()
-    assert len(out) == 3 and waits == [7.0, 7.0, 7.0]
-
-
-def test_first_reading_comes_after_first_delay_and_a_stop_before_it_reads_nothing() -> None:
-    """The first reading waits first_delay (init() and an early finish() never wait for it); a stop within it ends the thread with no reading."""
-    waits: list[float] = []
-    out: list[dict[str, Any]] = []
-
-    def wait(seconds: float) -> bool:
-        waits.append(seconds)
-        return len(waits) >= 2
-
-    s = SystemSampler(out.append, interval=7.0, wait=wait, gpus=False, first_delay=0.5)
-    s.start()
-    assert s.thread is not None
-    s.thread.join(10)
-    assert waits == [0.5, 7.0] and len(out) == 1
-    early = SystemSampler(out.append, interval=7.0, gpus=False, first_delay=30.0)
-    early.start()
-    early.stop()
-    assert early.thread is not None and not early.thread.is_alive() and len(out) == 1
-
-
 def test_failing_emit_is_counted_not_raised() -> None:
     """An exception in the sink is counted and the sampler keeps going."""
 
@@ -163,3 +122,32 @@ def test_no_cuda_context_with_torch(tmp_path: Any) -> None:
     flags, count = res.stdout.split("\n")[:2]
     assert flags == "False False False"
     assert int(count) >= 3
+
+
+def test_a_run_samples_on_its_writer_thread_with_no_thread_of_its_own(tmp_path: Any) -> None:
+    """With system metrics on, a run starts one wisp thread (the writer), and the samples it takes there reach the run file."""
+    import time
+
+    import wisp
+
+    run = wisp.init(
+        project="p",
+        dir=str(tmp_path),
+        settings={
+            "system_metrics": True,
+            "system_interval": 0.02,
+            "console": "off",
+            "git": False,
+            "silent": True,
+        },
+    )
+    try:
+        threads = sorted(t.name for t in threading.enumerate() if t.name.startswith("wisp-"))
+        deadline = time.monotonic() + 30
+        while run.writer is not None and run.writer.records_written < 4:
+            assert time.monotonic() < deadline, "no system samples within 30 s"
+            time.sleep(0.01)
+    finally:
+        run.finish()
+    assert threads == ["wisp-writer"]
+    assert len(wisp.open_run(run.dir).records["system"]) >= 2

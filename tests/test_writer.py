@@ -252,3 +252,34 @@ def test_a_slice_of_rows_and_calls_keeps_order_and_a_failing_call_loses_nothing(
     kinds = [t for t, _ in recs]
     assert kinds.index(RecordType.ALERT) == len(kinds) - 3  # before the last row, the summary
     assert w.failures == {"write": 1} and w.rows_written == 7
+
+
+def test_every_runs_a_job_on_the_writer_thread_on_its_clock_until_cancelled(tmp_path: Path) -> None:
+    """A job given to every() runs on the writer thread first `first` seconds on, then once per interval of the writer's clock, and never after cancel() returns."""
+    import time
+
+    now = [100.0]
+    w = _writer(tmp_path, get_time=lambda: now[0])
+    calls: list[tuple[float, bool]] = []
+    cancel = w.every(
+        7.0, lambda: calls.append((now[0], threading.current_thread() is w.thread)), 5.0
+    )
+
+    def settle(n: int) -> None:  # until the job ran n times (the writer polls at least every 0.1 s)
+        deadline = time.monotonic() + 30
+        while len(calls) < n:
+            assert time.monotonic() < deadline, calls
+            time.sleep(0.005)
+        assert w.barrier(30)
+
+    assert w.barrier(30) and calls == []  # not due before `first`
+    now[0] = 105.0
+    settle(1)
+    now[0] = 111.9
+    assert w.barrier(30) and len(calls) == 1  # an interval after it ran, not before
+    now[0] = 112.0
+    settle(2)
+    cancel()
+    now[0] = 200.0
+    assert w.barrier(30) and w.close(30)
+    assert calls == [(105.0, True), (112.0, True)]

@@ -111,8 +111,10 @@ def _threads() -> Check:
     from wisp import _run
 
     names = [t.name for t in threading.enumerate()]
-    writers = sum(1 for n in names if n == "wisp-writer")
-    live = sum(1 for r in _run.live_runs() if r.pid == os.getpid() and r.writer is not None)
+    # the live runs' writers (a finished run's thread may still be on its way out)
+    mine = [r.writer for r in _run.live_runs() if r.pid == os.getpid() and r.writer is not None]
+    live = len(mine)
+    writers = sum(1 for w in mine if w.thread.is_alive())
     status = OK if writers >= live else FAIL
     return Check(
         "threads",

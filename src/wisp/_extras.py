@@ -87,14 +87,15 @@ def start(run: Run) -> None:
             if capture is not None:
                 capture.flush()  # lines printed before a quiet spell reach the file too
 
-        # The first reading comes a moment after init() (at most one interval): it no longer
-        # competes with init() for the GIL, and a finish() soon after does not wait for it.
-        # (Started here, not by the writer thread: finish() would wait for that start.)
-        sampler = SystemSampler(
-            on_sample,
-            interval=s.system_interval,
-            disk_path=run.dir,
-            first_delay=min(s.system_interval, _FIRST_READING),
-        )
-        sampler.start()
-        run.attach("system", sampler, sampler.stop)
+        # Sampled by the run's writer thread (a run has one background thread): the first
+        # reading comes a moment after init() (at most one interval), so it never competes
+        # with init() and a finish() soon after waits for nothing.
+        sampler = SystemSampler(on_sample, disk_path=run.dir)
+        first = min(s.system_interval, _FIRST_READING)
+        cancel = run.writer.every(s.system_interval, sampler.sample_once, first)
+
+        def stop() -> None:
+            cancel()  # no sample is under way once it returns
+            sampler.close()
+
+        run.attach("system", sampler, stop)

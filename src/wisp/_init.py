@@ -20,7 +20,7 @@ from wisp._protocol import (
     project_problem,
 )
 from wisp._run import Run
-from wisp._settings import Settings
+from wisp._settings import Settings, read_environ
 from wisp.errors import UsageError
 
 TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need it
@@ -244,7 +244,7 @@ def start_run(
     the run's project is then ``entity/project`` on the server."""
     from wisp._wandb_env import init_from_env
 
-    env = init_from_env(os.environ)  # WISP_*, else WANDB_*, under explicit arguments
+    env = init_from_env(read_environ())  # WISP_*, else WANDB_*, under explicit arguments
     if env:
         name, notes, group, job_type = (
             name or env.get("name"),

@@ -27,7 +27,16 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["SUMMARY_KINDS", "Metric", "StepSync", "merge", "summary_over", "update_summary"]
+__all__ = [
+    "SUMMARY_KINDS",
+    "Metric",
+    "StepSync",
+    "merge",
+    "spec_for",
+    "summary_over",
+    "update_special",
+    "update_summary",
+]
 
 SUMMARY_KINDS = ("last", "min", "max", "mean", "first", "best", "copy", "none")
 GOALS = ("minimize", "maximize")
@@ -170,6 +179,41 @@ def update_summary(
         else:  # mean
             out = agg.sum / agg.count
         summary[f"{key}/{kind}" if several else key] = out
+
+
+def spec_for(
+    cache: dict[str, dict[str, Any] | None], metrics: list[dict[str, Any]], key: str
+) -> dict[str, Any] | None:
+    """The ``define_metric`` spec whose name (a glob) matches ``key``, the last defined
+    first; ``cache`` remembers each key's (clear it when a metric is defined)."""
+    try:
+        return cache[key]
+    except KeyError:
+        from fnmatch import fnmatchcase
+
+        spec = None
+        for m in reversed(metrics):
+            if fnmatchcase(key, m["name"]):
+                spec = m
+                break
+        cache[key] = spec
+        return spec
+
+
+def update_special(
+    summary: dict[str, Any],
+    aggs: dict[str, Any],
+    values: dict[str, Any],
+    spec_of: Callable[[str], dict[str, Any] | None],
+) -> None:
+    """Fold one row's ``values`` into ``summary``, each key as its spec asks (``spec_of``)."""
+    for key, value in values.items():
+        spec = spec_of(key)
+        how = spec.get("summary", "last") if spec else "last"
+        if how == "last":
+            summary[key] = value
+        elif how != "none":
+            update_summary(summary, aggs, key, value, spec)  # type: ignore[arg-type]
 
 
 def summary_over(key: str, spec: dict[str, Any], values: Any) -> dict[str, Any]:

@@ -59,6 +59,7 @@ __all__ = [
     "RUN_FILE",
     "Cursor",
     "add_rejected",
+    "default_disk_full_memory",
     "dir_name",
     "find_by_id",
     "fork_file_name",
@@ -72,6 +73,7 @@ __all__ = [
     "read_rejected",
     "run_dirs_in",
     "run_dirs_under",
+    "save_media",
     "sync_status",
     "unlock_uploads",
     "user_files",
@@ -93,6 +95,16 @@ _RANK_PREFIX, _RUN_SUFFIX, _META_SUFFIX = "run.rank", ".wisp", ".json"
 _FORK_PREFIX = "run.fork"
 #: errnos of a full disk or quota: writes are held back and retried, never fatal
 DISK_FULL = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
+
+
+def default_disk_full_memory() -> int:
+    """The default ``disk_full_memory``: 256 MiB, or an eighth of physical memory if less."""
+    cap = 256 * 1024 * 1024
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX, or not reported
+        return cap
+    return min(cap, ram // 8) if ram > 0 else cap
 
 
 # -- names and discovery ------------------------------------------------------------------------
@@ -150,17 +162,40 @@ def _is_own(name: str) -> bool:
 def user_files(run_dir: str) -> list[str]:
     """Files the user wrote into ``run_dir`` (not wisp's own), relative, '/'-separated, sorted."""
     out = []
-    for root, dirs, names in os.walk(run_dir):
-        rel_root = os.path.relpath(root, run_dir)
-        if rel_root == ".":
-            dirs[:] = [d for d in dirs if not _is_own(d)]
-            names = [n for n in names if not _is_own(n)]
-        for name in names:
-            path = os.path.join(root, name)
-            if os.path.isfile(path) and not os.path.islink(path):
-                rel = name if rel_root == "." else os.path.join(rel_root, name)
-                out.append(rel.replace(os.sep, "/"))
+    try:
+        with os.scandir(run_dir) as it:  # the top level: usually only wisp's own names
+            mine = [e for e in it if not _is_own(e.name)]
+    except OSError:
+        return []
+    for entry in mine:
+        if entry.is_file(follow_symlinks=False):
+            out.append(entry.name)
+        elif entry.is_dir(follow_symlinks=False):
+            for root, _dirs, names in os.walk(entry.path):
+                rel_root = os.path.relpath(root, run_dir)
+                for name in names:
+                    path = os.path.join(root, name)
+                    if os.path.isfile(path) and not os.path.islink(path):
+                        out.append(os.path.join(rel_root, name).replace(os.sep, "/"))
     return sorted(out)
+
+
+def save_media(run_dir: str, data: bytes, suffix: str) -> str:
+    """Store ``data`` as ``media/<sha256><suffix>`` (once: the name is its content) and
+    return that path, relative to ``run_dir``."""
+    import hashlib
+
+    digest = hashlib.sha256(data).hexdigest()
+    name = f"{digest}{suffix}"  # the full hash: servers address media by sha256
+    media_dir = os.path.join(run_dir, MEDIA_DIR)
+    os.makedirs(media_dir, exist_ok=True)
+    path = os.path.join(media_dir, name)
+    if not os.path.exists(path):
+        tmp = f"{path}.tmp{threading.get_ident()}"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    return f"{MEDIA_DIR}/{name}"
 
 
 def rank_files(run_dir: str) -> dict[int, str]:

@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need 
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["OTHER_ENV", "Settings", "unknown_env", "warn_unknown_env"]
+__all__ = ["OTHER_ENV", "Settings", "read_environ", "unknown_env", "warn_unknown_env"]
 
 
 def _choice(*options: str) -> Callable[[Any], str | None]:
@@ -137,6 +137,14 @@ def unknown_env(env: Mapping[str, str]) -> list[tuple[str, str]]:
     ]
 
 
+def read_environ() -> dict[str, str]:
+    """The environment variables settings and ``init()`` read (``WISP_*``, ``WANDB_*``,
+    ``XDG_CONFIG_HOME``), copied in one pass: ``os.environ`` decodes a name and a value
+    on every access, and settings look up ~40 names."""
+    env = os.environ
+    return {k: env[k] for k in env if k.startswith(("WISP_", "WANDB_")) or k == "XDG_CONFIG_HOME"}
+
+
 def warn_unknown_env(env: Mapping[str, str]) -> None:
     """One warning per unknown ``WISP_*`` variable name per process, with a suggestion."""
     if not any(k.startswith("WISP_") for k in env):
@@ -236,7 +244,7 @@ class Settings:
         environ: Mapping[str, str] | None = None,
     ) -> Settings:
         """Defaults, then ``environ`` (default ``os.environ``), then ``explicit``."""
-        env = os.environ if environ is None else environ
+        env = read_environ() if environ is None else environ
         warn_unknown_env(env)
         out = cls()
         out._explicit.clear()

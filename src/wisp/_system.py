@@ -1,4 +1,4 @@
-"""System metrics: a sampler thread that records SYSTEM records (type 8).
+"""System metrics: a sampler, run by the run's writer thread, that records SYSTEM records (type 8).
 
 Payload (format version 1, see docs/run-file.md)::
 
@@ -25,7 +25,7 @@ Keys (all optional; a key is left out when the platform cannot provide it):
 
 Sources: ``/proc`` on Linux, else psutil when installed, else what ``os`` can
 tell.  GPUs are read through NVML only (``pip install nvidia-ml-py``, imported
-lazily on the sampler thread); CUDA is never touched, so sampling never
+lazily by the first sample, on the writer thread); CUDA is never touched, so sampling never
 creates a CUDA context.  Rates are computed between two samples, so the first
 sample has none.  Failures are counted and reported once, never raised.
 """
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
 from collections.abc import Callable
 
@@ -285,36 +284,28 @@ def _rate(new: float | None, old: float | None, dt: float) -> float | None:
 
 
 class SystemSampler:
-    """Samples the machine every ``interval`` seconds on its own daemon thread.
+    """Samples the machine when :meth:`sample_once` is called: a run's writer thread calls
+    it every ``interval`` seconds (``Writer.every``), so the sampler has no thread of its own.
 
-    ``emit(payload)`` receives each sample.  ``get_time`` (wall clock, for
-    ``ts``), ``get_monotonic`` (for rates) and ``wait`` (sleeps up to its
-    argument, returns True when the sampler should stop) are injectable.  The first
-    reading comes ``first_delay`` seconds after ``start()``.
+    ``emit(payload)`` receives each sample.  ``get_time`` (wall clock, for ``ts``) and
+    ``get_monotonic`` (for rates) are injectable.
     """
 
     def __init__(
         self,
         emit: Callable[[dict[str, Any]], None],
         *,
-        interval: float = 10.0,
         disk_path: str | None = None,
         gpus: bool = True,
         get_time: Callable[[], float] = time.time,
         get_monotonic: Callable[[], float] = time.monotonic,
-        wait: Callable[[float], bool] | None = None,
         pid: int | None = None,
-        first_delay: float = 0.0,
     ) -> None:
         self.emit = emit
-        self.interval = interval
-        self.first_delay = first_delay
         self.disk_path = disk_path
         self.gpus = gpus
         self._get_time = get_time
         self._mono = get_monotonic
-        self._stop = threading.Event()
-        self._wait = wait if wait is not None else self._stop.wait
         self._pid = os.getpid() if pid is None else pid
         self._source: _ProcSource | _PsutilSource | _OsSource | None = None
         self._nvml: _Nvml | None = None
@@ -322,28 +313,13 @@ class SystemSampler:
         self._last: _Counters | None = None
         self.samples = 0
         self.failures = 0
-        self.thread: threading.Thread | None = None
 
-    def start(self) -> None:
-        self.thread = threading.Thread(target=self._main, name="wisp-system", daemon=True)
-        self.thread.start()
-
-    def stop(self, timeout: float = 2.0) -> None:
-        self._stop.set()
-        t = self.thread
-        if t is not None and t.is_alive() and t is not threading.current_thread():
-            t.join(timeout)
+    def close(self) -> None:
+        """Release NVML (a later sample opens it again)."""
         if self._nvml is not None:
             self._nvml.close()
             self._nvml = None
-
-    def _main(self) -> None:
-        if self.first_delay > 0 and self._wait(self.first_delay):
-            return  # stopped before the first reading
-        while not self._stop.is_set():
-            self.sample_once()
-            if self._wait(self.interval):
-                break
+            self._nvml_tried = False
 
     def sample_once(self) -> dict[str, Any] | None:
         """Take one sample and emit it; returns the payload (None if it failed)."""
@@ -420,9 +396,9 @@ class SystemSampler:
 def read_sample(interval: float = 0.1, disk_path: str | None = None) -> dict[str, Any]:
     """Two samples ``interval`` apart, for ``wisp doctor`` and tests: the second one."""
     out: list[dict[str, Any]] = []
-    s = SystemSampler(out.append, interval=interval, disk_path=disk_path)
+    s = SystemSampler(out.append, disk_path=disk_path)
     s.sample_once()
     time.sleep(interval)
     s.sample_once()
-    s.stop()
+    s.close()
     return out[-1] if out else {"ts": time.time(), "values": {}}

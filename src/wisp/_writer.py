@@ -18,13 +18,22 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from functools import partial
 from itertools import repeat, starmap
 from operator import itemgetter
 
 from wisp._deferred import Deferred
-from wisp._metric import StepSync, update_summary
+from wisp._metric import StepSync, spec_for, update_special
+from wisp._periodic import Jobs
 from wisp._protocol import clean_text
-from wisp._rundir import DISK_FULL, MEDIA_DIR, lock_run_file, writer_of
+from wisp._rundir import (
+    DISK_FULL,
+    MEDIA_DIR,
+    default_disk_full_memory,
+    lock_run_file,
+    save_media,
+    writer_of,
+)
 from wisp._runfile import HEADER, RecordType, encode_history_batch, encode_record
 from wisp._salvage import dumps, isolate, salvage
 
@@ -32,7 +41,7 @@ TYPE_CHECKING = False  # typing costs ~15 ms to import; only type checkers need 
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Writer", "default_disk_full_memory"]
+__all__ = ["Writer"]
 
 # queue item kinds (first element of each tuple)
 ROW = 0  # (ROW, step, timestamp, values)
@@ -42,6 +51,7 @@ SUMMARY_SET = 3  # (SUMMARY_SET, {key: value}, [keys to delete])
 METRIC = 4  # (METRIC, spec dict)
 BARRIER = 5  # (BARRIER, threading.Event)
 CALL = 6  # (CALL, fn) run fn() on the writer thread
+OWN_CALL = 7  # (OWN_CALL, fn) the same, for wisp's own calls that never block (run.json, ...)
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BUFFER_LIMIT = 1024 * 1024
@@ -51,18 +61,10 @@ _IDLE_MIN = 0.005
 _IDLE_MAX = 0.1  # rows encoded per GIL hold, keeps the caller's p99 low
 _STALL_MIN = 0.05  # back-off between writes to a full disk: 50 ms doubling to 2 s
 _STALL_MAX = 2.0
+_CLOSE_WAIT = 0.05  # close() waits this long for a slice to end, then leaves it to the thread
+_CANCEL_WAIT = 1.0  # a job's cancel() waits this long for a run of it under way
 _FINISH_RETRY = 5.0  # finish() retries a full disk this long at most, then counts rows lost
 _MAX_WARNING_RECORDS = 100  # WARNING records per kind; the count goes on in the finish record
-
-
-def default_disk_full_memory() -> int:
-    """The default ``disk_full_memory``: 256 MiB, or an eighth of physical memory if less."""
-    cap = 256 * 1024 * 1024
-    try:
-        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # not POSIX, or not reported
-        return cap
-    return min(cap, ram // 8) if ram > 0 else cap
 
 
 _kind = itemgetter(0)
@@ -117,6 +119,9 @@ class Writer:
         # inherits a half-done import or encode from this thread (see _hooks.py)
         self.busy = threading.Lock()
         self._stop = False
+        self._closed = False  # the file is closed: the thread ends at its next turn
+        self._jobs = Jobs()  # run on this thread between slices, under busy (``every``)
+        self._run_job = partial(self._guarded, "job")
         # Raw fd + our own buffer: no io object whose lock or buffer a fork could copy.
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_CLOEXEC, 0o644)
         if not lock_run_file(self.fd):  # another process writes this file: refuse, never mix
@@ -150,6 +155,7 @@ class Writer:
         self._summary_dirty = False
         self._metrics: list[dict[str, Any]] = []
         self._key_spec: dict[str, dict[str, Any] | None] = {}
+        self._spec_for = partial(spec_for, self._key_spec, self._metrics)
         self._aggs: dict[str, Any] = {}
         self._step_sync = StepSync()
         self._has_special = False
@@ -245,7 +251,7 @@ class Writer:
             self.write_now()
         if self.stalled is not None:
             return False
-        if not self.thread.is_alive():
+        if self._closed or not self.thread.is_alive():
             return not self.queue
         done = threading.Event()
         self.put((BARRIER, done))
@@ -261,6 +267,10 @@ class Writer:
                 self._guarded("flush", self._flush, self.fsync in ("interval", "finish"))
                 self._guarded("close", self._close_fd)
             return True
+        if self._close_here(_CLOSE_WAIT if timeout is None else min(timeout, _CLOSE_WAIT)):
+            # not woken: the thread ends at its next poll (<= 0.1 s), and waking it now would
+            # take the GIL from the caller
+            return True
         if timeout is not None:  # a full disk is retried until shortly before the deadline
             wait = min(timeout * 0.8 - 0.05, _FINISH_RETRY)
             self._give_up_at = self._get_time() + max(0.0, wait)
@@ -270,19 +280,73 @@ class Writer:
             self.thread.join(timeout)
         return not self.thread.is_alive()
 
+    def _close_here(self, wait: float) -> bool:
+        """Drain, flush, fsync (per policy) and close on the calling thread, the writer thread
+        held off by ``busy``: no hand-off and back (two wake-ups, 0.1-0.5 ms).  Only when
+        what is queued cannot block (rows, records, the summary; not a deferred value or
+        another call) and the disk is not full; else, or when the thread stays mid-slice for
+        ``wait`` seconds, False: the thread does the rest under close()'s deadline."""
+        if self.stalled is not None or not self.thread.is_alive():
+            return False
+        if not self.busy.acquire(timeout=wait):
+            return False
+        try:
+            if self._closed:
+                return True
+            if self.stalled is not None or not all(map(self._quick, self.queue)):
+                return False
+            self._stop = True
+            while self.queue and self.stalled is None:
+                self._guarded("write", self._drain_slice)
+            if self.stalled is None:
+                self._guarded("flush", self._flush, self.fsync in ("interval", "finish"))
+            if self.stalled is not None:
+                return False
+            self._guarded("close", self._close_fd)
+        finally:
+            self.busy.release()
+        return True
+
+    @staticmethod
+    def _quick(item: tuple[Any, ...]) -> bool:
+        """True for a queued item whose writing cannot block (see _close_here)."""
+        kind: int = item[0]
+        return kind != ROW_DEFERRED and kind != CALL
+
+    def every(self, interval: float, job: Callable[[], object], first: float) -> Callable[[], None]:
+        """Run ``job()`` on the writer thread ``first`` seconds from now, then every
+        ``interval`` seconds (the system sampler: a run has one background thread, not
+        two).  Returns ``cancel()``: once it returns, ``job`` is not running and never
+        runs again."""
+        handle = self._jobs.add(job, interval, self._get_time() + first)
+
+        def cancel() -> None:  # waits for a run of the job under way (bounded: a stuck one)
+            held = self.busy.acquire(timeout=_CANCEL_WAIT)
+            self._jobs.remove(handle)
+            if held:
+                self.busy.release()
+
+        return cancel
+
     # -- the writer thread -------------------------------------------------------------------
 
     def _main(self) -> None:
         next_flush = self._get_time() + self.flush_interval
         idle = _IDLE_MIN
-        while True:
+        # the first poll waits: init() finishes without this thread taking the GIL from it
+        self._wake.wait(_IDLE_MIN)
+        while not self._closed:
             if self.stalled is not None:
                 if self._stall_step():
                     return
                 continue
             if self.queue:
                 with self.busy:
+                    if self._closed:  # finished by close() on the calling thread
+                        return
                     self._guarded("write", self._drain_slice)
+                    if self._jobs and self._get_time() >= self._jobs.due():
+                        self._jobs.run_due(self._get_time(), self._run_job)
                 if self._waiting:  # log() is blocked on a full queue: no one to yield to
                     if len(self.queue) <= self._low:
                         self._room.set()
@@ -291,22 +355,32 @@ class Writer:
                     time.sleep(0)  # hand the GIL back to the training thread between slices
                 idle = _IDLE_MIN
             elif self._stop:
-                self._guarded("flush", self._flush, self.fsync in ("interval", "finish"))
-                if self.stalled is not None:
-                    continue  # the last write hit a full disk: retry until close()'s deadline
-                break
+                with self.busy:
+                    if self._closed:
+                        return
+                    self._guarded("flush", self._flush, self.fsync in ("interval", "finish"))
+                    if self.stalled is not None:
+                        continue  # the last write hit a full disk: retry until close()'s deadline
+                    self._guarded("close", self._close_fd)
+                return
             else:
                 now = self._get_time()
-                if now >= next_flush:
-                    self._guarded("flush", self._flush, self.fsync == "interval")
-                    next_flush = now + self.flush_interval
+                due = self._jobs.due()
+                if now >= next_flush or now >= due:
+                    with self.busy:
+                        if self._closed:
+                            return
+                        if now >= due:
+                            self._jobs.run_due(now, self._run_job)
+                        if now >= next_flush:
+                            self._guarded("flush", self._flush, self.fsync == "interval")
+                            next_flush = now + self.flush_interval
                     continue
                 # log() never signals (too costly per call): poll, backing off while idle.
                 # A full queue signals through wait_for_space(), so bursts are never stuck.
-                self._wake.wait(min(idle, next_flush - now))
+                self._wake.wait(min(idle, next_flush - now, due - now))
                 self._wake.clear()
                 idle = min(idle * 2, _IDLE_MAX)
-        self._guarded("close", self._close_fd)
 
     def _stall_step(self) -> bool:
         """One turn of the loop while the disk is full: keep encoding queued rows into the
@@ -439,7 +513,7 @@ class Writer:
         self.last_step = rows[-1][-3]
         if self._has_special or self._metrics:
             for row in rows:
-                self._update_special(row[-1])
+                update_special(self.summary, self._aggs, row[-1], self._spec_for)
         elif one_shape:  # the same keys in every row: the last row holds each one's last value
             self.summary.update(rows[-1][-1])
         else:  # every key's last value, in C
@@ -464,30 +538,6 @@ class Writer:
             rec = {"kind": what, "where": clean_text(where), "reason": reason, "count": n}
             self._append_raw(RecordType.WARNING, dumps(rec).encode("utf-8"))
 
-    def _spec_for(self, key: str) -> dict[str, Any] | None:
-        try:
-            return self._key_spec[key]
-        except KeyError:
-            from fnmatch import fnmatchcase
-
-            spec = None
-            for m in reversed(self._metrics):
-                if fnmatchcase(key, m["name"]):
-                    spec = m
-                    break
-            self._key_spec[key] = spec
-            return spec
-
-    def _update_special(self, values: dict[str, Any]) -> None:
-        summary = self.summary
-        for key, value in values.items():
-            spec = self._spec_for(key)
-            how = spec.get("summary", "last") if spec else "last"
-            if how == "last":
-                summary[key] = value
-            elif how != "none":
-                update_summary(summary, self._aggs, key, value, spec)  # type: ignore[arg-type]
-
     def _handle(self, item: tuple[Any, ...]) -> None:
         kind = item[0]
         if kind == RECORD:
@@ -508,7 +558,7 @@ class Writer:
         elif kind == BARRIER:
             self._write_out()
             item[1].set()
-        elif kind == CALL:
+        elif kind in (CALL, OWN_CALL):
             item[1]()
 
     def write_summary(self) -> None:
@@ -608,6 +658,7 @@ class Writer:
             os.fsync(self.fd)
 
     def _close_fd(self) -> None:
+        self._closed = True
         os.close(self.fd)
 
     def after_fork_in_child(self) -> None:
@@ -628,18 +679,7 @@ class Writer:
     # -- ResolveContext for Deferred values --------------------------------------------------
 
     def save_media(self, data: bytes, suffix: str) -> str:
-        import hashlib
-
-        digest = hashlib.sha256(data).hexdigest()
-        name = f"{digest}{suffix}"  # the full hash: servers address media by sha256
-        os.makedirs(self.media_dir, exist_ok=True)
-        path = os.path.join(self.media_dir, name)
-        if not os.path.exists(path):
-            tmp = f"{path}.tmp{threading.get_ident()}"
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        return f"{MEDIA_DIR}/{name}"
+        return save_media(self.run_dir, data, suffix)
 
     def failure_text(self) -> str:
         """What went wrong in the background: counts, rows lost to a full disk, the first
