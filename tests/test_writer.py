@@ -283,3 +283,51 @@ def test_every_runs_a_job_on_the_writer_thread_on_its_clock_until_cancelled(tmp_
     now[0] = 200.0
     assert w.barrier(30) and w.close(30)
     assert calls == [(105.0, True), (112.0, True)]
+
+
+class _LateWriter(Writer):
+    """A writer whose thread is alive but drains nothing until ``go`` is set."""
+
+    go: threading.Event
+
+    def _main(self) -> None:
+        self.go.wait(30)
+        super()._main()
+
+
+def test_close_finishes_on_the_calling_thread_unless_a_queued_item_could_block(
+    tmp_path: Path,
+) -> None:
+    """close() writes rows and wisp's own calls itself (no hand-off to the writer thread), but leaves a deferred value or another call to the thread, which writes them before it closes."""
+    from wisp._writer import OWN_CALL
+
+    ran_on: dict[str, threading.Thread] = {}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+
+    def note(name: str) -> Any:
+        return lambda: ran_on.__setitem__(name, threading.current_thread())
+
+    quick = _LateWriter(
+        str(tmp_path / "a"), "run.wisp", flush_interval=1, fsync="finish", queue_size=100
+    )
+    quick.go = threading.Event()
+    quick.start()
+    quick.put((ROW, 0, 1.0, {"a": 1.0}))
+    quick.put((OWN_CALL, note("own")))
+    assert quick.close(30)
+    assert ran_on["own"] is threading.current_thread()
+    assert (RecordType.HISTORY, [[0, 1.0, {"a": 1.0}]]) in _records(tmp_path / "a")
+    quick.go.set()
+
+    slow = _LateWriter(
+        str(tmp_path / "b"), "run.wisp", flush_interval=1, fsync="finish", queue_size=100
+    )
+    slow.go = threading.Event()
+    slow.start()
+    slow.put((ROW, 0, 1.0, {"a": 1.0}))
+    slow.put((CALL, note("user")))
+    threading.Timer(0.2, slow.go.set).start()  # the thread starts draining while close() waits
+    assert slow.close(30)
+    assert ran_on["user"] is slow.thread
+    assert (RecordType.HISTORY, [[0, 1.0, {"a": 1.0}]]) in _records(tmp_path / "b")
