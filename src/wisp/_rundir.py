@@ -299,9 +299,17 @@ def read_meta(run_dir: str, name: str = META_FILE) -> dict[str, Any]:
 
 def _replace_json(path: str, doc: Any, *, indent: int | None = None) -> None:
     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=indent)
+    data = memoryview(json.dumps(doc, indent=indent).encode("utf-8"))
+    try:  # a raw fd: no io objects to build for one write (finish() waits for it)
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644
+        )
+        try:
+            done = 0
+            while done < len(data):
+                done += os.write(fd, data[done:])
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except OSError:  # e.g. a full disk: leave no half-written temporary file behind
         with contextlib.suppress(OSError):
