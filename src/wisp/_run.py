@@ -537,7 +537,7 @@ class Run(WandbRunApi):
         assert w is not None
         self._live = False
         self._commit_pending()
-        w.put((OWN_CALL, w.write_summary))
+        w.put((OWN_CALL, w.write_summary), wake=False)  # close() writes it
         w.close(self._settings.finish_timeout)
         self._finished = True
         self.state = state
@@ -585,7 +585,7 @@ class Run(WandbRunApi):
             self._commit_pending()
             final_state = state or ("finished" if exit_code == 0 else "failed")
             w = self._writer
-            w.put((OWN_CALL, w.write_summary))
+            w.put((OWN_CALL, w.write_summary), wake=False)  # close() writes it
             w.put(
                 (
                     RECORD,
@@ -598,7 +598,8 @@ class Run(WandbRunApi):
                         "backpressure_waits": w.backpressure_waits,
                         "failures": dict(w.failures),
                     },
-                )
+                ),
+                wake=False,
             )
             done = w.close(self._settings.finish_timeout)
             self.state = final_state

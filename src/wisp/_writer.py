@@ -173,11 +173,13 @@ class Writer:
     def start(self) -> None:
         self.thread.start()
 
-    def put(self, item: tuple[Any, ...]) -> None:
+    def put(self, item: tuple[Any, ...], *, wake: bool = True) -> None:
+        """Queue ``item`` and wake the thread (``wake=False``: at its next poll, as log()'s
+        rows; finish() does, as it writes what is queued itself)."""
         self.queue.append(item)
         if self.inline:
             self.write_now()
-        else:
+        elif wake:
             self._wake.set()
 
     def write_now(self) -> None:
