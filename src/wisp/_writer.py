@@ -335,8 +335,9 @@ class Writer:
     def _main(self) -> None:
         next_flush = self._get_time() + self.flush_interval
         idle = _IDLE_MIN
-        # the first poll waits: init() finishes without this thread taking the GIL from it
-        self._wake.wait(_IDLE_MIN)
+        # the first poll comes a moment later, whatever was queued (run.json, the RUN and
+        # CONFIG records): init() returns without this thread taking the GIL from it
+        time.sleep(_IDLE_MIN)
         while not self._closed:
             if self.stalled is not None:
                 if self._stall_step():
