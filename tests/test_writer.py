@@ -295,6 +295,16 @@ class _LateWriter(Writer):
         super()._main()
 
 
+def _late_writer(path: Path, *items: tuple[Any, ...]) -> _LateWriter:
+    path.mkdir()
+    w = _LateWriter(str(path), "run.wisp", flush_interval=1, fsync="finish", queue_size=100)
+    w.go = threading.Event()
+    w.start()
+    for item in items:
+        w.put(item)
+    return w
+
+
 def test_close_finishes_on_the_calling_thread_unless_a_queued_item_could_block(
     tmp_path: Path,
 ) -> None:
@@ -302,31 +312,18 @@ def test_close_finishes_on_the_calling_thread_unless_a_queued_item_could_block(
     from wisp._writer import OWN_CALL
 
     ran_on: dict[str, threading.Thread] = {}
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
 
     def note(name: str) -> Any:
         return lambda: ran_on.__setitem__(name, threading.current_thread())
 
-    quick = _LateWriter(
-        str(tmp_path / "a"), "run.wisp", flush_interval=1, fsync="finish", queue_size=100
-    )
-    quick.go = threading.Event()
-    quick.start()
-    quick.put((ROW, 0, 1.0, {"a": 1.0}))
-    quick.put((OWN_CALL, note("own")))
+    row = (ROW, 0, 1.0, {"a": 1.0})
+    quick = _late_writer(tmp_path / "a", row, (OWN_CALL, note("own")))
     assert quick.close(30)
     assert ran_on["own"] is threading.current_thread()
     assert (RecordType.HISTORY, [[0, 1.0, {"a": 1.0}]]) in _records(tmp_path / "a")
     quick.go.set()
 
-    slow = _LateWriter(
-        str(tmp_path / "b"), "run.wisp", flush_interval=1, fsync="finish", queue_size=100
-    )
-    slow.go = threading.Event()
-    slow.start()
-    slow.put((ROW, 0, 1.0, {"a": 1.0}))
-    slow.put((CALL, note("user")))
+    slow = _late_writer(tmp_path / "b", row, (CALL, note("user")))
     threading.Timer(0.2, slow.go.set).start()  # the thread starts draining while close() waits
     assert slow.close(30)
     assert ran_on["user"] is slow.thread
