@@ -8,6 +8,7 @@ what a person looking at the project would wait.
 - poll: one poll = ``GET /projects/P/runs`` (the runs table) + ``GET /series`` of one
   key of one run at 1,000 buckets (a chart), back to back on one keep-alive connection,
   every ``--poll-interval`` s during the ingest; p50/p99/max, and the same idle afterwards;
+  the three slowest polls with their time after the release and each request's ms;
 - MLflow: the same N processes logging through ``MlflowClient.log_batch`` (1,000 metrics a
   call, its limit) to an ``mlflow server`` on its own database on the same PostgreSQL, with
   the same poller (``runs/search`` + ``metrics/get-history``), reported as a ratio.  MLflow
@@ -120,14 +121,16 @@ def _port() -> int:
 
 
 class Poller(threading.Thread):
-    """Calls ``poll`` every ``interval`` s until stopped; keeps each call's wall time."""
+    """Calls ``poll`` every ``interval`` s until stopped; keeps each call's wall time and
+    what it returns (the wall time of each of its requests)."""
 
-    def __init__(self, poll: Callable[[], None], interval: float) -> None:
+    def __init__(self, poll: Callable[[], list[float]], interval: float) -> None:
         super().__init__(daemon=True)
         self.poll = poll
         self.interval = interval
         self.times: list[float] = []
         self.started: list[float] = []  # perf_counter at each poll's start
+        self.parts: list[list[float]] = []  # each poll's requests' wall times
         self.stopped = threading.Event()
         self.error: BaseException | None = None
 
@@ -135,12 +138,13 @@ class Poller(threading.Thread):
         while not self.stopped.is_set():
             t0 = time.perf_counter()
             try:
-                self.poll()
+                parts = self.poll()
             except BaseException as exc:  # noqa: BLE001 - reported by the caller
                 self.error = exc
                 return
             self.times.append(time.perf_counter() - t0)
             self.started.append(t0)
+            self.parts.append(parts)
             self.stopped.wait(self.interval)
 
     def finish(self) -> list[float]:
@@ -152,10 +156,11 @@ class Poller(threading.Thread):
 
 
 def drive(
-    cmds: list[list[str]], go: Path, poll: Callable[[], None], interval: float, env: Any
+    cmds: list[list[str]], go: Path, poll: Callable[[], list[float]], interval: float, env: Any
 ) -> tuple[float, list[float], list[str]]:
     """Start the client processes, release them together once all are ready, poll while
-    they run; (seconds from release to the last one done, poll times, run ids)."""
+    they run; (seconds from release to the last one done, poll times, run ids).  Prints
+    the slowest polls: when (seconds after the release) and each request's share."""
     procs = [
         subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         for c in cmds
@@ -173,6 +178,7 @@ def drive(
     time.sleep(1.0)  # a few idle polls first would mix in; they are cheap, keep them out
     poller.times.clear()
     poller.started.clear()
+    poller.parts.clear()
     t0 = time.time()
     p0 = time.perf_counter()
     go.touch()
@@ -184,13 +190,16 @@ def drive(
             raise RuntimeError(f"a client failed ({p.returncode}): {err[-2000:]}")
         ends.append(float(done[0].split()[1]))
     times = poller.finish()
-    if os.environ.get("BENCH_VERBOSE"):
-        slow = sorted(zip(times, poller.started, strict=True), reverse=True)[:5]
-        print("  slowest polls (ms at s):", [(round(t * 1e3), round(s - p0, 1)) for t, s in slow])
+    slow = sorted(zip(times, poller.started, poller.parts, strict=True), reverse=True)[:3]
+    said = [
+        f"{t * 1e3:.0f} ms at {s - p0:.1f} s ({' + '.join(f'{x * 1e3:.0f}' for x in ps)})"
+        for t, s, ps in slow
+    ]
+    print(f"  slowest polls (requests' ms): {'; '.join(said)}")
     return max(ends) - t0, times, ids
 
 
-def idle_polls(poll: Callable[[], None], n: int = 30) -> list[float]:
+def idle_polls(poll: Callable[[], list[float]], n: int = 30) -> list[float]:
     times = []
     for _ in range(n):
         t0 = time.perf_counter()
@@ -221,14 +230,19 @@ def wisp_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any]:
         )
         target: dict[str, str] = {}
 
-        def poll() -> None:
+        def poll() -> list[float]:
+            t0 = time.perf_counter()
             r = client.get("/projects/load/runs", params={"limit": 50})
             r.raise_for_status()
             runs = r.json()["runs"]
+            took = [time.perf_counter() - t0]
             rid = target.setdefault("run", runs[-1]["id"]) if runs else None
             if rid:
                 q = {"runs": rid, "keys": "metric00", "buckets": 1000}
+                t1 = time.perf_counter()
                 client.get("/series", params=q).raise_for_status()
+                took.append(time.perf_counter() - t1)
+            return took
 
         env = {**os.environ, "WISP_DIR": str(work / "runs"), **_nice(args)}
         load0 = _load()
@@ -264,14 +278,19 @@ def mlflow_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any
         client = httpx.Client(base_url=f"{base}/api/2.0/mlflow", timeout=60)
         target: dict[str, str] = {}
 
-        def poll() -> None:
+        def poll() -> list[float]:
+            t0 = time.perf_counter()
             r = client.post("/runs/search", json={"experiment_ids": [exp], "max_results": 50})
             r.raise_for_status()
             runs = r.json().get("runs", [])
+            took = [time.perf_counter() - t0]
             rid = target.setdefault("run", runs[-1]["info"]["run_id"]) if runs else None
             if rid:
                 q = {"run_id": rid, "metric_key": "metric00"}
+                t1 = time.perf_counter()
                 client.get("/metrics/get-history", params=q).raise_for_status()
+                took.append(time.perf_counter() - t1)
+            return took
 
         load0 = _load()
         secs, times, _ids = drive(cmds, go, poll, args.poll_interval, {**os.environ, **_nice(args)})
