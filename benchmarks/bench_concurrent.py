@@ -23,8 +23,17 @@ for training machines, which in a deployment do not share the server's cores; at
 default (0) the 16 of them compete with the server on the same 2 cores as equals.  Quote
 both figures.
 
+``--server-session`` starts ``wisp server`` in a session of its own.  Linux (with
+``kernel.sched_autogroup_enabled``, the default of most distributions) shares the CPU
+fairly between sessions first, then between the threads of a session: by default the
+server, the poller and the 16 clients are one session, so each server thread waits among
+the 16 busy clients for a CPU, while every PostgreSQL backend (which calls ``setsid``) is a
+session of its own.  A server started by a service manager or from another terminal is in
+its own session; the poller stays in the clients' either way.  Quote the default.
+
 Usage: python benchmarks/bench_concurrent.py [--procs 16] [--steps 50000] [--metrics 10]
-       [--workers 1] [--ingest-concurrency N] [--client-nice N] [--mlflow-steps 500]
+       [--workers 1] [--ingest-concurrency N] [--client-nice N] [--server-session]
+       [--mlflow-steps 500]
        [--no-mlflow] [--pg URL]
 """
 
@@ -216,7 +225,7 @@ def wisp_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any]:
     extra = ["--workers", str(args.workers)] if args.workers > 1 else []
     if args.ingest_concurrency is not None:
         extra += ["--ingest-concurrency", str(args.ingest_concurrency)]
-    with Server(work / "server", db=url, args=extra) as srv:
+    with Server(work / "server", db=url, args=extra, own_session=args.server_session) as srv:
         go = work / "go-wisp"
         sizes = [str(args.steps), str(args.metrics)]
         cmds = [
@@ -320,6 +329,12 @@ def main() -> None:
     ap.add_argument(
         "--client-nice", type=int, default=0, help="niceness of the client processes (0: as equals)"
     )
+    ap.add_argument(
+        "--server-session",
+        action="store_true",
+        help="start wisp server in a session of its own (as a service would be), not in the "
+        "clients' (Linux autogroup scheduling: see the module doc)",
+    )
     ap.add_argument("--mlflow-steps", type=int, default=500, help="steps each MLflow run logs")
     ap.add_argument("--no-mlflow", action="store_true")
     ap.add_argument("--pg", default=PG, help="PostgreSQL admin URL (temporary DBs are made)")
@@ -337,7 +352,8 @@ def main() -> None:
             f"{w['pts']:,} points in {w['secs']:.1f} s -> {rate / 1e3:.0f}k points/s "
             f"(server --workers {args.workers}, --ingest-concurrency "
             f"{'default' if args.ingest_concurrency is None else args.ingest_concurrency}; "
-            f"clients at nice {args.client_nice}; {w['load']})"
+            f"clients at nice {args.client_nice}"
+            f"{'; server in its own session' if args.server_session else ''}; {w['load']})"
         )
         print(f"  poll (runs list + one series) during ingest: {_ms(w['polls'])}")
         print(f"  poll idle afterwards: {_ms(w['idle'])}")
