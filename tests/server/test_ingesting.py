@@ -174,3 +174,23 @@ def test_a_dead_ingest_process_fails_its_batch_with_503_and_the_pool_starts_anew
         asyncio.run(go())
     finally:
         pool.close()
+
+
+def test_a_batch_is_applied_while_reads_never_end(pg_url: str) -> None:
+    """An ingest process gives way to the server's reads for a bounded time only: with a
+    read in flight throughout, its batch is still applied."""
+    from wisp.server.readfirst import ReadFirst
+    from wisp.server.store.facade import open_store
+
+    store = open_store(pg_url)
+    store.put_run("endless", {"project": "p"}, False)
+    reads = ReadFirst(max_wait=0.2)
+    reads.active = 1  # a read that never ends
+    pool = IngestPool(pg_url, 1, reads=reads)
+    body = json.dumps(_batch(0, [_rows(0, 20), _rows(20, 20)])).encode()
+    try:
+        assert asyncio.run(pool.apply("endless", body, None)) == 1
+    finally:
+        pool.close()
+    assert store.acked_seq("endless", "w1") == 1
+    store.close()

@@ -57,7 +57,8 @@ def create_app(
     ingest = None  # record batches applied apart from the reads (wisp.server.ingesting)
     if settings.ingest_processes:
         n = settings.ingest_processes
-        ingest = IngestPool(settings.db, n, heartbeat_timeout=settings.heartbeat_timeout)
+        hb = settings.heartbeat_timeout
+        ingest = IngestPool(settings.db, n, heartbeat_timeout=hb, reads=reads)
     api = Api(store, settings, blobs, reads=reads, ingest=ingest)
     routes = []
     for cls in api_classes():  # every handler class takes (store, settings, blobs)

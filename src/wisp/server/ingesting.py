@@ -12,10 +12,12 @@ a server process hands each batch's bytes to one of ``N`` processes of its own, 
 decode and apply it against their own connection pool (the store keeps no state a request
 depends on, so any number of processes can write) and answer the acked sequence or the
 :class:`~wisp.server.http.problem.Problem` to send.  They run at a lower CPU priority
-(``nice`` +:data:`INGEST_NICE`): ingest takes the cycles that reads leave, and a read never
-waits for ingest's GIL.  Authentication, the write rules' caller (``ACTOR``, passed along)
-and the answer stay with the server process.  An ingest process that dies fails the batches
-it held with a 503 (uploaders send them again) and the pool is started anew.
+(``nice`` +:data:`INGEST_NICE`) and pause between records and keys while the server process
+answers reads (:func:`wisp.server.readfirst.shared_pauser`): ingest takes the cycles that
+reads leave, and a read never waits for ingest's GIL.  Authentication, the write rules'
+caller (``ACTOR``, passed along) and the answer stay with the server process.  An ingest
+process that dies fails the batches it held with a 503 (uploaders send them again) and the
+pool is started anew.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wisp.server.http.problem import Problem
+from wisp.server.readfirst import ReadFirst
 
 if TYPE_CHECKING:
     from wisp.server.rights.matrix import Principal
@@ -42,22 +46,29 @@ INGEST_NICE = 5
 _WATCH = 1.0  # seconds between an ingest process's looks at whether the server is alive
 
 _STORE: list[Store] = []  # in an ingest process: its store, opened by _start
+_READS: list[tuple[Any, float]] = []  # and the server's count of reads in flight, max_wait
 
 
-def apply_batch(store: Store, run_id: str, body: bytes | bytearray) -> int:
+def apply_batch(
+    store: Store, run_id: str, body: bytes | bytearray, pause: Callable[[], None] | None = None
+) -> int:
     """Decode, validate and apply one ``POST /runs/{id}/records`` body; the acked seq (a
-    :class:`Problem` for a bad or conflicting batch).  The caller is ``ACTOR``'s."""
+    :class:`Problem` for a bad or conflicting batch).  The caller is ``ACTOR``'s; ``pause``
+    is called between records and keys (:mod:`wisp.server.readfirst`)."""
     from wisp.server.http.body import decode_batch
     from wisp.server.store.ingest import prepare_batch
 
-    b, prepared = prepare_batch(decode_batch(body))
-    return store.ingest(run_id, b.writer_id, b.first_seq, prepared)
+    b, prepared = prepare_batch(decode_batch(body), pause)
+    return store.ingest(run_id, b.writer_id, b.first_seq, prepared, pause=pause)
 
 
-def _start(db: str, heartbeat_timeout: float, nice: int, server: int) -> None:
+def _start(
+    db: str, heartbeat_timeout: float, nice: int, server: int, reads: tuple[Any, float]
+) -> None:
     """An ingest process's initializer: Ctrl-C is the server's to handle (it closes the
-    pool), the lower priority, the store (migrated already by the server), and an end of
-    its own when the server process is gone (killed: nobody closes the pool)."""
+    pool), the lower priority, the store (migrated already by the server), the server's
+    count of reads in flight, and an end of its own when the server process is gone
+    (killed: nobody closes the pool)."""
     from wisp.server.store.facade import open_store
 
     def orphaned() -> None:
@@ -70,14 +81,16 @@ def _start(db: str, heartbeat_timeout: float, nice: int, server: int) -> None:
     if nice:
         os.nice(nice)
     _STORE.append(open_store(db, heartbeat_timeout=heartbeat_timeout, run_migrations=False))
+    _READS.append(reads)
 
 
 def _apply(run_id: str, body: bytes, actor: Principal | None) -> int:
+    from wisp.server.readfirst import shared_pauser
     from wisp.server.rights.matrix import ACTOR
 
     token = ACTOR.set(actor)
     try:
-        return apply_batch(_STORE[0], run_id, body)
+        return apply_batch(_STORE[0], run_id, body, shared_pauser(*_READS[0]))
     finally:
         ACTOR.reset(token)
 
@@ -90,10 +103,13 @@ class IngestPool:
     """``n`` ingest processes of one server process (started on first use or by
     :meth:`start`, ended by :meth:`close`)."""
 
-    def __init__(self, db: str, n: int, *, heartbeat_timeout: float = 300.0) -> None:
+    def __init__(
+        self, db: str, n: int, *, heartbeat_timeout: float = 300.0, reads: ReadFirst | None = None
+    ) -> None:
         self.db = db
         self.n = n
         self.heartbeat_timeout = heartbeat_timeout
+        self.reads = reads if reads is not None else ReadFirst()  # theirs go first
         self._pool: ProcessPoolExecutor | None = None
 
     def start(self) -> None:
@@ -106,7 +122,13 @@ class IngestPool:
             self.n,
             mp_context=multiprocessing.get_context("spawn"),  # no copy of the server's threads
             initializer=_start,
-            initargs=(self.db, self.heartbeat_timeout, INGEST_NICE, os.getpid()),
+            initargs=(
+                self.db,
+                self.heartbeat_timeout,
+                INGEST_NICE,
+                os.getpid(),
+                (self.reads.shared(), self.reads.max_wait),
+            ),
         )
         for _ in range(self.n):  # each submit while none is idle starts one more process
             self._pool.submit(_ready)
