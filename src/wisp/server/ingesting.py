@@ -84,7 +84,7 @@ def _start(
     _READS.append(reads)
 
 
-def _apply(run_id: str, body: bytes, actor: Principal | None) -> int:
+def _apply(run_id: str, body: bytes | bytearray, actor: Principal | None) -> int:
     from wisp.server.readfirst import shared_pauser
     from wisp.server.rights.matrix import ACTOR
 
@@ -140,7 +140,7 @@ class IngestPool:
         pool = self._pool
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(pool, _apply, run_id, bytes(body), actor)
+            return await loop.run_in_executor(pool, _apply, run_id, body, actor)  # not copied
         except BrokenProcessPool:
             if self._pool is pool:  # the first to notice starts a new pool
                 self._pool = None
