@@ -20,6 +20,7 @@ from wisp.server.http.auth import AuthMiddleware
 from wisp.server.http.body import json_response
 from wisp.server.http.openapi import api_classes, openapi_bytes
 from wisp.server.http.routes import bind, endpoints
+from wisp.server.http.timing import server_timing
 from wisp.server.ingesting import IngestPool
 from wisp.server.readfirst import ReadFirst
 from wisp.server.settings import ServerSettings
@@ -75,7 +76,7 @@ def create_app(
     auth = Middleware(AuthMiddleware, store=store, settings=settings)  # who may do what
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(reads.middleware), auth],
+        middleware=[Middleware(server_timing), Middleware(reads.middleware), auth],
         lifespan=_lifespan(store, settings, mcp_lifespan, ingest),
     )
     app_ref.append(app)
