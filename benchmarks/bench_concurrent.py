@@ -8,6 +8,9 @@ what a person looking at the project would wait.
 - poll: one poll = ``GET /projects/P/runs`` (the runs table) + ``GET /series`` of one
   key of one run at 1,000 buckets (a chart), back to back on one keep-alive connection,
   every ``--poll-interval`` s during the ingest; p50/p99/max, and the same idle afterwards;
+  the three slowest polls with their time after the release and each request's ms (in
+  brackets: the server's own time to answer it, its ``Server-Timing`` header), and the
+  percentiles of that server time per poll, to tell the server's share from the poller's;
 - MLflow: the same N processes logging through ``MlflowClient.log_batch`` (1,000 metrics a
   call, its limit) to an ``mlflow server`` on its own database on the same PostgreSQL, with
   the same poller (``runs/search`` + ``metrics/get-history``), reported as a ratio.  MLflow
@@ -22,8 +25,17 @@ for training machines, which in a deployment do not share the server's cores; at
 default (0) the 16 of them compete with the server on the same 2 cores as equals.  Quote
 both figures.
 
+``--server-session`` starts ``wisp server`` in a session of its own.  Linux (with
+``kernel.sched_autogroup_enabled``, the default of most distributions) shares the CPU
+fairly between sessions first, then between the threads of a session: by default the
+server, the poller and the 16 clients are one session, so each server thread waits among
+the 16 busy clients for a CPU, while every PostgreSQL backend (which calls ``setsid``) is a
+session of its own.  A server started by a service manager or from another terminal is in
+its own session; the poller stays in the clients' either way.  Quote the default.
+
 Usage: python benchmarks/bench_concurrent.py [--procs 16] [--steps 50000] [--metrics 10]
-       [--workers 1] [--ingest-concurrency N] [--client-nice N] [--mlflow-steps 500]
+       [--workers 1] [--ingest-concurrency N] [--client-nice N] [--server-session]
+       [--mlflow-steps 500]
        [--no-mlflow] [--pg URL]
 """
 
@@ -119,15 +131,36 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-class Poller(threading.Thread):
-    """Calls ``poll`` every ``interval`` s until stopped; keeps each call's wall time."""
+#: one request of a poll: its wall time and the server's time to answer (``Server-Timing``
+#: ``app;dur``; None where the server does not say), in seconds
+Took = tuple[float, float | None]
 
-    def __init__(self, poll: Callable[[], None], interval: float) -> None:
+
+def _server_s(r: Any) -> float | None:
+    """The ``app;dur`` of a response's ``Server-Timing`` header, in seconds."""
+    for part in r.headers.get("server-timing", "").split(","):
+        name, _, dur = part.strip().partition(";dur=")
+        if name == "app" and dur:
+            return float(dur) / 1e3
+    return None
+
+
+def _took(t: Took) -> str:
+    wall, server = t
+    return f"{wall * 1e3:.0f}" + (f" [server {server * 1e3:.0f}]" if server is not None else "")
+
+
+class Poller(threading.Thread):
+    """Calls ``poll`` every ``interval`` s until stopped; keeps each call's wall time and
+    what it returns (the wall time of each of its requests)."""
+
+    def __init__(self, poll: Callable[[], list[Took]], interval: float) -> None:
         super().__init__(daemon=True)
         self.poll = poll
         self.interval = interval
         self.times: list[float] = []
         self.started: list[float] = []  # perf_counter at each poll's start
+        self.parts: list[list[Took]] = []  # each poll's requests' times
         self.stopped = threading.Event()
         self.error: BaseException | None = None
 
@@ -135,12 +168,13 @@ class Poller(threading.Thread):
         while not self.stopped.is_set():
             t0 = time.perf_counter()
             try:
-                self.poll()
+                parts = self.poll()
             except BaseException as exc:  # noqa: BLE001 - reported by the caller
                 self.error = exc
                 return
             self.times.append(time.perf_counter() - t0)
             self.started.append(t0)
+            self.parts.append(parts)
             self.stopped.wait(self.interval)
 
     def finish(self) -> list[float]:
@@ -152,10 +186,12 @@ class Poller(threading.Thread):
 
 
 def drive(
-    cmds: list[list[str]], go: Path, poll: Callable[[], None], interval: float, env: Any
-) -> tuple[float, list[float], list[str]]:
+    cmds: list[list[str]], go: Path, poll: Callable[[], list[Took]], interval: float, env: Any
+) -> tuple[float, list[float], list[str], list[list[Took]]]:
     """Start the client processes, release them together once all are ready, poll while
-    they run; (seconds from release to the last one done, poll times, run ids)."""
+    they run; (seconds from release to the last one done, poll times, run ids, each poll's
+    requests' times).  Prints the slowest polls: when (seconds after the release) and each
+    request's wall time, with the server's own time to answer it in brackets."""
     procs = [
         subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         for c in cmds
@@ -173,6 +209,7 @@ def drive(
     time.sleep(1.0)  # a few idle polls first would mix in; they are cheap, keep them out
     poller.times.clear()
     poller.started.clear()
+    poller.parts.clear()
     t0 = time.time()
     p0 = time.perf_counter()
     go.touch()
@@ -184,13 +221,16 @@ def drive(
             raise RuntimeError(f"a client failed ({p.returncode}): {err[-2000:]}")
         ends.append(float(done[0].split()[1]))
     times = poller.finish()
-    if os.environ.get("BENCH_VERBOSE"):
-        slow = sorted(zip(times, poller.started, strict=True), reverse=True)[:5]
-        print("  slowest polls (ms at s):", [(round(t * 1e3), round(s - p0, 1)) for t, s in slow])
-    return max(ends) - t0, times, ids
+    slow = sorted(zip(times, poller.started, poller.parts, strict=True), reverse=True)[:3]
+    said = [
+        f"{t * 1e3:.0f} ms at {s - p0:.1f} s ({' + '.join(_took(x) for x in ps)})"
+        for t, s, ps in slow
+    ]
+    print(f"  slowest polls (requests' ms): {'; '.join(said)}")
+    return max(ends) - t0, times, ids, poller.parts
 
 
-def idle_polls(poll: Callable[[], None], n: int = 30) -> list[float]:
+def idle_polls(poll: Callable[[], list[Took]], n: int = 30) -> list[float]:
     times = []
     for _ in range(n):
         t0 = time.perf_counter()
@@ -207,7 +247,7 @@ def wisp_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any]:
     extra = ["--workers", str(args.workers)] if args.workers > 1 else []
     if args.ingest_concurrency is not None:
         extra += ["--ingest-concurrency", str(args.ingest_concurrency)]
-    with Server(work / "server", db=url, args=extra) as srv:
+    with Server(work / "server", db=url, args=extra, own_session=args.server_session) as srv:
         go = work / "go-wisp"
         sizes = [str(args.steps), str(args.metrics)]
         cmds = [
@@ -221,25 +261,39 @@ def wisp_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any]:
         )
         target: dict[str, str] = {}
 
-        def poll() -> None:
+        def poll() -> list[Took]:
+            t0 = time.perf_counter()
             r = client.get("/projects/load/runs", params={"limit": 50})
             r.raise_for_status()
             runs = r.json()["runs"]
+            took = [(time.perf_counter() - t0, _server_s(r))]
             rid = target.setdefault("run", runs[-1]["id"]) if runs else None
             if rid:
                 q = {"runs": rid, "keys": "metric00", "buckets": 1000}
-                client.get("/series", params=q).raise_for_status()
+                t1 = time.perf_counter()
+                r = client.get("/series", params=q)
+                r.raise_for_status()
+                took.append((time.perf_counter() - t1, _server_s(r)))
+            return took
 
         env = {**os.environ, "WISP_DIR": str(work / "runs"), **_nice(args)}
         load0 = _load()
-        secs, times, ids = drive(cmds, go, poll, args.poll_interval, env)
+        secs, times, ids, parts = drive(cmds, go, poll, args.poll_interval, env)
         load1 = _load()
         idle = idle_polls(poll)
         got = srv.points(ids[0], "metric00")
         client.close()
     assert len(got) == args.steps, f"run {ids[0]} has {len(got)} of {args.steps} points"
     pts = args.procs * args.steps * args.metrics
-    return {"secs": secs, "pts": pts, "polls": times, "idle": idle, "load": f"{load0} -> {load1}"}
+    server = [sum(s or 0.0 for _, s in ps) for ps in parts]
+    return {
+        "secs": secs,
+        "pts": pts,
+        "polls": times,
+        "server": server,
+        "idle": idle,
+        "load": f"{load0} -> {load1}",
+    }
 
 
 def mlflow_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any] | str:
@@ -264,17 +318,23 @@ def mlflow_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any
         client = httpx.Client(base_url=f"{base}/api/2.0/mlflow", timeout=60)
         target: dict[str, str] = {}
 
-        def poll() -> None:
+        def poll() -> list[Took]:
+            t0 = time.perf_counter()
             r = client.post("/runs/search", json={"experiment_ids": [exp], "max_results": 50})
             r.raise_for_status()
             runs = r.json().get("runs", [])
+            took: list[Took] = [(time.perf_counter() - t0, None)]
             rid = target.setdefault("run", runs[-1]["info"]["run_id"]) if runs else None
             if rid:
                 q = {"run_id": rid, "metric_key": "metric00"}
+                t1 = time.perf_counter()
                 client.get("/metrics/get-history", params=q).raise_for_status()
+                took.append((time.perf_counter() - t1, None))
+            return took
 
         load0 = _load()
-        secs, times, _ids = drive(cmds, go, poll, args.poll_interval, {**os.environ, **_nice(args)})
+        env = {**os.environ, **_nice(args)}
+        secs, times, _ids, _parts = drive(cmds, go, poll, args.poll_interval, env)
         load1 = _load()
         idle = idle_polls(poll)
         client.close()
@@ -301,6 +361,12 @@ def main() -> None:
     ap.add_argument(
         "--client-nice", type=int, default=0, help="niceness of the client processes (0: as equals)"
     )
+    ap.add_argument(
+        "--server-session",
+        action="store_true",
+        help="start wisp server in a session of its own (as a service would be), not in the "
+        "clients' (Linux autogroup scheduling: see the module doc)",
+    )
     ap.add_argument("--mlflow-steps", type=int, default=500, help="steps each MLflow run logs")
     ap.add_argument("--no-mlflow", action="store_true")
     ap.add_argument("--pg", default=PG, help="PostgreSQL admin URL (temporary DBs are made)")
@@ -318,9 +384,11 @@ def main() -> None:
             f"{w['pts']:,} points in {w['secs']:.1f} s -> {rate / 1e3:.0f}k points/s "
             f"(server --workers {args.workers}, --ingest-concurrency "
             f"{'default' if args.ingest_concurrency is None else args.ingest_concurrency}; "
-            f"clients at nice {args.client_nice}; {w['load']})"
+            f"clients at nice {args.client_nice}"
+            f"{'; server in its own session' if args.server_session else ''}; {w['load']})"
         )
         print(f"  poll (runs list + one series) during ingest: {_ms(w['polls'])}")
+        print(f"    of which inside the server (Server-Timing, both requests): {_ms(w['server'])}")
         print(f"  poll idle afterwards: {_ms(w['idle'])}")
         busy, idle = _pct(w["polls"], 99), _pct(w["idle"], 99)
         print(

@@ -76,7 +76,10 @@ class Server:
     API key instead of creating one of ``key_scope``; ``no_auth``: open reads without a key;
     ``args``: more ``wisp server`` options; ``media_url``: where media and artifact bytes
     go (default: a directory in ``base_dir``; ``s3://bucket/prefix`` uses the ``AWS_*``
-    variables of this process).
+    variables of this process); ``own_session``: start it in a session of its own, as a
+    service manager or another terminal would (on Linux with autogroup scheduling, its
+    threads then share the CPU with other sessions as a group, not with this process's
+    children one by one).
     """
 
     def __init__(
@@ -90,8 +93,10 @@ class Server:
         key_scope: str = "write",
         args: Sequence[str] = (),
         media_url: str | None = None,
+        own_session: bool = False,
     ) -> None:
         self.base_dir = Path(base_dir)
+        self.own_session = own_session
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self.db_url = db or f"sqlite:///{self.base_dir / 'server.db'}"
         self.media_dir = media_url or str(self.base_dir / "server-media")
@@ -125,6 +130,7 @@ class Server:
                 env=_clean_env(self.base_dir),
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                start_new_session=self.own_session,
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

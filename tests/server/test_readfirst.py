@@ -124,3 +124,26 @@ def test_ingest_pauses_between_the_keys_of_its_merge(store: Any) -> None:
     )
     # one record, then before the merge, its 3 keys and the chunks' one statement
     assert len(calls) == 1 + 1 + 3 + 1
+
+
+def test_the_shared_count_follows_the_reads_and_pauses_another_process_s_ingest() -> None:
+    """The count in shared memory tracks ``active``, and a pauser over it (an ingest
+    process's) returns at once without reads and ends its wait when the reads end."""
+    from wisp.server.readfirst import shared_pauser
+
+    reads = ReadFirst(max_wait=1.0)
+    reads.active = 2
+    count = reads.shared()
+    assert count.value == 2
+    reads.active = 0
+    assert count.value == 0
+    pause = shared_pauser(count, 1.0)
+    t0 = time.monotonic()
+    pause()
+    assert time.monotonic() - t0 < 0.5  # no reads: no sleep (bound with room for load)
+    reads.active = 1
+    ended = threading.Timer(0.05, lambda: setattr(reads, "active", 0))
+    ended.start()
+    pause()
+    ended.join()
+    assert count.value == 0  # it returned because the reads ended (or its budget ran out)

@@ -155,6 +155,7 @@ def test_start_lines_are_log_records(
     for flag, kw in (
         ("max-client-connections", "max_client_connections"),
         ("ingest-concurrency", "ingest_concurrency"),
+        ("ingest-processes", "ingest_processes"),
     ):
         with pytest.raises(UsageError, match=f"--{flag} must be >= 0, got -1"):
             serve(db="sqlite:///unused.db", **{kw: -1})

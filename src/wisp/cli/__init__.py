@@ -118,6 +118,13 @@ def _parser() -> argparse.ArgumentParser:
         help="record batches applied at once per process (default 2; 0: no cap)",
     )
     sp.add_argument(
+        "--ingest-processes",
+        type=int,
+        default=None,
+        help="processes applying record batches, per server process (default: 2 on "
+        "PostgreSQL, 0 on SQLite: in the server process)",
+    )
+    sp.add_argument(
         "--no-deliver",
         action="store_true",
         help="detect automation events but send no webhooks (another process delivers them)",

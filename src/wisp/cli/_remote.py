@@ -119,6 +119,7 @@ def _serve(serve: Callable[..., Any], args: argparse.Namespace) -> None:
         body_timeout=args.body_timeout,
         key_rate=args.key_rate,
         ingest_concurrency=args.ingest_concurrency,
+        ingest_processes=args.ingest_processes,
         no_deliver=args.no_deliver,
         secrets_key_file=args.secrets_key_file,
         smtp_url=args.smtp_url,

@@ -20,6 +20,8 @@ from wisp.server.http.auth import AuthMiddleware
 from wisp.server.http.body import json_response
 from wisp.server.http.openapi import api_classes, openapi_bytes
 from wisp.server.http.routes import bind, endpoints
+from wisp.server.http.timing import server_timing
+from wisp.server.ingesting import IngestPool
 from wisp.server.readfirst import ReadFirst
 from wisp.server.settings import ServerSettings
 from wisp.server.store.facade import Store, open_store
@@ -53,7 +55,12 @@ def create_app(
         )
     blobs = blobs if blobs is not None else open_blob_store(settings.media_dir)
     reads = ReadFirst()  # ingest gives way to reads in flight (wisp.server.readfirst)
-    api = Api(store, settings, blobs, reads=reads)
+    ingest = None  # record batches applied apart from the reads (wisp.server.ingesting)
+    if settings.ingest_processes:
+        n = settings.ingest_processes
+        hb = settings.heartbeat_timeout
+        ingest = IngestPool(settings.db, n, heartbeat_timeout=hb, reads=reads)
+    api = Api(store, settings, blobs, reads=reads, ingest=ingest)
     routes = []
     for cls in api_classes():  # every handler class takes (store, settings, blobs)
         obj = api if cls is Api else cls(store, settings, blobs)
@@ -69,8 +76,8 @@ def create_app(
     auth = Middleware(AuthMiddleware, store=store, settings=settings)  # who may do what
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(reads.middleware), auth],
-        lifespan=_lifespan(store, settings, mcp_lifespan),
+        middleware=[Middleware(server_timing), Middleware(reads.middleware), auth],
+        lifespan=_lifespan(store, settings, mcp_lifespan, ingest),
     )
     app_ref.append(app)
     app.state.store = store
@@ -78,9 +85,10 @@ def create_app(
     return app
 
 
-def _lifespan(store: Store, settings: ServerSettings, mcp: Any) -> Any:
-    """While the app serves: the automations worker (run health, triggers, webhooks) and
-    the task group in which ``/mcp`` starts the MCP SDK on first use (``mcp``)."""
+def _lifespan(store: Store, settings: ServerSettings, mcp: Any, ingest: IngestPool | None) -> Any:
+    """While the app serves: the automations worker (run health, triggers, webhooks), the
+    task group in which ``/mcp`` starts the MCP SDK on first use (``mcp``) and the ingest
+    processes, if any."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> AsyncIterator[None]:
@@ -91,11 +99,15 @@ def _lifespan(store: Store, settings: ServerSettings, mcp: Any) -> Any:
         await run_in_threadpool(encrypt_plain, store, sealer)
         worker = AutomationWorker(store, settings, sealer)
         worker.start()
+        if ingest is not None:
+            ingest.start()
         try:
             async with mcp(app):
                 yield
         finally:
             worker.stop()
+            if ingest is not None:
+                await run_in_threadpool(ingest.close)
 
     return lifespan
 

@@ -31,7 +31,7 @@ _ENV = "WISP_SERVER_SETTINGS_JSON"
 START_LOG = "wisp.server.start"
 log = logging.getLogger(START_LOG)
 #: settings given on the command line that must not be negative
-_NON_NEGATIVE = frozenset({"max_client_connections", "ingest_concurrency"})
+_NON_NEGATIVE = frozenset({"max_client_connections", "ingest_concurrency", "ingest_processes"})
 
 
 def serve(
@@ -56,6 +56,7 @@ def serve(
     body_timeout: float | None = None,
     key_rate: float | None = None,
     ingest_concurrency: int | None = None,
+    ingest_processes: int | None = None,
     no_deliver: bool = False,
     secrets_key_file: str | None = None,
     smtp_url: str | None = None,
@@ -108,6 +109,7 @@ def serve(
         "body_timeout": body_timeout,
         "key_rate": key_rate,
         "ingest_concurrency": ingest_concurrency,
+        "ingest_processes": ingest_processes,
     }
     for name, value in given.items():
         if value is None:
@@ -121,6 +123,10 @@ def serve(
     settings.smtp_from = smtp_from or ""
     settings.smtp_starttls = smtp_starttls
     settings = settings.resolved()
+    from wisp.server.store.dialect import dialect_for_url
+
+    if ingest_processes is None:  # the database's default (wisp.server.ingesting)
+        settings.ingest_processes = dialect_for_url(settings.db).ingest_processes
     settings.trusted_proxy_networks()  # a malformed address fails here, not per request
     problem = port_problem(host, port)
     if problem is not None:

@@ -109,6 +109,9 @@ class ServerSettings:
     # record batches a process applies at once (0: no cap); the rest wait their turn, so
     # reads are not starved of the GIL by many uploaders (docs/server.md, "Scale")
     ingest_concurrency: int = 2
+    # processes of each server process that apply record batches (0: its own threads);
+    # `wisp server` defaults to the database's Dialect.ingest_processes (wisp.server.ingesting)
+    ingest_processes: int = 0
     max_connections: int = 1000  # concurrent connections + requests; 503 beyond (0: no cap)
     # open connections per client address and process; 503 beyond (0: no cap; trusted
     # proxies are exempt)

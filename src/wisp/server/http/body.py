@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "check_possession",
+    "decode_batch",
     "json_response",
     "loads",
     "presigned_redirect",
@@ -166,8 +167,15 @@ async def read_json(request: Request, limit: int) -> Any:
         raise Problem(400, "bad_json", f"request body is not valid JSON: {msg}", "body") from None
 
 
-async def read_batch(request: Request, limit: int) -> Any:
-    """A record batch ``{writer_id, first_seq, records}`` with each record still raw JSON.
+async def read_batch(request: Request, limit: int) -> bytearray:
+    """A record batch ``{writer_id, first_seq, records}``: its bytes, for
+    :func:`decode_batch` off the event loop (in the thread pool, or in an ingest process:
+    :mod:`wisp.server.ingesting`)."""
+    return await read_body(request, limit)
+
+
+def decode_batch(body: bytes | bytearray) -> Any:
+    """A record batch's body decoded, each record still raw JSON.
 
     Decoding a whole 64 MiB batch into Python objects costs several times its size; here
     the envelope is decoded and each record stays a slice of the body (``msgspec.Raw``),
@@ -175,18 +183,15 @@ async def read_batch(request: Request, limit: int) -> Any:
     body plus its prepared columns.  Anything msgspec will not split this way (not an
     object, ``NaN`` tokens, ...) is parsed whole by :func:`read_json`'s rules.
     """
-    from starlette.concurrency import run_in_threadpool
-
-    body = await read_body(request, limit)
     try:
         import msgspec
     except ImportError:  # pragma: no cover - depends on the install
-        return await run_in_threadpool(_loads_or_400, body)
+        return _loads_or_400(body)
     try:
-        env = await run_in_threadpool(msgspec.json.decode, body, type=_batch_type())
+        env = msgspec.json.decode(body, type=_batch_type())
         return {"writer_id": env.writer_id, "first_seq": env.first_seq, "records": env.records}
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return await run_in_threadpool(_loads_or_400, body)
+        return _loads_or_400(body)
 
 
 def _loads_or_400(body: bytes | bytearray) -> Any:

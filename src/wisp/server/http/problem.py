@@ -44,6 +44,10 @@ class Problem(Exception):
         self.field = field
         self.extra = extra or {}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # raised in an ingest process (wisp.server.ingesting), answered by the server's
+        return (Problem, (self.status, self.code, self.message, self.field, self.extra))
+
     def body(self) -> dict[str, Any]:
         err: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.field is not None:

@@ -47,6 +47,8 @@ class Dialect:
     """The operations whose SQL differs by backend (see the module docstring)."""
 
     name = ""
+    #: ``wisp server``'s default ``--ingest-processes`` (:mod:`wisp.server.ingesting`)
+    ingest_processes = 0
 
     def make_engine(self, url: str) -> Engine:
         raise NotImplementedError
@@ -154,6 +156,9 @@ class Dialect:
 
 class SqliteDialect(Dialect):
     name = "sqlite"
+    # writers of one file take turns on its lock: other processes would add a hop, and
+    # an in-memory database is the process's own
+    ingest_processes = 0
 
     def make_engine(self, url: str) -> Engine:
         from sqlalchemy import create_engine, event
@@ -254,6 +259,8 @@ def _ping_when_idle(engine: Engine) -> None:
 
 class PostgresDialect(Dialect):
     name = "postgresql"
+    # batches applied apart from the reads (their GIL), on connections of their own
+    ingest_processes = 2
 
     def make_engine(self, url: str) -> Engine:
         from sqlalchemy import create_engine

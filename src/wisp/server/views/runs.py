@@ -25,6 +25,7 @@ from wisp.server.blobs.base import BlobStore
 from wisp.server.http.auth import media_inline, principal_of, readable_projects
 from wisp.server.http.body import (
     check_possession,
+    decode_batch,
     json_response,
     presigned_redirect,
     proven,
@@ -34,9 +35,11 @@ from wisp.server.http.body import (
 )
 from wisp.server.http.problem import Problem, check_id, clean_str, invalid
 from wisp.server.http.routes import RAW, In, endpoint
+from wisp.server.ingesting import IngestPool
 from wisp.server.query.filter import TREE_VERSION
 from wisp.server.query.runs import filter_tree, list_runs
 from wisp.server.readfirst import ReadFirst
+from wisp.server.rights.matrix import ACTOR
 from wisp.server.schemas import runs as T
 from wisp.server.series.buckets import series_json
 from wisp.server.series.history import export_history
@@ -67,10 +70,12 @@ class Api:
         blobs: BlobStore | None = None,
         *,
         reads: ReadFirst | None = None,
+        ingest: IngestPool | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
         self.reads = reads if reads is not None else ReadFirst()
+        self.ingest = ingest  # None: batches are applied on this process's threads
         self.blobs: BlobStore = blobs if blobs is not None else open_blob_store(settings.media_dir)
         self._ingesting: asyncio.Semaphore | None = None
 
@@ -107,7 +112,7 @@ class Api:
         path_params=T.RunPath,
         body=T.RecordsBody,
         responses={200: T.Ack, 409: T.SeqConflict},
-        reader=read_batch,  # records stay raw JSON slices until prepared one by one
+        reader=read_batch,  # the body's bytes, decoded off the event loop
     )
     async def post_records(self, r: In) -> Response:
         if self._ingesting is None:  # made on the event loop that uses it
@@ -115,10 +120,13 @@ class Api:
         reads = self.reads  # reads in flight go first (wisp.server.readfirst)
         async with self._ingesting:  # many uploaders at once would starve reads of the GIL
             await reads.quiet()
-            b, prepared = await run_in_threadpool(prepare_batch, r.raw, reads.pauser())
-            await reads.quiet()
-            batch = (r.path.run_id, b.writer_id, b.first_seq, prepared)
-            acked = await run_in_threadpool(self.store.ingest, *batch, pause=reads.pauser())
+            if self.ingest is not None:  # in an ingest process (wisp.server.ingesting)
+                acked = await self.ingest.apply(r.path.run_id, r.raw, ACTOR.get())
+            else:
+                b, prepared = await run_in_threadpool(_prepare, r.raw, reads.pauser())
+                await reads.quiet()
+                batch = (r.path.run_id, b.writer_id, b.first_seq, prepared)
+                acked = await run_in_threadpool(self.store.ingest, *batch, pause=reads.pauser())
         if await run_in_threadpool(self.store.stops.requested, r.path.run_id):
             return json_response({"acked_seq": acked, "stop": True})
         return json_response({"acked_seq": acked})
@@ -430,3 +438,8 @@ class Api:
         await self._need_run(run_id)
         lines = await run_in_threadpool(self.store.console_lines, run_id, q.after, q.limit)
         return json_response({"lines": lines})
+
+
+def _prepare(body: bytearray, pause: Any) -> Any:
+    """A batch's body decoded and validated (:func:`prepare_batch`), on a worker thread."""
+    return prepare_batch(decode_batch(body), pause)
