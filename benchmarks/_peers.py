@@ -24,10 +24,17 @@ def extra_requirements(extra: str) -> list[str]:
 
 
 def start_mlflow_server(
-    pg_url: str, work: Path, port: int, *, workers: int = 1, name: str = "bench"
+    pg_url: str,
+    work: Path,
+    port: int,
+    *,
+    workers: int = 1,
+    name: str = "bench",
+    own_session: bool = False,
 ) -> tuple[subprocess.Popen[bytes], str] | str:
     """An ``mlflow server`` on ``pg_url`` (its own database) at ``port``, once it answers
-    ``/health``: ``(process, base URL)``, or why it could not start (its log's path)."""
+    ``/health``: ``(process, base URL)``, or why it could not start (its log's path).
+    ``own_session``: in a session of its own, as a service (bench_concurrent.py's doc)."""
     uri = pg_url.replace("postgresql://", "postgresql+psycopg://", 1)
     log_path = Path(tempfile.gettempdir()) / f"{name}_mlflow.log"
     with open(log_path, "wb") as log:
@@ -35,7 +42,7 @@ def start_mlflow_server(
             [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
              "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
              "--default-artifact-root", str(work / "mlruns")],
-            stdout=log, stderr=subprocess.STDOUT,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=own_session,
         )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180

@@ -25,16 +25,18 @@ for training machines, which in a deployment do not share the server's cores; at
 default (0) the 16 of them compete with the server on the same 2 cores as equals.  Quote
 both figures.
 
-``--server-session`` starts ``wisp server`` in a session of its own.  Linux (with
-``kernel.sched_autogroup_enabled``, the default of most distributions) shares the CPU
-fairly between sessions first, then between the threads of a session: by default the
-server, the poller and the 16 clients are one session, so each server thread waits among
-the 16 busy clients for a CPU, while every PostgreSQL backend (which calls ``setsid``) is a
-session of its own.  A server started by a service manager or from another terminal is in
-its own session; the poller stays in the clients' either way.  Quote the default.
+Sessions: Linux (with ``kernel.sched_autogroup_enabled``, the default of most distributions)
+shares the CPU fairly between sessions first, then between the processes of a session.  By
+default the benchmark starts processes as they are on one machine in use: the server in a
+session of its own (as a service manager, or its own terminal, starts it), the clients in
+one session of their own (as a launcher started from a terminal starts its jobs), and the
+poller in the benchmark's (a browser's); every PostgreSQL backend (which calls ``setsid``)
+is a session of its own.  ``--one-session`` starts them all in the benchmark's session, as
+earlier runs did: then each server thread and the poller wait for a CPU among the 16 busy
+clients.  Quote both.
 
 Usage: python benchmarks/bench_concurrent.py [--procs 16] [--steps 50000] [--metrics 10]
-       [--workers 1] [--ingest-concurrency N] [--client-nice N] [--server-session]
+       [--workers 1] [--ingest-concurrency N] [--client-nice N] [--one-session]
        [--mlflow-steps 500]
        [--no-mlflow] [--pg URL]
 """
@@ -42,7 +44,9 @@ Usage: python benchmarks/bench_concurrent.py [--procs 16] [--steps 50000] [--met
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -102,6 +106,81 @@ if batch:
 client.set_terminated(run.info.run_id)
 print("done", time.time(), flush=True)
 """
+
+
+#: started in a session of its own, it starts the clients there (one session for all, as
+#: jobs a launcher starts from a terminal of its own): prints each client's first line, then,
+#: once all have ended, one JSON line of [exit code, stdout, end of stderr] per client
+LAUNCHER = """
+import json, subprocess, sys
+cmds = json.loads(sys.argv[1])
+pipe = subprocess.PIPE
+procs = [subprocess.Popen(c, stdout=pipe, stderr=pipe, text=True) for c in cmds]
+for p in procs:
+    print(p.stdout.readline().strip(), flush=True)
+ends = []
+for p in procs:
+    out, err = p.communicate()
+    ends.append([p.returncode, out, err[-2000:]])
+print(json.dumps(ends), flush=True)
+"""
+
+
+class Clients:
+    """The client processes: each one in the benchmark's session (``apart=False``), or all
+    in one session of their own under a launcher."""
+
+    def __init__(self, cmds: list[list[str]], env: Any, *, apart: bool) -> None:
+        self.apart = apart
+        pipe = subprocess.PIPE
+        if apart:
+            launch = [sys.executable, "-c", LAUNCHER, json.dumps(cmds)]
+            self.procs = [
+                subprocess.Popen(
+                    launch, stdout=pipe, stderr=pipe, text=True, env=env, start_new_session=True
+                )
+            ]
+        else:
+            self.procs = [
+                subprocess.Popen(c, stdout=pipe, stderr=pipe, text=True, env=env) for c in cmds
+            ]
+        self.n = len(cmds)
+
+    def first_lines(self) -> list[str]:
+        """Each client's first line (``ready <run id>``, or empty where it failed)."""
+        if self.apart:
+            out = self.procs[0].stdout
+            assert out is not None
+            return [out.readline().strip() for _ in range(self.n)]
+        lines = []
+        for p in self.procs:
+            assert p.stdout is not None
+            lines.append(p.stdout.readline().strip())
+        return lines
+
+    def ends(self) -> list[tuple[int, str, str]]:
+        """Once all have ended: each client's exit code, the rest of its stdout, its stderr."""
+        if self.apart:
+            out, err = self.procs[0].communicate(timeout=3600)
+            lines = out.strip().splitlines()
+            if self.procs[0].returncode != 0 or not lines:
+                raise RuntimeError(f"the launcher failed: {err[-2000:]}")
+            return [(rc, o, e) for rc, o, e in json.loads(lines[-1])]
+        got = []
+        for p in self.procs:
+            out, err = p.communicate(timeout=3600)
+            got.append((p.returncode, out, err))
+        return got
+
+    def kill(self) -> None:
+        """Whatever is still running (a client that did not start, a failed run)."""
+        for p in self.procs:
+            if p.poll() is None:
+                if self.apart:
+                    os.killpg(p.pid, signal.SIGKILL)  # the launcher and its clients
+                else:
+                    p.kill()
+            p.communicate()
 
 
 def _pct(xs: list[float], q: float) -> float:
@@ -186,40 +265,43 @@ class Poller(threading.Thread):
 
 
 def drive(
-    cmds: list[list[str]], go: Path, poll: Callable[[], list[Took]], interval: float, env: Any
+    cmds: list[list[str]],
+    go: Path,
+    poll: Callable[[], list[Took]],
+    interval: float,
+    env: Any,
+    *,
+    apart: bool,
 ) -> tuple[float, list[float], list[str], list[list[Took]]]:
     """Start the client processes, release them together once all are ready, poll while
-    they run; (seconds from release to the last one done, poll times, run ids, each poll's
-    requests' times).  Prints the slowest polls: when (seconds after the release) and each
-    request's wall time, with the server's own time to answer it in brackets."""
-    procs = [
-        subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        for c in cmds
-    ]
-    ids = []
-    for p in procs:
-        assert p.stdout is not None
-        line = p.stdout.readline().split()
-        if not line or line[0] != "ready":
-            err = p.stderr.read() if p.stderr else ""
-            raise RuntimeError(f"a client did not start: {line} {err[-2000:]}")
-        ids.append(line[1])
-    poller = Poller(poll, interval)
-    poller.start()
-    time.sleep(1.0)  # a few idle polls first would mix in; they are cheap, keep them out
-    poller.times.clear()
-    poller.started.clear()
-    poller.parts.clear()
-    t0 = time.time()
-    p0 = time.perf_counter()
-    go.touch()
-    ends = []
-    for p in procs:
-        out, err = p.communicate(timeout=3600)
-        done = [ln for ln in out.splitlines() if ln.startswith("done")]
-        if p.returncode != 0 or not done:
-            raise RuntimeError(f"a client failed ({p.returncode}): {err[-2000:]}")
-        ends.append(float(done[0].split()[1]))
+    they run (``apart``: in one session of their own); (seconds from release to the last
+    one done, poll times, run ids, each poll's requests' times).  Prints the slowest polls:
+    when (seconds after the release) and each request's wall time, with the server's own
+    time to answer it in brackets."""
+    clients = Clients(cmds, env, apart=apart)
+    try:
+        ids = []
+        for line in clients.first_lines():
+            if not line.startswith("ready "):
+                raise RuntimeError(f"a client did not start: {line!r}")
+            ids.append(line.split()[1])
+        poller = Poller(poll, interval)
+        poller.start()
+        time.sleep(1.0)  # a few idle polls first would mix in; they are cheap, keep them out
+        poller.times.clear()
+        poller.started.clear()
+        poller.parts.clear()
+        t0 = time.time()
+        p0 = time.perf_counter()
+        go.touch()
+        ends = []
+        for rc, out, err in clients.ends():
+            done = [ln for ln in out.splitlines() if ln.startswith("done")]
+            if rc != 0 or not done:
+                raise RuntimeError(f"a client failed ({rc}): {err[-2000:]}")
+            ends.append(float(done[0].split()[1]))
+    finally:
+        clients.kill()
     times = poller.finish()
     slow = sorted(zip(times, poller.started, poller.parts, strict=True), reverse=True)[:3]
     said = [
@@ -247,7 +329,8 @@ def wisp_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any]:
     extra = ["--workers", str(args.workers)] if args.workers > 1 else []
     if args.ingest_concurrency is not None:
         extra += ["--ingest-concurrency", str(args.ingest_concurrency)]
-    with Server(work / "server", db=url, args=extra, own_session=args.server_session) as srv:
+    apart = not args.one_session
+    with Server(work / "server", db=url, args=extra, own_session=apart) as srv:
         go = work / "go-wisp"
         sizes = [str(args.steps), str(args.metrics)]
         cmds = [
@@ -278,7 +361,7 @@ def wisp_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any]:
 
         env = {**os.environ, "WISP_DIR": str(work / "runs"), **_nice(args)}
         load0 = _load()
-        secs, times, ids, parts = drive(cmds, go, poll, args.poll_interval, env)
+        secs, times, ids, parts = drive(cmds, go, poll, args.poll_interval, env, apart=apart)
         load1 = _load()
         idle = idle_polls(poll)
         got = srv.points(ids[0], "metric00")
@@ -303,7 +386,14 @@ def mlflow_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any
         from mlflow.tracking import MlflowClient
     except ImportError as exc:
         return f"skipped: mlflow is not importable ({exc})"
-    started = start_mlflow_server(url, work, _port(), workers=args.workers, name="bench_concurrent")
+    started = start_mlflow_server(
+        url,
+        work,
+        _port(),
+        workers=args.workers,
+        name="bench_concurrent",
+        own_session=not args.one_session,
+    )
     if isinstance(started, str):
         return started
     proc, base = started
@@ -334,7 +424,9 @@ def mlflow_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any
 
         load0 = _load()
         env = {**os.environ, **_nice(args)}
-        secs, times, _ids, _parts = drive(cmds, go, poll, args.poll_interval, env)
+        secs, times, _ids, _parts = drive(
+            cmds, go, poll, args.poll_interval, env, apart=not args.one_session
+        )
         load1 = _load()
         idle = idle_polls(poll)
         client.close()
@@ -362,10 +454,10 @@ def main() -> None:
         "--client-nice", type=int, default=0, help="niceness of the client processes (0: as equals)"
     )
     ap.add_argument(
-        "--server-session",
+        "--one-session",
         action="store_true",
-        help="start wisp server in a session of its own (as a service would be), not in the "
-        "clients' (Linux autogroup scheduling: see the module doc)",
+        help="start the server and the clients in the benchmark's session (Linux autogroup "
+        "scheduling: see the module doc); by default each has a session of its own",
     )
     ap.add_argument("--mlflow-steps", type=int, default=500, help="steps each MLflow run logs")
     ap.add_argument("--no-mlflow", action="store_true")
@@ -385,7 +477,7 @@ def main() -> None:
             f"(server --workers {args.workers}, --ingest-concurrency "
             f"{'default' if args.ingest_concurrency is None else args.ingest_concurrency}; "
             f"clients at nice {args.client_nice}"
-            f"{'; server in its own session' if args.server_session else ''}; {w['load']})"
+            f"; {'one session' if args.one_session else 'sessions apart'}; {w['load']})"
         )
         print(f"  poll (runs list + one series) during ingest: {_ms(w['polls'])}")
         print(f"    of which inside the server (Server-Timing, both requests): {_ms(w['server'])}")
