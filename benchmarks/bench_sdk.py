@@ -175,7 +175,9 @@ def bench_init(rows: list[tuple[str, str, str]], tmp: str) -> None:
         rows.append((f"  {peer} start/init, median", f"{got[0]:.2f} ms", ""))
         rows.append((f"  {peer} end/finish, median", f"{got[1]:.2f} ms", ""))
         rows.append((f"  init() / {peer}", f"{init_ms / got[0]:.2f}x", "<= 1"))
-        rows.append((f"  finish() / {peer}", f"{finish_ms / got[1]:.2f}x", "<= 1"))
+        # the target is MLflow's end_run(); trackio's finish() hands its work to a thread
+        aim = "<= 1" if peer.startswith("mlflow") else ""
+        rows.append((f"  finish() / {peer}", f"{finish_ms / got[1]:.2f}x", aim))
 
 
 def _percentiles(ns: list[int]) -> tuple[float, float, float]:
