@@ -45,6 +45,7 @@ __all__ = [
     "S3Server",
     "Server",
     "free_port",
+    "send_json",
     "server_fixture",
     "temporary_postgres_database",
 ]
@@ -204,6 +205,11 @@ class Server:
             e.close()  # its socket now: not at a later garbage collection (a ResourceWarning)
             raise
 
+    def send(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        """``<method> /api/v1<path>`` of ``body`` as JSON with this server's key: the status
+        and the parsed answer (an error's too)."""
+        return send_json(self.url, self.key, method, path, body)
+
     def points(self, run_id: str, key: str) -> list[tuple[int, Any]]:
         """Every (step, value) the server holds for ``key`` of ``run_id`` (raw series)."""
         doc = self.get(f"/series?runs={run_id}&keys={key}&x=step&buckets=100000")
@@ -249,6 +255,23 @@ def server_fixture(**options: Any) -> Callable[..., Any]:
             yield srv
 
     return wisp_server
+
+
+def send_json(url: str, key: str, method: str, path: str, body: Any) -> tuple[int, Any]:
+    """``<method> <url>/api/v1<path>`` of ``body`` as JSON with the API key ``key``: the
+    status and the parsed answer (an error's too)."""
+    req = urllib.request.Request(
+        f"{url}/api/v1{path}",
+        data=json.dumps(body).encode(),
+        method=method,
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        with e:
+            return e.code, json.loads(e.read())
 
 
 class S3Server:

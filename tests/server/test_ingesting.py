@@ -8,8 +8,6 @@ import os
 import pickle
 import signal
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +44,7 @@ def _alive(pid: int) -> bool:
 
 
 def _post(srv: Server, path: str, body: Any, method: str = "POST") -> tuple[int, Any]:
-    req = urllib.request.Request(
-        f"{srv.url}/api/v1{path}",
-        data=json.dumps(body).encode(),
-        method=method,
-        headers={"Authorization": f"Bearer {srv.key}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as e:
-        with e:
-            return e.code, json.loads(e.read())
+    return srv.send(method, path, body)
 
 
 def _rows(first: int, n: int) -> dict[str, Any]:

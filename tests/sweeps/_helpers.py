@@ -177,21 +177,9 @@ class Server:
             return json.loads(resp.read())
 
     def send(self, method: str, path: str, body: Any) -> tuple[int, Any]:
-        import json
-        import urllib.error
-        import urllib.request
+        from wisp.testing import send_json
 
-        req = urllib.request.Request(
-            f"{self.url}/api/v1{path}",
-            data=json.dumps(body).encode(),
-            method=method,
-            headers={"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                return resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read())
+        return send_json(self.url, self.key, method, path, body)
 
     def stop(self) -> None:
         self.proc.terminate()
