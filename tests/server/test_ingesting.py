@@ -79,7 +79,8 @@ def test_problem_survives_pickling() -> None:
 def test_a_postgresql_server_ingests_in_its_own_lower_priority_processes(
     pg_url: str, tmp_path: Path
 ) -> None:
-    """`wisp server` on PostgreSQL applies batches in 2 child processes at nice +5: their
+    """`wisp server` on PostgreSQL applies batches in 2 child processes at nice +5, each in a
+    session of its own (its own autogroup, at the same nice, where Linux has them): their
     points arrive, a sequence gap comes back as the usual 409, and they end with the server."""
     srv = Server(tmp_path / "srv", db=pg_url)
     with srv:
@@ -100,6 +101,11 @@ def test_a_postgresql_server_ingests_in_its_own_lower_priority_processes(
         assert len(kids) == 2
         own = os.getpriority(os.PRIO_PROCESS, pid)
         assert all(os.getpriority(os.PRIO_PROCESS, k) == own + INGEST_NICE for k in kids)
+        assert all(os.getsid(k) == k != os.getsid(pid) for k in kids)
+        for k in kids:
+            group = Path(f"/proc/{k}/autogroup")
+            if group.exists():  # Linux built with autogroup scheduling
+                assert group.read_text().split()[-1] == str(INGEST_NICE)
     _wait_for(lambda: not any(_alive(k) for k in kids), "ingest processes outlived the server")
 
 

@@ -12,7 +12,9 @@ a server process hands each batch's bytes to one of ``N`` processes of its own, 
 decode and apply it against their own connection pool (the store keeps no state a request
 depends on, so any number of processes can write) and answer the acked sequence or the
 :class:`~wisp.server.http.problem.Problem` to send.  They run at a lower CPU priority
-(``nice`` +:data:`INGEST_NICE`) and pause between records and keys while the server process
+(``nice`` +:data:`INGEST_NICE`, each in a session of its own at that nice: Linux's autogroup
+scheduling shares the CPU between sessions first, so in the server's session they would take
+from its share whatever their nice) and pause between records and keys while the server process
 answers reads (:func:`wisp.server.readfirst.shared_pauser`): ingest takes the cycles that
 reads leave, and a read never waits for ingest's GIL.  Authentication, the write rules'
 caller (``ACTOR``, passed along) and the answer stay with the server process.  An ingest
@@ -80,8 +82,21 @@ def _start(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if nice:
         os.nice(nice)
+        _own_autogroup(nice)
     _STORE.append(open_store(db, heartbeat_timeout=heartbeat_timeout, run_migrations=False))
     _READS.append(reads)
+
+
+def _own_autogroup(nice: int) -> None:
+    """A session of its own at ``nice``: Linux's autogroup scheduling shares the CPU between
+    sessions first, so in the server's session an ingest process takes from the server's
+    share whatever its own nice (best effort: elsewhere the process's nice is all)."""
+    try:
+        os.setsid()
+        with open("/proc/self/autogroup", "w") as f:
+            f.write(str(nice))
+    except OSError:
+        pass  # not Linux, no autogroup (or it is off), or not allowed: the nice stays
 
 
 def _apply(run_id: str, body: bytes | bytearray, actor: Principal | None) -> int:
