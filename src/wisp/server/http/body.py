@@ -27,7 +27,6 @@ __all__ = [
     "loads",
     "presigned_redirect",
     "proven",
-    "read_batch",
     "read_body",
     "read_json",
     "require_raw",
@@ -165,13 +164,6 @@ async def read_json(request: Request, limit: int) -> Any:
     except (ValueError, RecursionError) as e:
         msg = "nested too deeply" if isinstance(e, RecursionError) else str(e)
         raise Problem(400, "bad_json", f"request body is not valid JSON: {msg}", "body") from None
-
-
-async def read_batch(request: Request, limit: int) -> bytearray:
-    """A record batch ``{writer_id, first_seq, records}``: its bytes, for
-    :func:`decode_batch` off the event loop (in the thread pool, or in an ingest process:
-    :mod:`wisp.server.ingesting`)."""
-    return await read_body(request, limit)
 
 
 def decode_batch(body: bytes | bytearray) -> Any:

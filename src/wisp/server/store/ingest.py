@@ -364,7 +364,7 @@ def prepare_records(
             pause()
         rf = f"{fld}[{i}]"
         if not isinstance(rec, dict | list | str | int | float | None):
-            rec = _decode_raw(rec, rf)  # a record left undecoded by read_batch
+            rec = _decode_raw(rec, rf)  # a record left undecoded by decode_batch
         if not isinstance(rec, dict):
             raise invalid(rf, "expected an object {type, data}")
         kind = rec.get("type")

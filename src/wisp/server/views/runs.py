@@ -25,17 +25,16 @@ from wisp.server.blobs.base import BlobStore
 from wisp.server.http.auth import media_inline, principal_of, readable_projects
 from wisp.server.http.body import (
     check_possession,
-    decode_batch,
     json_response,
     presigned_redirect,
     proven,
-    read_batch,
+    read_body,
     require_raw,
     stream_blob,
 )
 from wisp.server.http.problem import Problem, check_id, clean_str, invalid
 from wisp.server.http.routes import RAW, In, endpoint
-from wisp.server.ingesting import IngestPool
+from wisp.server.ingesting import IngestPool, apply_batch
 from wisp.server.query.filter import TREE_VERSION
 from wisp.server.query.runs import filter_tree, list_runs
 from wisp.server.readfirst import ReadFirst
@@ -45,7 +44,7 @@ from wisp.server.series.buckets import series_json
 from wisp.server.series.history import export_history
 from wisp.server.settings import ServerSettings
 from wisp.server.store.facade import Store
-from wisp.server.store.ingest import check_project, prepare_batch, run_put_cols
+from wisp.server.store.ingest import check_project, run_put_cols
 
 __all__ = ["Api"]
 
@@ -112,7 +111,7 @@ class Api:
         path_params=T.RunPath,
         body=T.RecordsBody,
         responses={200: T.Ack, 409: T.SeqConflict},
-        reader=read_batch,  # the body's bytes, decoded off the event loop
+        reader=read_body,  # the batch's bytes, decoded off the event loop (apply_batch)
     )
     async def post_records(self, r: In) -> Response:
         if self._ingesting is None:  # made on the event loop that uses it
@@ -122,11 +121,11 @@ class Api:
             await reads.quiet()
             if self.ingest is not None:  # in an ingest process (wisp.server.ingesting)
                 acked = await self.ingest.apply(r.path.run_id, r.raw, ACTOR.get())
-            else:
-                b, prepared = await run_in_threadpool(_prepare, r.raw, reads.pauser())
-                await reads.quiet()
-                batch = (r.path.run_id, b.writer_id, b.first_seq, prepared)
-                acked = await run_in_threadpool(self.store.ingest, *batch, pause=reads.pauser())
+            else:  # on a worker thread, the same steps
+                pause = reads.pauser()
+                acked = await run_in_threadpool(
+                    apply_batch, self.store, r.path.run_id, r.raw, pause
+                )
         if await run_in_threadpool(self.store.stops.requested, r.path.run_id):
             return json_response({"acked_seq": acked, "stop": True})
         return json_response({"acked_seq": acked})
@@ -438,8 +437,3 @@ class Api:
         await self._need_run(run_id)
         lines = await run_in_threadpool(self.store.console_lines, run_id, q.after, q.limit)
         return json_response({"lines": lines})
-
-
-def _prepare(body: bytearray, pause: Any) -> Any:
-    """A batch's body decoded and validated (:func:`prepare_batch`), on a worker thread."""
-    return prepare_batch(decode_batch(body), pause)
