@@ -318,8 +318,8 @@ class Writer:
     def every(self, interval: float, job: Callable[[], object], first: float) -> Callable[[], None]:
         """Run ``job()`` on the writer thread ``first`` seconds from now, then every
         ``interval`` seconds (the system sampler: a run has one background thread, not
-        two).  Returns ``cancel()``: once it returns, ``job`` is not running and never
-        runs again."""
+        two).  Returns ``cancel()``: once it returns, ``job`` never runs again, and is not
+        running unless a run of it was stuck past ``_CANCEL_WAIT`` seconds."""
         handle = self._jobs.add(job, interval, self._get_time() + first)
 
         def cancel() -> None:  # waits for a run of the job under way (bounded: a stuck one)
@@ -348,7 +348,7 @@ class Writer:
                     if self._closed:  # finished by close() on the calling thread
                         return
                     self._guarded("write", self._drain_slice)
-                    if self._jobs and self._get_time() >= self._jobs.due():
+                    if self._jobs:
                         self._jobs.run_due(self._get_time(), self._run_job)
                 if self._waiting:  # log() is blocked on a full queue: no one to yield to
                     if len(self.queue) <= self._low:
