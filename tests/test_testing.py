@@ -46,3 +46,17 @@ def test_restart_keeps_port_and_data_and_exit_stops(tmp_path: Path) -> None:
     assert not srv.running
     with pytest.raises(OSError):
         urllib.request.urlopen(f"{srv.url}/api/openapi.json", timeout=2)
+
+
+def test_a_server_whose_port_was_taken_meanwhile_moves_to_another(tmp_path: Path) -> None:
+    """When another process takes the port chosen for a Server before it binds, the Server starts on a new port and its url names that one, never talking to the squatter."""
+    import socket
+
+    srv = Server(tmp_path)
+    taken = srv.port
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", taken))
+        squatter.listen()
+        with srv:
+            assert srv.port != taken and srv.url.endswith(f":{srv.port}")
+            assert srv.get("/projects") is not None

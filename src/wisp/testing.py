@@ -102,6 +102,7 @@ class Server:
         self.db_url = db or f"sqlite:///{self.base_dir / 'server.db'}"
         self.media_dir = media_url or str(self.base_dir / "server-media")
         self.port = port or free_port()
+        self._own_port = port is None  # chosen here: another one if it is taken meanwhile
         self.no_auth = no_auth
         self.args = list(args)  # more `wisp server` options
         self.url = f"http://127.0.0.1:{self.port}"
@@ -121,9 +122,23 @@ class Server:
         return [*cmd, *self.args, *(["--no-auth"] if self.no_auth else [])]
 
     def start(self, timeout: float = 30.0) -> Server:
-        """Start the process and wait until it answers (``RuntimeError`` if it does not)."""
+        """Start the process and wait until it answers (``RuntimeError`` if it does not).
+
+        A port chosen here can be taken by another process before the server binds it (the
+        gap after :func:`free_port`): the server then exits, and another port is tried."""
+        for _ in range(3):
+            if self._start_once(timeout):
+                return self
+            old, self.port = self.port, free_port()
+            self.url = self.url.replace(f":{old}", f":{self.port}")
+            self.log = self.base_dir / f"server-{self.port}.log"
+        raise RuntimeError(f"wisp server found no free port: {self._log_tail()}")
+
+    def _start_once(self, timeout: float) -> bool:
+        """True once it answers; False when its port was taken (and chosen here)."""
         if self.running:
-            return self
+            return True
+        start = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 self.command(),
@@ -138,18 +153,32 @@ class Server:
             if self.proc.poll() is not None:
                 code = self.proc.returncode
                 self.proc = None
+                if self._own_port and "already in use" in self._log_since(start):
+                    return False
                 raise RuntimeError(f"wisp server exited with {code}: {self._log_tail()}")
-            try:
-                probe = f"{self.url}/api/openapi.json"
-                urllib.request.urlopen(probe, timeout=1, context=self._probe_tls()).close()
-                return self
-            except urllib.error.HTTPError as e:  # it answers: up
-                e.close()
-                return self
-            except OSError:
-                time.sleep(0.05)
+            # bound by this process (uvicorn says so), not answered by another one that
+            # took the port first
+            if "Uvicorn running on" in self._log_since(start):
+                try:
+                    probe = f"{self.url}/api/openapi.json"
+                    urllib.request.urlopen(probe, timeout=1, context=self._probe_tls()).close()
+                    return True
+                except urllib.error.HTTPError as e:  # it answers: up
+                    e.close()
+                    return True
+                except OSError:
+                    pass
+            time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"wisp server did not answer within {timeout}s: {self._log_tail()}")
+
+    def _log_since(self, offset: int) -> str:
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(offset)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def _probe_tls(self) -> Any:
         """For an ``https`` url (``--tls-cert``): a context that only checks it answers."""
