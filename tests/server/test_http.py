@@ -15,7 +15,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from wisp.server.http.body import json_response, loads, read_body, read_json
+from wisp.server.http.body import (
+    Encoded,
+    json_response,
+    loads,
+    read_body,
+    read_encoded,
+    read_json,
+)
 from wisp.server.http.problem import Problem
 
 LIMIT = 1000
@@ -35,6 +42,11 @@ async def _body(request: Request) -> Response:
     return json_response({"size": len(await read_body(request, LIMIT))})
 
 
+async def _encoded(request: Request) -> Response:
+    got = await read_encoded(request, LIMIT)
+    return json_response({"sent": got.data.hex(), "gzip": got.gzip})
+
+
 async def _json(request: Request) -> Response:
     return json_response({"doc": await read_json(request, 100 * LIMIT)})
 
@@ -45,6 +57,7 @@ def client() -> Iterator[TestClient]:
         routes=[
             Route("/body", _guarded(_body), methods=["POST"]),
             Route("/json", _guarded(_json), methods=["POST"]),
+            Route("/encoded", _guarded(_encoded), methods=["POST"]),
         ]
     )
     with TestClient(app) as c:
@@ -119,3 +132,39 @@ def test_bytes_after_the_gzip_stream_are_refused(client: TestClient) -> None:
     gz = {"Content-Encoding": "gzip"}
     body = gzip.compress(b'{"a": 1}') + b"garbage"
     assert _code(client.post("/body", content=body, headers=gz)) == (400, "bad_gzip")
+
+
+def test_an_encoded_body_is_kept_as_sent_and_decoded_later_with_the_same_limits(
+    client: TestClient,
+) -> None:
+    """read_encoded (record batches) keeps gzip bytes as sent, bounded by the limit as sent;
+    Encoded.decoded() gives the body, 413 for a bomb and 400 for a corrupt stream, as
+    read_body answers while reading."""
+    gz = {"Content-Encoding": "gzip"}
+    sent = gzip.compress(b'{"a": 1}' * 20)
+    assert client.post("/encoded", content=sent, headers=gz).json() == {
+        "sent": sent.hex(),
+        "gzip": True,
+    }
+    assert client.post("/encoded", content=b"plain").json()["gzip"] is False
+    assert _code(client.post("/encoded", content=b"x" * (LIMIT + 1), headers=gz)) == (
+        413,
+        "too_large",
+    )
+    assert _code(client.post("/encoded", content=b"x", headers={"Content-Encoding": "br"})) == (
+        415,
+        "unsupported_encoding",
+    )
+    assert Encoded(sent, True, LIMIT).decoded() == b'{"a": 1}' * 20
+    assert Encoded(b"as is", False, LIMIT).decoded() == b"as is"
+    for data, code in (
+        (gzip.compress(b"\0" * (LIMIT * 50)), (413, "too_large")),
+        (gzip.compress(b"y" * (LIMIT + 1)), (413, "too_large")),
+        (sent[:-8], (400, "bad_gzip")),
+        (sent + b"more", (400, "bad_gzip")),
+        (b"not gzip at all", (400, "bad_gzip")),
+    ):
+        with pytest.raises(Problem) as got:
+            Encoded(data, True, LIMIT).decoded()
+        assert (got.value.status, got.value.code) == code
+    assert Encoded(gzip.compress(b"y" * LIMIT), True, LIMIT).decoded() == b"y" * LIMIT

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import pickle
 import signal
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,26 @@ def _alive(pid: int) -> bool:
 
 def _post(srv: Server, path: str, body: Any, method: str = "POST") -> tuple[int, Any]:
     return srv.send(method, path, body)
+
+
+def _post_gzip(srv: Server, path: str, data: bytes) -> tuple[int, Any]:
+    """POST ``data`` (gzip bytes, sent as they are) to ``/api/v1<path>``: status and answer."""
+    req = urllib.request.Request(
+        f"{srv.url}/api/v1{path}",
+        data=data,
+        method="POST",
+        headers={
+            "Authorization": f"Bearer {srv.key}",
+            "Content-Type": "application/json",
+            "Content-Encoding": "gzip",
+        },
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        with e:
+            return e.code, json.loads(e.read())
 
 
 def _rows(first: int, n: int) -> dict[str, Any]:
@@ -107,6 +130,22 @@ def test_a_postgresql_server_ingests_in_its_own_lower_priority_processes(
             if group.exists():  # Linux built with autogroup scheduling
                 assert group.read_text().split()[-1] == str(INGEST_NICE)
     _wait_for(lambda: not any(_alive(k) for k in kids), "ingest processes outlived the server")
+
+
+def test_gzip_batches_are_decoded_in_the_ingest_processes(pg_url: str, tmp_path: Path) -> None:
+    """On PostgreSQL gzip batches go to the ingest processes as sent (they decode them): the
+    points arrive, and a bomb is refused with 413 and a corrupt stream with 400, the answers
+    of a server decoding them itself."""
+    with Server(tmp_path / "srv", db=pg_url) as srv:
+        assert srv.send("PUT", "/runs/gz1", {"project": "ingp"})[0] == 200
+        body = json.dumps(_batch(0, [_rows(0, 200)])).encode()
+        assert _post_gzip(srv, "/runs/gz1/records", gzip.compress(body)) == (200, {"acked_seq": 0})
+        assert srv.points("gz1", "loss") == [(s, s * 0.5) for s in range(200)]
+        bomb = gzip.compress(b" " * (65 << 20))  # past the default 64 MiB body limit
+        status, doc = _post_gzip(srv, "/runs/gz1/records", bomb)
+        assert (status, doc["error"]["code"]) == (413, "too_large")
+        status, doc = _post_gzip(srv, "/runs/gz1/records", gzip.compress(body)[:-8])
+        assert (status, doc["error"]["code"]) == (400, "bad_gzip")
 
 
 def test_ingest_processes_end_when_their_server_is_killed(pg_url: str, tmp_path: Path) -> None:

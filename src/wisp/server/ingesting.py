@@ -38,6 +38,7 @@ from wisp.server.http.problem import Problem
 from wisp.server.readfirst import ReadFirst
 
 if TYPE_CHECKING:
+    from wisp.server.http.body import Encoded
     from wisp.server.rights.matrix import Principal
     from wisp.server.store.facade import Store
 
@@ -52,15 +53,19 @@ _READS: list[tuple[Any, float]] = []  # and the server's count of reads in fligh
 
 
 def apply_batch(
-    store: Store, run_id: str, body: bytes | bytearray, pause: Callable[[], None] | None = None
+    store: Store,
+    run_id: str,
+    body: Encoded | bytes | bytearray,
+    pause: Callable[[], None] | None = None,
 ) -> int:
-    """Decode, validate and apply one ``POST /runs/{id}/records`` body; the acked seq (a
-    :class:`Problem` for a bad or conflicting batch).  The caller is ``ACTOR``'s; ``pause``
-    is called between records and keys (:mod:`wisp.server.readfirst`)."""
-    from wisp.server.http.body import decode_batch
+    """Decode (gunzip too), validate and apply one ``POST /runs/{id}/records`` body; the
+    acked seq (a :class:`Problem` for a bad or conflicting batch).  The caller is
+    ``ACTOR``'s; ``pause`` is called between records and keys (:mod:`wisp.server.readfirst`)."""
+    from wisp.server.http.body import Encoded, decode_batch
     from wisp.server.store.ingest import prepare_batch
 
-    b, prepared = prepare_batch(decode_batch(body), pause)
+    raw = body.decoded() if isinstance(body, Encoded) else body
+    b, prepared = prepare_batch(decode_batch(raw), pause)
     return store.ingest(run_id, b.writer_id, b.first_seq, prepared, pause=pause)
 
 
@@ -99,7 +104,7 @@ def _own_autogroup(nice: int) -> None:
         pass  # not Linux, no autogroup (or it is off), or not allowed: the nice stays
 
 
-def _apply(run_id: str, body: bytes | bytearray, actor: Principal | None) -> int:
+def _apply(run_id: str, body: Encoded | bytes | bytearray, actor: Principal | None) -> int:
     from wisp.server.readfirst import shared_pauser
     from wisp.server.rights.matrix import ACTOR
 
@@ -148,7 +153,9 @@ class IngestPool:
         for _ in range(self.n):  # each submit while none is idle starts one more process
             self._pool.submit(_ready)
 
-    async def apply(self, run_id: str, body: bytes | bytearray, actor: Principal | None) -> int:
+    async def apply(
+        self, run_id: str, body: Encoded | bytes | bytearray, actor: Principal | None
+    ) -> int:
         """:func:`apply_batch` in an ingest process, as ``actor``."""
         self.start()
         assert self._pool is not None

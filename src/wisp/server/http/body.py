@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import zlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from wisp.server.blobs.base import BlobStore
 
 __all__ = [
+    "Encoded",
     "check_possession",
     "decode_batch",
     "json_response",
@@ -28,6 +29,7 @@ __all__ = [
     "presigned_redirect",
     "proven",
     "read_body",
+    "read_encoded",
     "read_json",
     "require_raw",
     "stream_blob",
@@ -56,40 +58,91 @@ def json_response(obj: Any, status: int = 200) -> Response:
     return Response(_dumps(obj), status_code=status, media_type="application/json")
 
 
-async def read_body(request: Request, limit: int) -> bytearray:
-    """The request body, refusing (413) more than ``limit`` bytes after gzip decoding."""
+class _Inflater:
+    """Bounded gzip decoding, chunk by chunk: 413 past ``limit`` decoded bytes, 400 for a
+    stream that is bad, truncated or followed by other bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self._dec = zlib.decompressobj(wbits=31)
+
+    def feed(self, chunk: bytes | bytearray) -> bytes:
+        try:
+            out = self._dec.decompress(chunk, self.limit + 1 - self.size)
+        except zlib.error as e:
+            raise Problem(400, "bad_gzip", f"gzip body could not be decoded: {e}") from None
+        self.size += len(out)
+        if self._dec.unconsumed_tail or self.size > self.limit:
+            raise Problem(413, "too_large", f"decoded body is larger than {self.limit} bytes")
+        return out
+
+    def end(self) -> bytes:
+        if not self._dec.eof:
+            raise Problem(400, "bad_gzip", "gzip body is truncated")
+        if self._dec.unused_data:
+            raise Problem(400, "bad_gzip", "bytes after the end of the gzip stream")
+        tail = self._dec.flush()
+        self.size += len(tail)
+        if self.size > self.limit:
+            raise Problem(413, "too_large", f"decoded body is larger than {self.limit} bytes")
+        return tail
+
+
+class Encoded(NamedTuple):
+    """A request body as it came (:func:`read_encoded`), decoded where it is used: in a
+    thread or an ingest process, not on the event loop."""
+
+    data: bytes | bytearray
+    gzip: bool
+    limit: int  # the most decoded bytes it may give
+
+    def decoded(self) -> bytes | bytearray:
+        """The body's bytes (413 past ``limit``, 400 for bad gzip)."""
+        if not self.gzip:
+            return self.data
+        inflater = _Inflater(self.limit)
+        out, tail = inflater.feed(self.data), inflater.end()
+        return out + tail if tail else out
+
+
+def _gzipped(request: Request, limit: int) -> bool:
+    """Whether the body is gzip (415 for another encoding, 413 for a declared length over
+    ``limit``, encoded or not)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise Problem(413, "too_large", f"request body is larger than {limit} bytes")
     enc = request.headers.get("content-encoding", "identity").strip().lower()
     if enc not in ("identity", "gzip", ""):
         raise Problem(415, "unsupported_encoding", f"Content-Encoding {enc!r}: use gzip")
-    dec = zlib.decompressobj(wbits=31) if enc == "gzip" else None
+    return enc == "gzip"
+
+
+async def _read_raw(request: Request, limit: int, inflater: _Inflater | None) -> bytearray:
     parts = bytearray()  # one buffer, no join: the body is held once
-    size = 0
-    try:
-        async for chunk in request.stream():
-            if dec is not None:
-                chunk = dec.decompress(chunk, limit + 1 - size)
-                if dec.unconsumed_tail:
-                    raise Problem(413, "too_large", f"decoded body is larger than {limit} bytes")
-            size += len(chunk)
-            if size > limit:
-                raise Problem(413, "too_large", f"request body is larger than {limit} bytes")
-            parts += chunk
-        if dec is not None:
-            if not dec.eof:
-                raise Problem(400, "bad_gzip", "gzip body is truncated")
-            if dec.unused_data:
-                raise Problem(400, "bad_gzip", "bytes after the end of the gzip stream")
-            tail = dec.flush()
-            size += len(tail)
-            if size > limit:
-                raise Problem(413, "too_large", f"decoded body is larger than {limit} bytes")
-            parts += tail
-    except zlib.error as e:
-        raise Problem(400, "bad_gzip", f"gzip body could not be decoded: {e}") from None
+    size = 0  # as sent
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise Problem(413, "too_large", f"request body is larger than {limit} bytes")
+        parts += chunk if inflater is None else inflater.feed(chunk)
+    if inflater is not None:
+        parts += inflater.end()
     return parts
+
+
+async def read_body(request: Request, limit: int) -> bytearray:
+    """The request body, refusing (413) more than ``limit`` bytes after gzip decoding."""
+    gz = _gzipped(request, limit)
+    return await _read_raw(request, limit, _Inflater(limit) if gz else None)
+
+
+async def read_encoded(request: Request, limit: int) -> Encoded:
+    """The request body as sent (at most ``limit`` bytes, gzip or not), to decode with
+    :meth:`Encoded.decoded` off the event loop: a record batch's gzip decoding was most of
+    a busy server's event-loop time, which reads wait behind."""
+    gz = _gzipped(request, limit)
+    return Encoded(await _read_raw(request, limit, None), gz, limit)
 
 
 async def check_possession(request: Request, sha: str, limit: int) -> None:

@@ -28,7 +28,7 @@ from wisp.server.http.body import (
     json_response,
     presigned_redirect,
     proven,
-    read_body,
+    read_encoded,
     require_raw,
     stream_blob,
 )
@@ -111,7 +111,7 @@ class Api:
         path_params=T.RunPath,
         body=T.RecordsBody,
         responses={200: T.Ack, 409: T.SeqConflict},
-        reader=read_body,  # the batch's bytes, decoded off the event loop (apply_batch)
+        reader=read_encoded,  # the batch as sent, decoded off the event loop (apply_batch)
     )
     async def post_records(self, r: In) -> Response:
         if self._ingesting is None:  # made on the event loop that uses it
