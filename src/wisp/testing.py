@@ -286,15 +286,17 @@ def server_fixture(**options: Any) -> Callable[..., Any]:
     return wisp_server
 
 
-def send_json(url: str, key: str, method: str, path: str, body: Any) -> tuple[int, Any]:
+def send_json(
+    url: str, key: str, method: str, path: str, body: Any, *, gzip: bool = False
+) -> tuple[int, Any]:
     """``<method> <url>/api/v1<path>`` of ``body`` as JSON with the API key ``key``: the
-    status and the parsed answer (an error's too)."""
-    req = urllib.request.Request(
-        f"{url}/api/v1{path}",
-        data=json.dumps(body).encode(),
-        method=method,
-        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-    )
+    status and the parsed answer (an error's too).  ``body`` may be bytes, sent as they
+    are; ``gzip`` says they are gzip (``Content-Encoding``)."""
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    if gzip:
+        headers["Content-Encoding"] = "gzip"
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    req = urllib.request.Request(f"{url}/api/v1{path}", data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
             return resp.status, json.loads(resp.read())

@@ -9,8 +9,6 @@ import os
 import pickle
 import signal
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,7 @@ import pytest
 from wisp._protocol import RecordType
 from wisp.server.http.problem import Problem
 from wisp.server.ingesting import INGEST_NICE, IngestPool
-from wisp.testing import Server
+from wisp.testing import Server, send_json
 
 
 def _children(pid: int) -> list[int]:
@@ -52,22 +50,7 @@ def _post(srv: Server, path: str, body: Any, method: str = "POST") -> tuple[int,
 
 def _post_gzip(srv: Server, path: str, data: bytes) -> tuple[int, Any]:
     """POST ``data`` (gzip bytes, sent as they are) to ``/api/v1<path>``: status and answer."""
-    req = urllib.request.Request(
-        f"{srv.url}/api/v1{path}",
-        data=data,
-        method="POST",
-        headers={
-            "Authorization": f"Bearer {srv.key}",
-            "Content-Type": "application/json",
-            "Content-Encoding": "gzip",
-        },
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as e:
-        with e:
-            return e.code, json.loads(e.read())
+    return send_json(srv.url, srv.key, "POST", path, data, gzip=True)
 
 
 def _rows(first: int, n: int) -> dict[str, Any]:

@@ -8,8 +8,9 @@ cores a poll took up to ~1 s, most of it waiting to get back onto the event loop
 (benchmarks/bench_concurrent.py, docs/server.md "Scale").
 
 With ``--ingest-processes N`` (the default on PostgreSQL: :attr:`Dialect.ingest_processes`)
-a server process hands each batch's bytes to one of ``N`` processes of its own, which
-decode and apply it against their own connection pool (the store keeps no state a request
+a server process hands each batch as sent (gzip or not: decoding it was most of a busy
+event loop's time) to one of ``N`` processes of its own, which gunzip, decode and apply it
+against their own connection pool (the store keeps no state a request
 depends on, so any number of processes can write) and answer the acked sequence or the
 :class:`~wisp.server.http.problem.Problem` to send.  They run at a lower CPU priority
 (``nice`` +:data:`INGEST_NICE`, each in a session of its own at that nice: Linux's autogroup
