@@ -381,6 +381,8 @@ def wisp_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any]:
     extra = ["--workers", str(args.workers)] if args.workers > 1 else []
     if args.ingest_concurrency is not None:
         extra += ["--ingest-concurrency", str(args.ingest_concurrency)]
+    if args.ingest_processes is not None:
+        extra += ["--ingest-processes", str(args.ingest_processes)]
     apart = not args.one_session
     with Server(work / "server", db=url, args=extra, own_session=apart) as srv:
         go = work / "go-wisp"
@@ -504,6 +506,7 @@ def main() -> None:
     ap.add_argument("--metrics", type=int, default=10, help="keys logged per step")
     ap.add_argument("--workers", type=int, default=1, help="server worker processes (both)")
     ap.add_argument("--ingest-concurrency", type=int, help="the server's option (default: its own)")
+    ap.add_argument("--ingest-processes", type=int, help="the server's option (default: its own)")
     ap.add_argument("--poll-interval", type=float, default=0.5, help="seconds between polls")
     ap.add_argument(
         "--client-nice", type=int, default=0, help="niceness of the client processes (0: as equals)"
