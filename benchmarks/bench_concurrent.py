@@ -237,6 +237,19 @@ def _ms(xs: list[float]) -> str:
     )
 
 
+def _cpu_s(pid: int) -> tuple[float, float]:
+    """CPU seconds (user + system) of process ``pid``'s main thread and of the whole process
+    (Linux /proc; its child processes not included)."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def read(path: str) -> float:
+        with open(path) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    return read(f"/proc/{pid}/task/{pid}/stat"), read(f"/proc/{pid}/stat")
+
+
 def _load() -> str:
     return "load " + "/".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -415,7 +428,10 @@ def wisp_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any]:
 
         env = {**os.environ, "WISP_DIR": str(work / "runs"), **_nice(args)}
         load0 = _load()
+        assert srv.proc is not None
+        cpu0 = _cpu_s(srv.proc.pid)
         secs, times, ids, parts = drive(cmds, go, poll, args.poll_interval, env, apart=apart)
+        cpu1 = _cpu_s(srv.proc.pid)
         load1 = _load()
         idle = idle_polls(poll)
         # every point arrived: the count of one bucket over the whole run (any --steps;
@@ -433,6 +449,7 @@ def wisp_side(args: argparse.Namespace, work: Path, url: str) -> dict[str, Any]:
         "server": server,
         "idle": idle,
         "load": f"{load0} -> {load1}",
+        "cpu": (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]),
     }
 
 
@@ -540,6 +557,10 @@ def main() -> None:
         print(f"  poll (runs list + one series) during ingest: {_ms(w['polls'])}")
         print(f"    of which inside the server (Server-Timing, both requests): {_ms(w['server'])}")
         print(f"  poll idle afterwards: {_ms(w['idle'])}")
+        print(
+            f"  the server's CPU over the ingest: event-loop thread {w['cpu'][0]:.2f} s, "
+            f"its process {w['cpu'][1]:.2f} s (ingest processes not counted)"
+        )
         busy, idle = _pct(w["polls"], 99), _pct(w["idle"], 99)
         print(
             f"  targets: ingest {rate / 1e3:.0f}k points/s [>= 400k]; poll p99 during ingest "
